@@ -1,0 +1,374 @@
+"""Cursus codec, revision ``doc`` (cursus-protocol.txt), sans-IO.
+
+Bytes in, messages out, and back; no sockets, no asyncio.  Every decoder returns a
+message or raises :class:`CursusError` (a :class:`~conformance.errors.ProtocolError`)
+whose ``code`` names what was wrong; the broker turns that code into an
+``ERROR: <CODE> ...`` reply or a JSON ack with status ``ERROR``.
+
+Frames are ``[u32 BE length N][N bytes]``, N excluding the prefix, N <= 64 MiB.
+A payload beginning with the magic 0xBA7C is a batch, anything else a text command
+(with gzip enabled, a payload beginning 0x1F 0x8B is inflated first and must then
+begin with the magic).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import fields as dc_fields
+from typing import Any
+
+from conformance.errors import ProtocolError
+from conformance.protocols.cursus.messages import (
+    ACK_FIELDS,
+    ACK_STATUSES,
+    BATCH_HEADER,
+    COMMANDS,
+    ERROR_PREFIX,
+    FRAME_LIMIT,
+    GEN_MISMATCH,
+    GZIP_MAGIC,
+    MAGIC,
+    MESSAGE_FIELDS,
+    NOT_LEADER,
+    REBALANCE_REQUIRED,
+    ArgKind,
+    ArgValue,
+    Batch,
+    BatchAck,
+    Command,
+    ErrorReply,
+    FieldType,
+    Message,
+    OkReply,
+    Reply,
+    Request,
+    SpecialReply,
+    TextReply,
+    TopicList,
+)
+from conformance.wire.framing import LengthPrefixDeframer, frame_u32
+from conformance.wire.primitives import Reader, Writer, decode_utf8
+
+MAGIC_BYTES = MAGIC.to_bytes(2, "big")
+NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
+INT_RE = re.compile(r"0|[1-9][0-9]{0,18}")
+I64_MAX = 2**63 - 1
+
+
+class CursusError(ProtocolError):
+    """A malformed Cursus request or reply.  ``code`` is an upper-case word."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------- framing
+
+
+def new_deframer(max_frame: int = FRAME_LIMIT) -> LengthPrefixDeframer:
+    """A deframer for Cursus frames (big-endian u32, length excludes itself)."""
+    return LengthPrefixDeframer(order=">", includes_self=False, max_frame=max_frame)
+
+
+def frame(payload: bytes) -> bytes:
+    return frame_u32(payload, order=">", includes_self=False)
+
+
+# --------------------------------------------------------------- text commands
+
+
+def _parse_arg(kind: ArgKind, name: str, token: str) -> ArgValue:
+    if kind in ("topic", "name"):
+        if not NAME_RE.fullmatch(token):
+            raise CursusError("BAD_ARGUMENT", f"{name} {token!r} is not a name of 1-249 [A-Za-z0-9._-]")
+        return token
+    if kind == "offsets":
+        return _parse_offsets(token)
+    if not INT_RE.fullmatch(token) or int(token) > I64_MAX:
+        raise CursusError("BAD_ARGUMENT", f"{name} {token!r} is not a non-negative decimal integer")
+    value = int(token)
+    if kind == "count" and value < 1:
+        raise CursusError("BAD_ARGUMENT", f"{name} must be at least 1, got {value}")
+    if kind in ("count", "index") and value > 2**31 - 1:
+        raise CursusError("BAD_ARGUMENT", f"{name} {value} does not fit in int32")
+    return value
+
+
+def _parse_offsets(token: str) -> tuple[tuple[int, int], ...]:
+    pairs: list[tuple[int, int]] = []
+    for item in token.split(","):
+        p, sep, o = item.partition(":")
+        if not sep or not INT_RE.fullmatch(p) or not INT_RE.fullmatch(o):
+            raise CursusError("BAD_ARGUMENT", f"offsetsPayload item {item!r} is not <partition>:<offset>")
+        pairs.append((int(p), int(o)))
+    if len({p for p, _ in pairs}) != len(pairs):
+        raise CursusError("BAD_ARGUMENT", "offsetsPayload names a partition twice")
+    return tuple(pairs)
+
+
+def parse_command(payload: bytes) -> Command:
+    """Parse a text command payload (UTF-8, fields separated by a single space)."""
+    try:
+        text = decode_utf8(payload, "text command")
+    except ProtocolError as exc:
+        raise CursusError("INVALID_UTF8", str(exc)) from exc
+    if not text:
+        raise CursusError("EMPTY_COMMAND", "empty command")
+    tokens = text.split(" ")
+    spec = COMMANDS.get(tokens[0])
+    if spec is None:
+        shown = tokens[0][:40]
+        raise CursusError("UNKNOWN_COMMAND", f"unknown command {shown!r}")
+    given = tokens[1:]
+    if "" in given:
+        raise CursusError("BAD_ARGUMENTS", f"{spec.name}: fields must be separated by a single space")
+    if len(given) != len(spec.args):
+        usage = " ".join([spec.name, *(f"<{a.name}>" for a in spec.args)])
+        raise CursusError("BAD_ARGUMENTS", f"expected {usage}, got {len(given)} argument(s)")
+    values = tuple(_parse_arg(a.kind, a.name, t) for a, t in zip(spec.args, given, strict=True))
+    return Command(spec.name, values)
+
+
+def _format_arg(value: ArgValue) -> str:
+    if isinstance(value, tuple):
+        return ",".join(f"{p}:{o}" for p, o in value)
+    return str(value)
+
+
+def encode_command(cmd: Command) -> bytes:
+    return " ".join([cmd.name, *(_format_arg(v) for v in cmd.args)]).encode("utf-8")
+
+
+# ----------------------------------------------------------------------- batch
+
+_READ = {
+    "u8": Reader.u8,
+    "u16": Reader.u16,
+    "i32": Reader.i32,
+    "i64": Reader.i64,
+    "str16": Reader.str16,
+    "bytes32": Reader.bytes32,
+}
+
+
+def _write(w: Writer, kind: FieldType, value: Any) -> None:
+    if kind == "u8":
+        w.u8(int(value))
+    elif kind == "u16":
+        w.u16(value)
+    elif kind == "i32":
+        w.i32(value)
+    elif kind == "i64":
+        w.i64(value)
+    elif kind == "str16":
+        w.str16(value)
+    else:
+        w.bytes32(value)
+
+
+def encode_batch(batch: Batch) -> bytes:
+    w = Writer(">")
+    header = {
+        "magic": MAGIC,
+        "topic": batch.topic,
+        "partition": batch.partition,
+        "acks": batch.acks,
+        "idempotent": 1 if batch.idempotent else 0,
+        "seq_start": batch.seq_start,
+        "seq_end": batch.seq_end,
+        "message_count": len(batch.messages),
+    }
+    for name, kind in BATCH_HEADER:
+        _write(w, kind, header[name])
+    for m in batch.messages:
+        for name, kind in MESSAGE_FIELDS:
+            _write(w, kind, getattr(m, name))
+    return w.getvalue()
+
+
+def decode_batch(payload: bytes) -> Batch:
+    """Decode a whole batch; the batch must fill the payload exactly."""
+    r = Reader(payload, ">")
+    try:
+        head: dict[str, Any] = {name: _READ[kind](r, name) for name, kind in BATCH_HEADER}
+        if head["magic"] != MAGIC:
+            raise CursusError("BAD_MAGIC", f"batch magic is 0x{head['magic']:04X}, not 0x{MAGIC:04X}")
+        if head["idempotent"] not in (0, 1):
+            raise CursusError("MALFORMED_BATCH", f"idempotent flag is {head['idempotent']}, not 0 or 1")
+        count = head["message_count"]
+        if count < 0:
+            raise CursusError("MALFORMED_BATCH", f"messageCount is negative ({count})")
+        messages = []
+        for i in range(count):
+            values = {name: _READ[kind](r, f"message {i} {name}") for name, kind in MESSAGE_FIELDS}
+            messages.append(Message(**values))
+        r.expect_end("the last message of the batch")
+    except CursusError:
+        raise
+    except ProtocolError as exc:
+        raise CursusError("MALFORMED_BATCH", str(exc)) from exc
+    return Batch(
+        topic=head["topic"],
+        partition=head["partition"],
+        acks=head["acks"],
+        idempotent=bool(head["idempotent"]),
+        seq_start=head["seq_start"],
+        seq_end=head["seq_end"],
+        messages=tuple(messages),
+    )
+
+
+def partition_number(batch: Batch) -> int:
+    """The header's partition string as an int ("UTF-8 decimal, e.g. \\"0\\"")."""
+    if not INT_RE.fullmatch(batch.partition) or int(batch.partition) > 2**31 - 1:
+        raise CursusError("BAD_PARTITION", f"partition {batch.partition!r} is not a decimal number")
+    return int(batch.partition)
+
+
+def acks_level(batch: Batch) -> int:
+    """The header's acks string as -1, 0 or 1 ("UTF-8, e.g. \\"1\\", \\"0\\", \\"-1\\"")."""
+    if batch.acks not in ("0", "1", "-1"):
+        raise CursusError("BAD_ACKS", f"acks {batch.acks!r} is not one of 1, 0, -1")
+    return int(batch.acks)
+
+
+# ----------------------------------------------------------------- compression
+
+
+def gzip_body(body: bytes) -> bytes:
+    """Compress a batch body the way a client with compressionType=gzip does."""
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return c.compress(body) + c.flush()
+
+
+def inflate_gzip(data: bytes, limit: int = FRAME_LIMIT) -> bytes:
+    """Inflate a gzip member, refusing output larger than ``limit`` bytes."""
+    d = zlib.decompressobj(31)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise CursusError("BAD_COMPRESSION", f"gzip body does not inflate: {exc}") from exc
+    if len(out) > limit:
+        raise CursusError("FRAME_TOO_LARGE", f"gzip body inflates past the {limit}-byte frame limit")
+    if not d.eof:
+        raise CursusError("BAD_COMPRESSION", "gzip body is truncated")
+    if d.unused_data:
+        raise CursusError("BAD_COMPRESSION", f"{len(d.unused_data)} bytes follow the gzip member")
+    return out
+
+
+# -------------------------------------------------------------------- requests
+
+
+def is_batch(payload: bytes) -> bool:
+    return payload[:2] == MAGIC_BYTES
+
+
+def decode_request(payload: bytes, *, compression: str | None = None, limit: int = FRAME_LIMIT) -> Request:
+    """Classify and decode one frame payload sent to the broker."""
+    if compression == "gzip" and payload[:2] == GZIP_MAGIC:
+        body = inflate_gzip(payload, limit)
+        if not is_batch(body):
+            raise CursusError("BAD_MAGIC", "compressed body does not begin with the batch magic 0xBA7C")
+        return decode_batch(body)
+    if is_batch(payload):
+        return decode_batch(payload)
+    return parse_command(payload)
+
+
+def encode_request(req: Request, *, compression: str | None = None) -> bytes:
+    body = encode_batch(req) if isinstance(req, Batch) else encode_command(req)
+    if compression == "gzip" and isinstance(req, Batch):
+        return gzip_body(body)
+    return body
+
+
+# --------------------------------------------------------------------- replies
+
+
+def encode_ack(ack: BatchAck) -> bytes:
+    obj = {name: getattr(ack, name) for name, _ in ACK_FIELDS}
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def decode_ack(payload: bytes) -> BatchAck:
+    """Strict: a JSON object with every documented field, each of its documented type."""
+    try:
+        obj = json.loads(decode_utf8(payload, "batch ack"))
+    except (ProtocolError, ValueError) as exc:
+        raise CursusError("BAD_ACK", f"batch ack is not JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise CursusError("BAD_ACK", "batch ack is not a JSON object")
+    values: dict[str, Any] = {}
+    for name, typ in ACK_FIELDS:
+        if name not in obj:
+            raise CursusError("BAD_ACK", f"batch ack has no {name!r} field")
+        v = obj[name]
+        if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise CursusError("BAD_ACK", f"batch ack field {name!r} is {v!r}, not a number")
+        if typ is str and not isinstance(v, str):
+            raise CursusError("BAD_ACK", f"batch ack field {name!r} is {v!r}, not a string")
+        values[name] = v
+    if values["status"] not in ACK_STATUSES:
+        raise CursusError("BAD_ACK", f"batch ack status {values['status']!r} is not OK, PARTIAL or ERROR")
+    return BatchAck(**values)
+
+
+def encode_reply(reply: Reply) -> bytes:
+    """The payload (unframed) of a broker reply."""
+    if isinstance(reply, BatchAck):
+        return encode_ack(reply)
+    if isinstance(reply, Batch):
+        return encode_batch(reply)
+    if isinstance(reply, ErrorReply):
+        return f"{ERROR_PREFIX} {reply.text}".encode()
+    if isinstance(reply, OkReply):
+        return " ".join(["OK", *(f"{k}={v}" for k, v in reply.fields)]).encode()
+    if isinstance(reply, TopicList):
+        return json.dumps(list(reply.topics), separators=(",", ":")).encode()
+    return reply.text.encode("utf-8")
+
+
+def error_reply(code: str, description: str) -> ErrorReply:
+    return ErrorReply(code, f"{code} {description}")
+
+
+def decode_reply(payload: bytes) -> Reply:
+    """Classify a broker reply the way a client does (document order of checks)."""
+    if is_batch(payload):
+        return decode_batch(payload)
+    try:
+        text = decode_utf8(payload, "reply")
+    except ProtocolError as exc:
+        raise CursusError("BAD_REPLY", str(exc)) from exc
+    if text.startswith("{"):
+        return decode_ack(payload)
+    if text.startswith(ERROR_PREFIX):
+        desc = text[len(ERROR_PREFIX) :].strip()
+        return ErrorReply(desc.split(" ", 1)[0] if desc else "", desc)
+    for kind in (NOT_LEADER, REBALANCE_REQUIRED, GEN_MISMATCH):
+        if kind in text:
+            return SpecialReply(kind, text)
+    if text == "OK" or text.startswith("OK "):
+        pairs = []
+        for token in text[3:].split(" ") if text != "OK" else []:
+            k, sep, v = token.partition("=")
+            if not sep:
+                return TextReply(text)
+            pairs.append((k, v))
+        return OkReply(tuple(pairs))
+    if text.startswith("["):
+        try:
+            names = json.loads(text)
+        except ValueError:
+            return TextReply(text)
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return TopicList(tuple(names))
+    return TextReply(text)
+
+
+def message_field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in dc_fields(Message))

@@ -1,0 +1,131 @@
+"""Incremental deframers: feed bytes as they arrive, take whole frames out.
+
+Both deframers are sans-IO and bounded:
+
+* :class:`LengthPrefixDeframer` reads a u32 length prefix whose byte order, and
+  whether it counts its own four bytes, are parameters.  The value of the length
+  field is checked against ``max_frame`` as soon as the four prefix bytes are
+  known, before any payload is buffered, so an oversize claim costs nothing.
+* :class:`LineDeframer` splits on ``\\n`` and refuses a line longer than
+  ``max_line`` bytes (terminator excluded) as soon as the buffered part of it is
+  longer than that, again before waiting for the rest.
+
+After an error a deframer is poisoned: the stream cannot be resynchronised, and
+the caller is expected to close the connection.
+"""
+
+from __future__ import annotations
+
+import struct
+from conformance.errors import FrameTooLarge, ProtocolError
+from conformance.wire.primitives import ByteOrder
+
+
+class LengthPrefixDeframer:
+    """u32 length-prefixed frames.
+
+    ``max_frame`` bounds the value of the length field itself.  With
+    ``includes_self`` the field counts its own four bytes, so values below four
+    are malformed.
+    """
+
+    def __init__(self, *, order: ByteOrder = ">", includes_self: bool = False, max_frame: int) -> None:
+        self._fmt = struct.Struct(order + "I")
+        self._includes_self = includes_self
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._need: int | None = None  # payload length of the frame being read
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as a frame."""
+        return len(self._buf)
+
+    @property
+    def pending_frame_length(self) -> int | None:
+        """Payload length of a frame whose prefix arrived but whose payload has not."""
+        return self._need
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Buffer ``data`` and return every frame payload now complete, in order."""
+        if self._error is not None:
+            raise self._error
+        self._buf += data
+        frames: list[bytes] = []
+        buf, pos = self._buf, 0
+        try:
+            while True:
+                if self._need is None:
+                    if len(buf) - pos < 4:
+                        return frames
+                    (value,) = self._fmt.unpack_from(buf, pos)
+                    try:
+                        self._need = self._payload_length(value)
+                    except ProtocolError as exc:
+                        self._error = exc
+                        raise
+                    pos += 4
+                if len(buf) - pos < self._need:
+                    return frames
+                frames.append(bytes(buf[pos : pos + self._need]))
+                pos += self._need
+                self._need = None
+        finally:
+            del buf[:pos]
+
+    def _payload_length(self, value: int) -> int:
+        if value > self.max_frame:
+            raise FrameTooLarge(value, self.max_frame)
+        if self._includes_self:
+            if value < 4:
+                raise ProtocolError(f"length field {value} is smaller than its own 4 bytes")
+            return value - 4
+        return value
+
+    def frame(self, payload: bytes) -> bytes:
+        """The wire form of ``payload`` under this deframer's rules."""
+        value = len(payload) + (4 if self._includes_self else 0)
+        return self._fmt.pack(value) + payload
+
+
+def frame_u32(payload: bytes, *, order: ByteOrder = ">", includes_self: bool = False) -> bytes:
+    """Prefix ``payload`` with its u32 length."""
+    value = len(payload) + (4 if includes_self else 0)
+    return struct.pack(order + "I", value) + payload
+
+
+class LineDeframer:
+    """``\\n``-terminated lines of at most ``max_line`` bytes (terminator excluded)."""
+
+    def __init__(self, *, max_line: int) -> None:
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._error: ProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Buffer ``data`` and return every complete line, without its ``\\n``."""
+        if self._error is not None:
+            raise self._error
+        self._buf += data
+        lines: list[bytes] = []
+        buf, pos = self._buf, 0
+        try:
+            while True:
+                end = buf.find(b"\n", pos)
+                if end < 0:
+                    if len(buf) - pos > self.max_line:
+                        self._error = FrameTooLarge(len(buf) - pos, self.max_line)
+                        raise self._error
+                    return lines
+                if end - pos > self.max_line:
+                    self._error = FrameTooLarge(end - pos, self.max_line)
+                    raise self._error
+                lines.append(bytes(buf[pos:end]))
+                pos = end + 1
+        finally:
+            del buf[:pos]
