@@ -372,3 +372,7 @@ def decode_reply(payload: bytes) -> Reply:
 
 def message_field_names() -> tuple[str, ...]:
     return tuple(f.name for f in dc_fields(Message))
+
+
+PROBE_REQUEST = frame(b"LIST")
+"""A harmless request any Cursus broker answers: used to tell a slow case from a dead target."""
