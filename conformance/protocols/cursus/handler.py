@@ -1,0 +1,303 @@
+"""The Cursus front-end of the reference broker: decoded request -> engine call -> reply.
+
+Behaviour (revision ``doc``; SPEC.md lists every rule and convention by ID):
+
+* a frame beginning with 0xBA7C is a batch and gets exactly one JSON ack, whatever its
+  acks level; a frame beginning 0x1F 0x8B is inflated first when the broker runs with
+  ``--compression gzip``; anything else is a text command;
+* text commands reply ``OK [key=value ...]``, a JSON topic list (LIST), a batch
+  (CONSUME), a special reply (REBALANCE_REQUIRED, GEN_MISMATCH), or
+  ``ERROR: <CODE> <description>``; the connection stays open after an error;
+* STREAM turns the connection into a push stream of batches;
+* a frame over the 64 MiB limit is refused from its prefix: ``ERROR: FRAME_TOO_LARGE``
+  and the connection is closed.
+
+Quirks (deliberate violations, see quirks.py) are consulted where they bend a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from conformance.engine import Engine, EngineError, HeartbeatStatus, ProducerBatch
+from conformance.errors import FrameTooLarge, ProtocolError
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.codec import CursusError, error_reply
+from conformance.protocols.cursus.messages import (
+    FRAME_LIMIT,
+    GEN_MISMATCH,
+    REBALANCE_REQUIRED,
+    Batch,
+    BatchAck,
+    Command,
+    OkReply,
+    Reply,
+    SpecialReply,
+    TopicList,
+)
+from conformance.protocols.cursus.quirks import Quirks
+from conformance.protocols.cursus.records import consume_batch, to_record
+from conformance.server import Outcome
+from conformance.wire.framing import LengthPrefixDeframer
+
+# Engine refusal -> Cursus error code (conventions, SPEC.md CUR-ERR-*).
+_ENGINE_CODES = {"INVALID_PARTITIONS": "BAD_ARGUMENT", "INVALID_ARGUMENT": "BAD_ARGUMENT"}
+
+
+@dataclass
+class CursusConfig:
+    compression: str = "none"
+    max_poll_records: int = 100
+    frame_limit: int = FRAME_LIMIT
+    quirks: Quirks = field(default_factory=Quirks)
+
+
+class CursusFrontend:
+    """Shared by every connection: the engine, the configuration, the advertised address."""
+
+    name = "cursus"
+
+    def __init__(self, engine: Engine, config: CursusConfig | None = None) -> None:
+        self.engine = engine
+        self.config = config or CursusConfig()
+        self.leader = ""
+
+    def set_address(self, host: str, port: int) -> None:
+        self.leader = f"{host}:{port}"
+
+    def new_deframer(self) -> LengthPrefixDeframer:
+        return codec.new_deframer(self.config.quirks.frame_limit(self.config.frame_limit))
+
+    def new_session(self, peer: str) -> CursusSession:
+        return CursusSession(self, peer)
+
+    def framing_error(self, exc: ProtocolError) -> Outcome:
+        code = "FRAME_TOO_LARGE" if isinstance(exc, FrameTooLarge) else "BAD_FRAME"
+        return Outcome([self.frame_reply(error_reply(code, str(exc)))], close=True)
+
+    def add_change_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
+        return self.engine.add_listener(lambda _topic, _partition: callback())
+
+    def frame_reply(self, reply: Reply) -> bytes:
+        return codec.frame(self.config.quirks.reply_payload(reply, codec.encode_reply(reply)))
+
+
+class CursusSession:
+    def __init__(self, frontend: CursusFrontend, peer: str) -> None:
+        self.frontend = frontend
+        self.engine = frontend.engine
+        self.config = frontend.config
+        self.peer = peer
+
+    def closed(self) -> None:
+        pass
+
+    def handle(self, frame: bytes) -> Outcome:
+        quirks = self.config.quirks
+        if quirks.is_batch_prefix(frame):
+            return self._reply(self._error_ack("BAD_MAGIC", "batch magic is not 0xBA7C"))
+        try:
+            request = codec.decode_request(
+                frame,
+                compression=quirks.compression(self.config.compression),
+                limit=self.config.frame_limit,
+            )
+        except CursusError as exc:
+            if codec.is_batch(frame) or exc.code == "MALFORMED_BATCH":
+                return self._reply(self._error_ack(exc.code, str(exc)))
+            return self._reply(error_reply(exc.code, str(exc)))
+        if isinstance(request, Batch):
+            return self._reply(self._produce(request))
+        return self._command(request)
+
+    def _reply(self, reply: Reply) -> Outcome:
+        return Outcome([self.frontend.frame_reply(reply)])
+
+    # ------------------------------------------------------------------ produce
+
+    def _error_ack(self, code: str, text: str, batch: Batch | None = None) -> BatchAck:
+        first = batch.messages[0] if batch and batch.messages else None
+        return BatchAck(
+            status="ERROR",
+            last_offset=-1,
+            producer_epoch=first.epoch if first else 0,
+            producer_id=first.producer_id if first else "",
+            seq_start=batch.seq_start if batch else 0,
+            seq_end=batch.seq_end if batch else 0,
+            leader=self.frontend.leader,
+            error=text if text.startswith(code) else f"{code} {text}",
+        )
+
+    def _produce(self, batch: Batch) -> BatchAck:
+        try:
+            partition = codec.partition_number(batch)
+            codec.acks_level(batch)
+        except CursusError as exc:
+            return self._error_ack(exc.code, str(exc), batch)
+        first = batch.messages[0] if batch.messages else None
+        producer = None
+        if batch.idempotent and first is not None:
+            if batch.seq_end - batch.seq_start + 1 != len(batch.messages):
+                return self._error_ack(
+                    "BAD_SEQUENCE",
+                    f"seqStart..seqEnd covers {batch.seq_end - batch.seq_start + 1} numbers "
+                    f"but the batch has {len(batch.messages)} messages",
+                    batch,
+                )
+            producer = ProducerBatch(first.producer_id, first.epoch, batch.seq_start, batch.seq_end)
+        try:
+            self.engine.topic(batch.topic)
+            if not batch.messages:
+                self.engine.high_watermark(batch.topic, partition)
+                last, epoch = -1, 0
+            else:
+                records = [to_record(m) for m in batch.messages]
+                result = self.engine.append(batch.topic, partition, records, producer)
+                last = result.last_offset
+                epoch = result.producer_epoch if producer else first.epoch if first else 0
+        except EngineError as exc:
+            return self._error_ack(_ENGINE_CODES.get(exc.code, exc.code), str(exc), batch)
+        ack = BatchAck(
+            status="OK",
+            last_offset=last,
+            producer_epoch=epoch,
+            producer_id=first.producer_id if first else "",
+            seq_start=batch.seq_start,
+            seq_end=batch.seq_end,
+            leader=self.frontend.leader,
+            error="",
+        )
+        return self.config.quirks.ack(ack, batch)
+
+    # ----------------------------------------------------------------- commands
+
+    def _command(self, cmd: Command) -> Outcome:
+        handler = _COMMANDS[cmd.name]
+        try:
+            result = handler(self, cmd)
+        except EngineError as exc:
+            code = _ENGINE_CODES.get(exc.code, exc.code)
+            if code == "GENERATION_MISMATCH":
+                gen = self.engine.group_generation(cmd.text("group"))
+                return self._reply(SpecialReply(GEN_MISMATCH, f"{GEN_MISMATCH} generation={gen}"))
+            return self._reply(error_reply(code, str(exc)))
+        except CursusError as exc:
+            return self._reply(error_reply(exc.code, str(exc)))
+        if isinstance(result, Outcome):
+            return result
+        return self._reply(result)
+
+    def create(self, cmd: Command) -> Reply:
+        partitions = self.config.quirks.partitions(cmd.number("partitions"))
+        info = self.engine.create_topic(cmd.text("topic"), partitions)
+        return OkReply((("topic", info.name), ("partitions", str(cmd.number("partitions")))))
+
+    def delete(self, cmd: Command) -> Reply:
+        self.engine.delete_topic(cmd.text("topic"))
+        return OkReply((("topic", cmd.text("topic")),))
+
+    def list_topics(self, cmd: Command) -> Reply:
+        return TopicList(tuple(t.name for t in self.engine.list_topics()))
+
+    def _read(self, topic: str, partition: int, offset: int) -> Batch:
+        offset = self.config.quirks.consume_offset(offset)
+        records = self.engine.read(topic, partition, offset, self.config.max_poll_records)
+        return consume_batch(topic, partition, offset, records)
+
+    def consume(self, cmd: Command) -> Reply:
+        return self._read(cmd.text("topic"), cmd.number("partition"), cmd.number("offset"))
+
+    def stream(self, cmd: Command) -> Outcome:
+        topic, partition, offset = cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
+        hwm = self.engine.high_watermark(topic, partition)
+        if offset > hwm:
+            raise CursusError("OFFSET_OUT_OF_RANGE", f"offset {offset} is past the high watermark {hwm}")
+        return Outcome(stream=_Stream(self, topic, partition, offset))
+
+    def subscribe(self, cmd: Command) -> Reply:
+        self.engine.subscribe(cmd.text("group"), cmd.text("topic"))
+        return OkReply((("topic", cmd.text("topic")), ("group", cmd.text("group"))))
+
+    def join_group(self, cmd: Command) -> Reply:
+        joined = self.engine.join_group(cmd.text("group"), cmd.text("topic"), cmd.text("consumerId"))
+        return OkReply((("generation", str(joined.generation)), ("member", joined.member_id)))
+
+    def leave_group(self, cmd: Command) -> Reply:
+        group, consumer = cmd.text("group"), cmd.text("consumerId")
+        members = self.engine.members_of(group, consumer)
+        if not members:
+            raise CursusError("UNKNOWN_MEMBER", f"no member of group {group!r} joined as {consumer!r}")
+        if not self.config.quirks.leave_keeps_members():
+            for member in members:
+                self.engine.leave_group(group, member)
+        return OkReply()
+
+    def sync_group(self, cmd: Command) -> Reply:
+        group, topic = cmd.text("group"), cmd.text("topic")
+        assigned = self.engine.sync_group(group, cmd.text("memberId"), cmd.number("generation"))
+        parts = ",".join(str(p) for p in assigned.get(topic, []))
+        gen = self.engine.group_generation(group)
+        return OkReply((("generation", str(gen)), ("assignment", parts)))
+
+    def heartbeat(self, cmd: Command) -> Reply:
+        group = cmd.text("group")
+        status = self.engine.heartbeat(group, cmd.text("memberId"), cmd.number("generation"))
+        if status is HeartbeatStatus.REBALANCE_REQUIRED and not self.config.quirks.hide_rebalance():
+            gen = self.engine.group_generation(group)
+            return SpecialReply(REBALANCE_REQUIRED, f"{REBALANCE_REQUIRED} generation={gen}")
+        return OkReply()
+
+    def commit(self, cmd: Command) -> Reply:
+        self.engine.commit(cmd.text("group"), cmd.text("topic"), cmd.number("partition"), cmd.number("offset"))
+        return OkReply()
+
+    def batch_commit(self, cmd: Command) -> Reply:
+        offsets = dict(cmd.offsets())
+        self.engine.commit_many(
+            cmd.text("group"), cmd.text("topic"), offsets, cmd.text("memberId"), cmd.number("generation")
+        )
+        return OkReply((("committed", str(len(offsets))),))
+
+    def fetch_offset(self, cmd: Command) -> Reply:
+        self.engine.high_watermark(cmd.text("topic"), cmd.number("partition"))  # validates both
+        offset = self.engine.committed(cmd.text("group"), cmd.text("topic"), cmd.number("partition"))
+        return OkReply((("offset", str(-1 if offset is None else offset)),))
+
+
+class _Stream:
+    """A STREAM subscription: pushes one batch per poll of whatever is new since the cursor."""
+
+    def __init__(self, session: CursusSession, topic: str, partition: int, offset: int) -> None:
+        self.session = session
+        self.topic, self.partition, self.cursor = topic, partition, offset
+
+    def poll(self) -> list[bytes]:
+        engine = self.session.engine
+        try:
+            if self.cursor >= engine.high_watermark(self.topic, self.partition):
+                return []
+            batch = self.session._read(self.topic, self.partition, self.cursor)
+        except EngineError:  # the topic went away: nothing more to push
+            return []
+        if not batch.messages:
+            return []
+        self.cursor = batch.messages[-1].offset + 1
+        return [self.session.frontend.frame_reply(batch)]
+
+
+_COMMANDS: dict[str, Callable[[CursusSession, Command], Reply | Outcome]] = {
+    "CREATE": CursusSession.create,
+    "DELETE": CursusSession.delete,
+    "LIST": CursusSession.list_topics,
+    "CONSUME": CursusSession.consume,
+    "SUBSCRIBE": CursusSession.subscribe,
+    "JOIN_GROUP": CursusSession.join_group,
+    "LEAVE_GROUP": CursusSession.leave_group,
+    "STREAM": CursusSession.stream,
+    "COMMIT": CursusSession.commit,
+    "HEARTBEAT": CursusSession.heartbeat,
+    "BATCH_COMMIT": CursusSession.batch_commit,
+    "SYNC_GROUP": CursusSession.sync_group,
+    "FETCH_OFFSET": CursusSession.fetch_offset,
+}

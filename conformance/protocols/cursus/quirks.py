@@ -1,0 +1,117 @@
+"""Deliberate misbehaviour of the Cursus reference broker, switched on by ``--quirk NAME``.
+
+Two kinds:
+
+* ``spec`` quirks break named MUST requirements of SPEC.md and nothing else; the
+  project's tests run the suite against each and check that exactly the declared
+  requirements fail.  They prove that the cases can fail.
+* ``fault`` quirks (crash, hang, data loss) are for the fuzzer to find and are not
+  part of that exactness check.
+
+The handler asks a :class:`Quirks` object at each point where a quirk bends a rule;
+with no quirk active every hook returns the conformant behaviour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
+
+
+@dataclass(frozen=True)
+class QuirkSpec:
+    name: str
+    kind: str  # "spec" or "fault"
+    area: str
+    breaks: tuple[str, ...]
+    description: str
+
+
+QUIRKS: dict[str, QuirkSpec] = {
+    q.name: q
+    for q in (
+        QuirkSpec("frame-limit-off-by-one", "spec", "framing", ("CUR-FRAME-3",),
+                  "refuses a frame of exactly 64 MiB (the limit is treated as exclusive)"),
+        QuirkSpec("magic-first-byte-only", "spec", "batch", ("CUR-BATCH-2",),
+                  "takes any payload whose first byte is 0xBA for a batch"),
+        QuirkSpec("ack-last-offset-off-by-one", "spec", "ack", ("CUR-ACK-4",),
+                  "reports the next offset instead of the highest assigned one in last_offset"),
+        QuirkSpec("ack-seq-from-messages", "spec", "ack", ("CUR-ACK-6",),
+                  "echoes the first and last message seqNum instead of the header's seqStart/seqEnd"),
+        QuirkSpec("error-prefix-lowercase", "spec", "errors", ("CUR-ERR-1",),
+                  "error replies start with 'error:' instead of 'ERROR:'"),
+        QuirkSpec("create-single-partition", "spec", "text", ("CUR-TEXT-1",),
+                  "CREATE makes one partition whatever count is asked for"),
+        QuirkSpec("consume-from-zero", "spec", "text", ("CUR-TEXT-4",),
+                  "CONSUME and STREAM ignore the offset and start at 0"),
+        QuirkSpec("leave-without-rebalance", "spec", "groups", ("CUR-GROUP-3",),
+                  "LEAVE_GROUP answers OK but keeps the member, so no rebalance happens"),
+        QuirkSpec("heartbeat-hides-rebalance", "spec", "groups", ("CUR-GROUP-4",),
+                  "HEARTBEAT answers OK even when the group has moved to a newer generation"),
+        QuirkSpec("gzip-unsupported", "spec", "compression", ("CUR-COMP-1",),
+                  "does not inflate gzip bodies even when started with --compression gzip"),
+    )
+}
+
+
+class UnknownQuirk(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Quirks:
+    """The active quirks, and the hooks the handler calls."""
+
+    active: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, names: list[str] | tuple[str, ...]) -> Quirks:
+        unknown = [n for n in names if n not in QUIRKS]
+        if unknown:
+            raise UnknownQuirk(
+                f"unknown quirk {unknown[0]!r}; known quirks: {', '.join(sorted(QUIRKS))}"
+            )
+        return cls(frozenset(names))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.active
+
+    def frame_limit(self, limit: int) -> int:
+        return limit - 1 if "frame-limit-off-by-one" in self else limit
+
+    def is_batch_prefix(self, payload: bytes) -> bool:
+        """True when this broker takes ``payload`` for a batch although it is not one."""
+        return "magic-first-byte-only" in self and payload[:1] == b"\xba" and payload[:2] != b"\xba\x7c"
+
+    def compression(self, configured: str) -> str | None:
+        if configured == "none" or "gzip-unsupported" in self:
+            return None
+        return configured
+
+    def ack(self, ack: BatchAck, batch: Batch) -> BatchAck:
+        if "ack-last-offset-off-by-one" in self and ack.last_offset >= 0:
+            ack = dataclasses.replace(ack, last_offset=ack.last_offset + 1)
+        if "ack-seq-from-messages" in self and batch.messages:
+            ack = dataclasses.replace(
+                ack, seq_start=batch.messages[0].seq_num, seq_end=batch.messages[-1].seq_num
+            )
+        return ack
+
+    def reply_payload(self, reply: Reply, payload: bytes) -> bytes:
+        if "error-prefix-lowercase" in self and isinstance(reply, ErrorReply):
+            return b"error:" + payload[len(b"ERROR:") :]
+        return payload
+
+    def partitions(self, asked: int) -> int:
+        return 1 if "create-single-partition" in self else asked
+
+    def consume_offset(self, offset: int) -> int:
+        return 0 if "consume-from-zero" in self else offset
+
+    def leave_keeps_members(self) -> bool:
+        return "leave-without-rebalance" in self
+
+    def hide_rebalance(self) -> bool:
+        return "heartbeat-hides-rebalance" in self

@@ -1,0 +1,198 @@
+"""The one asyncio TCP shell of the reference broker.
+
+It accepts connections, feeds received bytes to the protocol's deframer, hands each
+frame to the protocol session, and writes the replies back in order.  It knows no
+protocol: a :class:`Frontend` supplies the deframer, the per-connection session and
+the reply to a framing error.  Limits enforced here, for every protocol:
+
+* a deframer refuses an oversize length before the payload is read, so a lying
+  prefix costs nothing;
+* at most ``max_connections`` open at once (further ones are closed on accept);
+* a write that the peer does not drain within ``write_timeout`` seconds closes that
+  connection, so a client that stops reading cannot hold the broker;
+* every connection is its own task: one slow or hostile peer never stalls another.
+
+A session may turn its connection into a push stream (Cursus STREAM): the server then
+keeps reading (and discarding) frames and wakes the stream whenever the engine
+reports an append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from conformance.errors import ProtocolError
+
+log = logging.getLogger("conformance.server")
+
+READ_CHUNK = 256 * 1024
+
+
+class Deframer(Protocol):
+    def feed(self, data: bytes) -> list[bytes]: ...
+
+
+class Stream(Protocol):
+    def poll(self) -> list[bytes]:
+        """Framed bytes ready to push now ([] when nothing is new)."""
+        ...
+
+
+@dataclass
+class Outcome:
+    """What to do after one frame: send ``replies`` (framed bytes), then maybe close or stream."""
+
+    replies: list[bytes] = field(default_factory=list)
+    close: bool = False
+    stream: Stream | None = None
+
+
+class Session(Protocol):
+    def handle(self, frame: bytes) -> Outcome: ...
+
+    def closed(self) -> None: ...
+
+
+class Frontend(Protocol):
+    name: str
+
+    def new_deframer(self) -> Deframer: ...
+
+    def new_session(self, peer: str) -> Session: ...
+
+    def framing_error(self, exc: ProtocolError) -> Outcome:
+        """The reply to input the deframer refused (the connection is closed after it)."""
+        ...
+
+    def add_change_listener(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+
+    def set_address(self, host: str, port: int) -> None: ...
+
+
+class Server:
+    def __init__(
+        self,
+        frontend: Frontend,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_connections: int = 1024,
+        write_timeout: float = 30.0,
+    ) -> None:
+        self.frontend = frontend
+        self.host = host
+        self.port = port
+        self.max_connections = max_connections
+        self.write_timeout = write_timeout
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._changed = asyncio.Event()
+        self._remove_listener: Callable[[], None] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=READ_CHUNK)
+        sock = self._server.sockets[0]
+        host, port = sock.getsockname()[:2]
+        self.host, self.port = host, port
+        self.frontend.set_address(host, port)
+        self._remove_listener = self.frontend.add_change_listener(self._notify)
+        return host, port
+
+    def _notify(self) -> None:
+        event, self._changed = self._changed, asyncio.Event()
+        event.set()
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        async with self._server:
+            await self._server.serve_forever()
+
+    async def close(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self._connections) >= self.max_connections:
+            writer.close()
+            return
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        session = self.frontend.new_session(f"{peer[0]}:{peer[1]}" if peer else "?")
+        try:
+            await self._converse(reader, writer, session)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        except Exception:  # a bug in a handler must not take the broker down
+            log.exception("connection from %s failed", peer)
+        finally:
+            self._connections.discard(task)
+            session.closed()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _write(self, writer: asyncio.StreamWriter, chunks: list[bytes]) -> None:
+        if chunks:
+            writer.write(b"".join(chunks))
+            await asyncio.wait_for(writer.drain(), self.write_timeout)
+
+    async def _converse(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: Session
+    ) -> None:
+        deframer = self.frontend.new_deframer()
+        stream_task: asyncio.Task[None] | None = None
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    return
+                try:
+                    frames = deframer.feed(data)
+                except ProtocolError as exc:
+                    await self._write(writer, self.frontend.framing_error(exc).replies)
+                    return
+                if stream_task is not None:
+                    if stream_task.done():
+                        return
+                    continue  # frames sent on a streaming connection are read and ignored
+                for frame in frames:
+                    outcome = session.handle(frame)
+                    await self._write(writer, outcome.replies)
+                    if outcome.close:
+                        return
+                    if outcome.stream is not None:
+                        stream_task = asyncio.create_task(self._push(writer, outcome.stream))
+                        break
+        finally:
+            if stream_task is not None:
+                stream_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await stream_task
+
+    async def _push(self, writer: asyncio.StreamWriter, stream: Stream) -> None:
+        try:
+            while True:
+                changed = self._changed
+                chunks = stream.poll()
+                if chunks:
+                    await self._write(writer, chunks)
+                else:
+                    await changed.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the peer stopped reading or went away: end the connection
+            writer.transport.abort()
