@@ -1,3 +1,386 @@
-"""The conformance pytest plugin (placeholder while the suite is built; inert)."""
+"""The conformance pytest plugin: options, the ``target`` fixture, verdicts, results.
+
+Inert unless ``--conformance-protocol`` is given, so the project's own tests are not
+disturbed by it (it is loaded through the ``pytest11`` entry point).
+
+Verdicts, from how a case ends (see ``conformance.suite.case``):
+
+========================================  =============  ===============
+case ends with                            verdict        pytest outcome
+========================================  =============  ===============
+return                                    PASS           passed
+Violation of a MUST                       FAIL           failed
+Violation of a SHOULD                     WARN           passed (failed with --conformance-strict)
+Violation of a MAY (a convention)         UNSUPPORTED    skipped
+Unsupported                               UNSUPPORTED    skipped
+TargetUnresponsive or anything else       ERROR          failed
+========================================  =============  ===============
+
+Every case record carries its wire log.  The records go to ``--conformance-results``
+(JSON); under pytest-xdist each worker writes a part file and the controller merges them.
+"""
 
 from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import __version__
+from conformance.client import ClientError, ReplyTimeout, WireLog
+from conformance.protocols import DEFAULT_REVISION, REVISIONS, codec
+from conformance.spec import Requirement, requirements
+from conformance.suite.case import Unsupported, Violation
+from conformance.suite.target import CaseContext, Target, TargetUnresponsive
+
+_SET_BY_RUN = "(set by `conformance run`; recorded in the results)"
+VERDICTS = ("PASS", "FAIL", "WARN", "UNSUPPORTED", "ERROR")
+_STATE = pytest.StashKey["RunState"]()
+_CASE = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("conformance", "broker conformance suite")
+    g.addoption("--conformance-protocol", help="run the conformance cases of this protocol")
+    g.addoption("--conformance-target", metavar="HOST:PORT", help="the broker under test")
+    g.addoption("--conformance-revision", help="protocol revision the target speaks")
+    g.addoption("--conformance-timeout", type=float, default=5.0, help="deadline of every read (s)")
+    g.addoption("--conformance-strict", action="store_true", help="WARN (a broken SHOULD) fails")
+    g.addoption(
+        "--conformance-compression",
+        default="none",
+        choices=("none", "gzip"),
+        help="compression the target is configured to accept",
+    )
+    g.addoption(
+        "--conformance-select",
+        action="append",
+        default=[],
+        metavar="SEL",
+        help="case-ID prefix or requirement ID (repeatable)",
+    )
+    g.addoption("--conformance-dry-run", action="store_true", help="list the selected cases")
+    g.addoption("--conformance-results", metavar="FILE", help="write results JSON here")
+    g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
+    g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
+
+
+class RunState:
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.getoption
+        self.protocol: str = opt("conformance_protocol")
+        self.revision: str = opt("conformance_revision") or DEFAULT_REVISION[self.protocol]
+        if self.revision not in REVISIONS[self.protocol]:
+            raise pytest.UsageError(
+                f"unknown revision {self.revision!r} of {self.protocol}; "
+                f"known: {', '.join(REVISIONS[self.protocol])}"
+            )
+        self.requirements: dict[str, Requirement] = requirements(self.protocol)
+        self.strict: bool = opt("conformance_strict")
+        self.select: list[str] = opt("conformance_select")
+        self.results_path: str | None = opt("conformance_results")
+        self.started = datetime.now(UTC)
+        self.t0 = time.monotonic()
+        self.cases: list[dict[str, Any]] = []
+        self.target: Target | None = None
+        target = opt("conformance_target")
+        if target:
+            host, _, port = target.rpartition(":")
+            if not host or not port.isdigit():
+                raise pytest.UsageError(f"--conformance-target {target!r} is not HOST:PORT")
+            self.target = Target(
+                host,
+                int(port),
+                self.protocol,
+                codec(self.protocol),
+                self.revision,
+                opt("conformance_timeout"),
+                opt("conformance_compression"),
+            )
+        self.meta = {
+            "quirks": opt("conformance_quirk"),
+            "embedded": opt("conformance_embedded"),
+            "target": target or "",
+        }
+
+
+def _active(config: pytest.Config) -> RunState | None:
+    return config.stash.get(_STATE, None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance(case_id, requirements): a conformance case")
+    if config.getoption("conformance_protocol"):
+        config.stash[_STATE] = RunState(config)
+
+
+# ------------------------------------------------------------------ selection
+
+
+def _selected(case_id: str, reqs: tuple[str, ...], select: list[str]) -> bool:
+    if not select:
+        return True
+    return any(s in reqs or case_id == s or case_id.startswith(s.rstrip("/") + "/") for s in select)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = _active(config)
+    if state is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        mark = item.get_closest_marker("conformance")
+        if mark is None:
+            raise pytest.UsageError(f"{item.nodeid} is not marked as a conformance case")
+        case_id, reqs = mark.kwargs["case_id"], mark.kwargs["requirements"]
+        unknown = [r for r in reqs if r not in state.requirements]
+        if unknown:
+            raise pytest.UsageError(f"case {case_id} names unknown requirement(s) {unknown}")
+        applies = any(state.revision in state.requirements[r].revisions for r in reqs)
+        ours = case_id.startswith(state.protocol + "/")
+        if ours and applies and _selected(case_id, reqs, state.select):
+            keep.append(item)
+        else:
+            drop.append(item)
+    if config.getoption("conformance_dry_run"):
+        _print_cases(state, keep)
+        drop, keep = drop + keep, []
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
+def _print_cases(state: RunState, items: list[pytest.Item]) -> None:
+    """--conformance-dry-run: one line per selected case; nothing is sent."""
+    for item in items:
+        mark = item.get_closest_marker("conformance")
+        assert mark is not None
+        reqs = mark.kwargs["requirements"]
+        levels = "/".join(sorted({state.requirements[r].level for r in reqs}))
+        print(f"{mark.kwargs['case_id']:24} {levels:11} {' '.join(reqs):36} {_title(item)}")
+    print(f"{len(items)} case(s) selected; nothing was sent (--dry-run)")
+
+
+def _title(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else item.name
+
+
+# -------------------------------------------------------------------- fixture
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
+    state = _active(request.config)
+    if state is None or state.target is None:
+        pytest.skip("no --conformance-target given")
+    codec_mod = state.target.codec
+    log = WireLog(describe=getattr(codec_mod, "describe", None))
+    request.node.stash[_WIRE] = log
+    _allure_labels(request.node, state)
+    state.target.ensure_reachable()
+    ctx = CaseContext(state.target, log)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+_WIRE = pytest.StashKey[WireLog]()
+
+
+def _allure_labels(item: pytest.Item, state: RunState) -> None:
+    try:
+        import allure
+    except ImportError:  # pragma: no cover - allure-pytest is a dependency
+        return
+    mark = item.get_closest_marker("conformance")
+    if mark is None:
+        return
+    reqs = [state.requirements[r] for r in mark.kwargs["requirements"]]
+    dynamic: Any = allure.dynamic  # allure-pytest ships no type hints
+    dynamic.parent_suite(state.protocol)
+    dynamic.suite(reqs[0].area)
+    dynamic.label("protocol", state.protocol)
+    dynamic.label("area", reqs[0].area)
+    for r in reqs:
+        dynamic.label("requirement", r.id)
+        dynamic.label("level", r.level)
+    dynamic.title(f"{mark.kwargs['case_id']}: {_title(item)}")
+
+
+# -------------------------------------------------------------------- verdicts
+
+
+def _verdict(
+    state: RunState, excinfo: pytest.ExceptionInfo[BaseException] | None
+) -> tuple[str, str | None, str]:
+    if excinfo is None:
+        return "PASS", None, ""
+    exc = excinfo.value
+    if isinstance(exc, Violation):
+        req = state.requirements.get(exc.requirement)
+        level = req.level if req else "MUST"
+        verdict = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}[level]
+        return verdict, exc.requirement, str(exc)
+    if isinstance(exc, Unsupported):
+        return "UNSUPPORTED", exc.requirement, exc.reason
+    if isinstance(exc, pytest.skip.Exception):
+        return "UNSUPPORTED", None, str(exc)
+    if isinstance(exc, TargetUnresponsive):
+        return "ERROR", None, str(exc)
+    if isinstance(exc, ReplyTimeout) and state.target is not None:
+        try:
+            state.target.check_alive()
+        except TargetUnresponsive as dead:
+            return "ERROR", None, str(dead)
+    if isinstance(exc, ClientError):
+        return "ERROR", None, f"{type(exc).__name__}: {exc}"
+    return "ERROR", None, f"{type(exc).__name__}: {exc}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    state = _active(item.config)
+    failed_setup = call.when == "setup" and call.excinfo is not None
+    if state is None or (call.when != "call" and not failed_setup):
+        return report
+    _record(state, item, call, report)
+    return report
+
+
+def _record(
+    state: RunState, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    verdict, violated, message = _verdict(state, call.excinfo)
+    mark = item.get_closest_marker("conformance")
+    assert mark is not None
+    reqs = mark.kwargs["requirements"]
+    log = item.stash.get(_WIRE, None)
+    record = {
+        "case_id": mark.kwargs["case_id"],
+        "nodeid": item.nodeid,
+        "title": _title(item),
+        "area": state.requirements[reqs[0]].area,
+        "requirements": list(reqs),
+        "level": _strongest(state, reqs),
+        "verdict": verdict,
+        "violated": violated,
+        "message": message,
+        "duration_s": round(call.duration, 4),
+        "wire_log": log.as_list() if log else [],
+    }
+    state.cases.append(record)
+    item.stash[_CASE] = record
+    report.user_properties.extend(
+        [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
+        + ([("violated", violated)] if violated else [])
+    )
+    if log is not None:
+        report.sections.append(("wire log", log.render()))
+        _allure_attach(log)
+    if verdict == "UNSUPPORTED":
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"UNSUPPORTED: {message}")
+    elif verdict == "WARN" and not state.strict:
+        report.outcome = "passed"
+        report.longrepr = None
+    elif verdict in ("FAIL", "ERROR", "WARN"):
+        report.outcome = "failed"
+
+
+def _allure_attach(log: WireLog) -> None:
+    try:
+        import allure
+
+        allure.attach(log.render(), name="wire log", attachment_type=allure.attachment_type.TEXT)
+    except Exception:  # no allure listener: nothing to attach to
+        pass
+
+
+def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
+    levels = {state.requirements[r].level for r in reqs}
+    return next(level for level in ("MUST", "SHOULD", "MAY") if level in levels)
+
+
+# --------------------------------------------------------------------- results
+
+
+def _counts(cases: list[dict[str, Any]]) -> dict[str, int]:
+    return {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
+
+
+def exit_code(counts: dict[str, int], strict: bool) -> int:
+    bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
+    return 1 if bad else 0
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = _active(session.config)
+    if state is None or not state.results_path or session.config.getoption("conformance_dry_run"):
+        return
+    path = Path(state.results_path)
+    dead = bool(state.target and state.target.dead)
+    worker = getattr(session.config, "workerinput", None)
+    if worker is not None:
+        part = path.with_name(f"{path.name}.part-{worker['workerid']}")
+        part.write_text(json.dumps({"cases": state.cases, "dead": dead}))
+        return
+    cases = list(state.cases)
+    for part in sorted(path.parent.glob(path.name + ".part-*")):
+        data = json.loads(part.read_text())
+        cases.extend(data["cases"])
+        dead = dead or data["dead"]
+        part.unlink()
+    cases.sort(key=lambda c: _sort_key(c["case_id"]))
+    counts = _counts(cases)
+    results = {
+        "tool": "broker-conformance",
+        "version": __version__,
+        "protocol": state.protocol,
+        "revision": state.revision,
+        "target": state.meta["target"],
+        "embedded": state.meta["embedded"],
+        "quirks": state.meta["quirks"],
+        "strict": state.strict,
+        "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "duration_s": round(time.monotonic() - state.t0, 3),
+        "target_unresponsive": dead,
+        "counts": counts,
+        "exit_code": exit_code(counts, state.strict),
+        "cases": cases,
+        "requirements": _requirement_rows(state, cases),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
+
+
+def _sort_key(case_id: str) -> list[Any]:
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in case_id.split("/")]
+
+
+def _requirement_rows(state: RunState, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for r in state.requirements.values():
+        if state.revision not in r.revisions:
+            continue
+        rows.append(
+            {
+                "id": r.id,
+                "level": r.level,
+                "area": r.area,
+                "text": r.text,
+                "source": r.source,
+                "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
+                "not_checkable": r.not_checkable,
+            }
+        )
+    return rows

@@ -83,7 +83,9 @@ def frame(payload: bytes) -> bytes:
 def _parse_arg(kind: ArgKind, name: str, token: str) -> ArgValue:
     if kind in ("topic", "name"):
         if not NAME_RE.fullmatch(token):
-            raise CursusError("BAD_ARGUMENT", f"{name} {token!r} is not a name of 1-249 [A-Za-z0-9._-]")
+            raise CursusError(
+                "BAD_ARGUMENT", f"{name} {token!r} is not a name of 1-249 [A-Za-z0-9._-]"
+            )
         return token
     if kind == "offsets":
         return _parse_offsets(token)
@@ -102,7 +104,9 @@ def _parse_offsets(token: str) -> tuple[tuple[int, int], ...]:
     for item in token.split(","):
         p, sep, o = item.partition(":")
         if not sep or not INT_RE.fullmatch(p) or not INT_RE.fullmatch(o):
-            raise CursusError("BAD_ARGUMENT", f"offsetsPayload item {item!r} is not <partition>:<offset>")
+            raise CursusError(
+                "BAD_ARGUMENT", f"offsetsPayload item {item!r} is not <partition>:<offset>"
+            )
         pairs.append((int(p), int(o)))
     if len({p for p, _ in pairs}) != len(pairs):
         raise CursusError("BAD_ARGUMENT", "offsetsPayload names a partition twice")
@@ -124,7 +128,9 @@ def parse_command(payload: bytes) -> Command:
         raise CursusError("UNKNOWN_COMMAND", f"unknown command {shown!r}")
     given = tokens[1:]
     if "" in given:
-        raise CursusError("BAD_ARGUMENTS", f"{spec.name}: fields must be separated by a single space")
+        raise CursusError(
+            "BAD_ARGUMENTS", f"{spec.name}: fields must be separated by a single space"
+        )
     if len(given) != len(spec.args):
         usage = " ".join([spec.name, *(f"<{a.name}>" for a in spec.args)])
         raise CursusError("BAD_ARGUMENTS", f"expected {usage}, got {len(given)} argument(s)")
@@ -195,15 +201,21 @@ def decode_batch(payload: bytes) -> Batch:
     try:
         head: dict[str, Any] = {name: _READ[kind](r, name) for name, kind in BATCH_HEADER}
         if head["magic"] != MAGIC:
-            raise CursusError("BAD_MAGIC", f"batch magic is 0x{head['magic']:04X}, not 0x{MAGIC:04X}")
+            raise CursusError(
+                "BAD_MAGIC", f"batch magic is 0x{head['magic']:04X}, not 0x{MAGIC:04X}"
+            )
         if head["idempotent"] not in (0, 1):
-            raise CursusError("MALFORMED_BATCH", f"idempotent flag is {head['idempotent']}, not 0 or 1")
+            raise CursusError(
+                "MALFORMED_BATCH", f"idempotent flag is {head['idempotent']}, not 0 or 1"
+            )
         count = head["message_count"]
         if count < 0:
             raise CursusError("MALFORMED_BATCH", f"messageCount is negative ({count})")
         messages = []
         for i in range(count):
-            values = {name: _READ[kind](r, f"message {i} {name}") for name, kind in MESSAGE_FIELDS}
+            values: dict[str, Any] = {
+                name: _READ[kind](r, f"message {i} {name}") for name, kind in MESSAGE_FIELDS
+            }
             messages.append(Message(**values))
         r.expect_end("the last message of the batch")
     except CursusError:
@@ -252,7 +264,9 @@ def inflate_gzip(data: bytes, limit: int = FRAME_LIMIT) -> bytes:
     except zlib.error as exc:
         raise CursusError("BAD_COMPRESSION", f"gzip body does not inflate: {exc}") from exc
     if len(out) > limit:
-        raise CursusError("FRAME_TOO_LARGE", f"gzip body inflates past the {limit}-byte frame limit")
+        raise CursusError(
+            "FRAME_TOO_LARGE", f"gzip body inflates past the {limit}-byte frame limit"
+        )
     if not d.eof:
         raise CursusError("BAD_COMPRESSION", "gzip body is truncated")
     if d.unused_data:
@@ -267,12 +281,16 @@ def is_batch(payload: bytes) -> bool:
     return payload[:2] == MAGIC_BYTES
 
 
-def decode_request(payload: bytes, *, compression: str | None = None, limit: int = FRAME_LIMIT) -> Request:
+def decode_request(
+    payload: bytes, *, compression: str | None = None, limit: int = FRAME_LIMIT
+) -> Request:
     """Classify and decode one frame payload sent to the broker."""
     if compression == "gzip" and payload[:2] == GZIP_MAGIC:
         body = inflate_gzip(payload, limit)
         if not is_batch(body):
-            raise CursusError("BAD_MAGIC", "compressed body does not begin with the batch magic 0xBA7C")
+            raise CursusError(
+                "BAD_MAGIC", "compressed body does not begin with the batch magic 0xBA7C"
+            )
         return decode_batch(body)
     if is_batch(payload):
         return decode_batch(payload)
@@ -313,7 +331,9 @@ def decode_ack(payload: bytes) -> BatchAck:
             raise CursusError("BAD_ACK", f"batch ack field {name!r} is {v!r}, not a string")
         values[name] = v
     if values["status"] not in ACK_STATUSES:
-        raise CursusError("BAD_ACK", f"batch ack status {values['status']!r} is not OK, PARTIAL or ERROR")
+        raise CursusError(
+            "BAD_ACK", f"batch ack status {values['status']!r} is not OK, PARTIAL or ERROR"
+        )
     return BatchAck(**values)
 
 
@@ -376,3 +396,27 @@ def message_field_names() -> tuple[str, ...]:
 
 PROBE_REQUEST = frame(b"LIST")
 """A harmless request any Cursus broker answers: used to tell a slow case from a dead target."""
+
+
+def describe(direction: str, payload: bytes) -> str:
+    """A one-line summary of a frame payload for wire logs (never raises).
+
+    What we send is logged as raw bytes: a whole frame is described by its payload,
+    anything else (a split or lying frame) as raw bytes."""
+    if direction == "send":
+        if len(payload) >= 4 and int.from_bytes(payload[:4], "big") == len(payload) - 4:
+            return "frame: " + describe("recv", payload[4:])
+        return f"raw {len(payload)} bytes"
+    if not payload:
+        return "empty frame"
+    if is_batch(payload):
+        try:
+            b = decode_batch(payload)
+        except CursusError as exc:
+            return f"batch (malformed: {exc.code})"
+        return f"batch {b.topic}/{b.partition} acks={b.acks} {len(b.messages)} message(s)"
+    if payload[:2] == GZIP_MAGIC:
+        return f"gzip body, {len(payload)} bytes"
+    text = payload[:80].decode("utf-8", "replace")
+    shown = text if len(payload) <= 80 else text + "..."
+    return repr(shown)

@@ -201,18 +201,20 @@ class CursusSession:
         return TopicList(tuple(t.name for t in self.engine.list_topics()))
 
     def _read(self, topic: str, partition: int, offset: int) -> Batch:
-        offset = self.config.quirks.consume_offset(offset)
         records = self.engine.read(topic, partition, offset, self.config.max_poll_records)
         return consume_batch(topic, partition, offset, records)
 
     def consume(self, cmd: Command) -> Reply:
-        return self._read(cmd.text("topic"), cmd.number("partition"), cmd.number("offset"))
+        offset = self.config.quirks.consume_offset(cmd.number("offset"))
+        return self._read(cmd.text("topic"), cmd.number("partition"), offset)
 
     def stream(self, cmd: Command) -> Outcome:
         topic, partition, offset = cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
         hwm = self.engine.high_watermark(topic, partition)
         if offset > hwm:
-            raise CursusError("OFFSET_OUT_OF_RANGE", f"offset {offset} is past the high watermark {hwm}")
+            raise CursusError(
+                "OFFSET_OUT_OF_RANGE", f"offset {offset} is past the high watermark {hwm}"
+            )
         return Outcome(stream=_Stream(self, topic, partition, offset))
 
     def subscribe(self, cmd: Command) -> Reply:
@@ -220,14 +222,18 @@ class CursusSession:
         return OkReply((("topic", cmd.text("topic")), ("group", cmd.text("group"))))
 
     def join_group(self, cmd: Command) -> Reply:
-        joined = self.engine.join_group(cmd.text("group"), cmd.text("topic"), cmd.text("consumerId"))
+        joined = self.engine.join_group(
+            cmd.text("group"), cmd.text("topic"), cmd.text("consumerId")
+        )
         return OkReply((("generation", str(joined.generation)), ("member", joined.member_id)))
 
     def leave_group(self, cmd: Command) -> Reply:
         group, consumer = cmd.text("group"), cmd.text("consumerId")
         members = self.engine.members_of(group, consumer)
         if not members:
-            raise CursusError("UNKNOWN_MEMBER", f"no member of group {group!r} joined as {consumer!r}")
+            raise CursusError(
+                "UNKNOWN_MEMBER", f"no member of group {group!r} joined as {consumer!r}"
+            )
         if not self.config.quirks.leave_keeps_members():
             for member in members:
                 self.engine.leave_group(group, member)
@@ -249,19 +255,27 @@ class CursusSession:
         return OkReply()
 
     def commit(self, cmd: Command) -> Reply:
-        self.engine.commit(cmd.text("group"), cmd.text("topic"), cmd.number("partition"), cmd.number("offset"))
+        self.engine.commit(
+            cmd.text("group"), cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
+        )
         return OkReply()
 
     def batch_commit(self, cmd: Command) -> Reply:
         offsets = dict(cmd.offsets())
         self.engine.commit_many(
-            cmd.text("group"), cmd.text("topic"), offsets, cmd.text("memberId"), cmd.number("generation")
+            cmd.text("group"),
+            cmd.text("topic"),
+            offsets,
+            cmd.text("memberId"),
+            cmd.number("generation"),
         )
         return OkReply((("committed", str(len(offsets))),))
 
     def fetch_offset(self, cmd: Command) -> Reply:
         self.engine.high_watermark(cmd.text("topic"), cmd.number("partition"))  # validates both
-        offset = self.engine.committed(cmd.text("group"), cmd.text("topic"), cmd.number("partition"))
+        offset = self.engine.committed(
+            cmd.text("group"), cmd.text("topic"), cmd.number("partition")
+        )
         return OkReply((("offset", str(-1 if offset is None else offset)),))
 
 

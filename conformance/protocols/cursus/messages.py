@@ -46,40 +46,99 @@ class CommandSpec:
     convention: bool = False
 
 
-def _spec(name: str, description: str, *args: tuple[str, ArgKind], convention: bool = False) -> CommandSpec:
+def _spec(
+    name: str, description: str, *args: tuple[str, ArgKind], convention: bool = False
+) -> CommandSpec:
     return CommandSpec(name, tuple(Arg(n, k) for n, k in args), description, convention)
 
 
 COMMANDS: dict[str, CommandSpec] = {
     s.name: s
     for s in (
-        _spec("CREATE", "Create a new topic with the given partition count",
-              ("topic", "topic"), ("partitions", "count")),
+        _spec(
+            "CREATE",
+            "Create a new topic with the given partition count",
+            ("topic", "topic"),
+            ("partitions", "count"),
+        ),
         _spec("DELETE", "Delete a topic and all its data", ("topic", "topic")),
         _spec("LIST", "List all topics on the broker"),
-        _spec("CONSUME", "Pull up to maxPollRecords messages starting at offset",
-              ("topic", "topic"), ("partition", "index"), ("offset", "offset")),
-        _spec("SUBSCRIBE", "Subscribe a consumer group to a topic",
-              ("topic", "topic"), ("group", "name")),
-        _spec("JOIN_GROUP", "Join a consumer group; broker registers the member",
-              ("topic", "topic"), ("group", "name"), ("consumerId", "name")),
-        _spec("LEAVE_GROUP", "Leave a consumer group; triggers partition rebalance",
-              ("topic", "topic"), ("group", "name"), ("consumerId", "name")),
-        _spec("STREAM", "Open a persistent push stream; broker sends batches as they arrive",
-              ("topic", "topic"), ("partition", "index"), ("offset", "offset")),
-        _spec("COMMIT", "Commit a consumer offset for a partition",
-              ("topic", "topic"), ("group", "name"), ("partition", "index"), ("offset", "offset")),
-        _spec("HEARTBEAT", "Keep-alive; broker may respond with REBALANCE_REQUIRED",
-              ("topic", "topic"), ("group", "name"), ("consumerId", "name"),
-              ("memberId", "name"), ("generation", "generation")),
-        _spec("BATCH_COMMIT", "Commit offsets for multiple partitions in one round-trip",
-              ("topic", "topic"), ("group", "name"), ("memberId", "name"),
-              ("generation", "generation"), ("offsetsPayload", "offsets")),
-        _spec("SYNC_GROUP", "Fetch partition assignment after joining a group",
-              ("topic", "topic"), ("group", "name"), ("memberId", "name"),
-              ("generation", "generation")),
-        _spec("FETCH_OFFSET", "Read back a committed offset (reference-broker convention)",
-              ("topic", "topic"), ("group", "name"), ("partition", "index"), convention=True),
+        _spec(
+            "CONSUME",
+            "Pull up to maxPollRecords messages starting at offset",
+            ("topic", "topic"),
+            ("partition", "index"),
+            ("offset", "offset"),
+        ),
+        _spec(
+            "SUBSCRIBE",
+            "Subscribe a consumer group to a topic",
+            ("topic", "topic"),
+            ("group", "name"),
+        ),
+        _spec(
+            "JOIN_GROUP",
+            "Join a consumer group; broker registers the member",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("consumerId", "name"),
+        ),
+        _spec(
+            "LEAVE_GROUP",
+            "Leave a consumer group; triggers partition rebalance",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("consumerId", "name"),
+        ),
+        _spec(
+            "STREAM",
+            "Open a persistent push stream; broker sends batches as they arrive",
+            ("topic", "topic"),
+            ("partition", "index"),
+            ("offset", "offset"),
+        ),
+        _spec(
+            "COMMIT",
+            "Commit a consumer offset for a partition",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("partition", "index"),
+            ("offset", "offset"),
+        ),
+        _spec(
+            "HEARTBEAT",
+            "Keep-alive; broker may respond with REBALANCE_REQUIRED",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("consumerId", "name"),
+            ("memberId", "name"),
+            ("generation", "generation"),
+        ),
+        _spec(
+            "BATCH_COMMIT",
+            "Commit offsets for multiple partitions in one round-trip",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("memberId", "name"),
+            ("generation", "generation"),
+            ("offsetsPayload", "offsets"),
+        ),
+        _spec(
+            "SYNC_GROUP",
+            "Fetch partition assignment after joining a group",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("memberId", "name"),
+            ("generation", "generation"),
+        ),
+        _spec(
+            "FETCH_OFFSET",
+            "Read back a committed offset (reference-broker convention)",
+            ("topic", "topic"),
+            ("group", "name"),
+            ("partition", "index"),
+            convention=True,
+        ),
     )
 }
 

@@ -32,26 +32,76 @@ class QuirkSpec:
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
     for q in (
-        QuirkSpec("frame-limit-off-by-one", "spec", "framing", ("CUR-FRAME-3",),
-                  "refuses a frame of exactly 64 MiB (the limit is treated as exclusive)"),
-        QuirkSpec("magic-first-byte-only", "spec", "batch", ("CUR-BATCH-2",),
-                  "takes any payload whose first byte is 0xBA for a batch"),
-        QuirkSpec("ack-last-offset-off-by-one", "spec", "ack", ("CUR-ACK-4",),
-                  "reports the next offset instead of the highest assigned one in last_offset"),
-        QuirkSpec("ack-seq-from-messages", "spec", "ack", ("CUR-ACK-6",),
-                  "echoes the first and last message seqNum instead of the header's seqStart/seqEnd"),
-        QuirkSpec("error-prefix-lowercase", "spec", "errors", ("CUR-ERR-1",),
-                  "error replies start with 'error:' instead of 'ERROR:'"),
-        QuirkSpec("create-single-partition", "spec", "text", ("CUR-TEXT-1",),
-                  "CREATE makes one partition whatever count is asked for"),
-        QuirkSpec("consume-from-zero", "spec", "text", ("CUR-TEXT-4",),
-                  "CONSUME and STREAM ignore the offset and start at 0"),
-        QuirkSpec("leave-without-rebalance", "spec", "groups", ("CUR-GROUP-3",),
-                  "LEAVE_GROUP answers OK but keeps the member, so no rebalance happens"),
-        QuirkSpec("heartbeat-hides-rebalance", "spec", "groups", ("CUR-GROUP-4",),
-                  "HEARTBEAT answers OK even when the group has moved to a newer generation"),
-        QuirkSpec("gzip-unsupported", "spec", "compression", ("CUR-COMP-1",),
-                  "does not inflate gzip bodies even when started with --compression gzip"),
+        QuirkSpec(
+            "frame-limit-off-by-one",
+            "spec",
+            "framing",
+            ("CUR-FRAME-2",),
+            "refuses a frame of exactly 64 MiB (the limit is treated as exclusive)",
+        ),
+        QuirkSpec(
+            "magic-first-byte-only",
+            "spec",
+            "text",
+            ("CUR-TEXT-2",),
+            "takes any payload whose first byte is 0xBA for a batch",
+        ),
+        QuirkSpec(
+            "ack-last-offset-off-by-one",
+            "spec",
+            "ack",
+            ("CUR-ACK-4",),
+            "reports the next offset instead of the highest assigned one in last_offset",
+        ),
+        QuirkSpec(
+            "ack-seq-from-messages",
+            "spec",
+            "ack",
+            ("CUR-ACK-6",),
+            "echoes the first and last message seqNum instead of the header's seqStart/seqEnd",
+        ),
+        QuirkSpec(
+            "error-prefix-lowercase",
+            "spec",
+            "errors",
+            ("CUR-ERR-1",),
+            "error replies start with 'error:' instead of 'ERROR:'",
+        ),
+        QuirkSpec(
+            "create-single-partition",
+            "spec",
+            "text",
+            ("CUR-TEXT-3",),
+            "CREATE makes one partition whatever count is asked for",
+        ),
+        QuirkSpec(
+            "consume-from-zero",
+            "spec",
+            "text",
+            ("CUR-TEXT-4",),
+            "CONSUME ignores the offset and starts at 0",
+        ),
+        QuirkSpec(
+            "leave-without-rebalance",
+            "spec",
+            "groups",
+            ("CUR-GROUP-3",),
+            "LEAVE_GROUP answers OK but keeps the member, so no rebalance happens",
+        ),
+        QuirkSpec(
+            "heartbeat-hides-rebalance",
+            "spec",
+            "groups",
+            ("CUR-GROUP-4",),
+            "HEARTBEAT answers OK even when the group has moved to a newer generation",
+        ),
+        QuirkSpec(
+            "gzip-unsupported",
+            "spec",
+            "compression",
+            ("CUR-COMP-1",),
+            "does not inflate gzip bodies even when started with --compression gzip",
+        ),
     )
 }
 
@@ -83,7 +133,11 @@ class Quirks:
 
     def is_batch_prefix(self, payload: bytes) -> bool:
         """True when this broker takes ``payload`` for a batch although it is not one."""
-        return "magic-first-byte-only" in self and payload[:1] == b"\xba" and payload[:2] != b"\xba\x7c"
+        return (
+            "magic-first-byte-only" in self
+            and payload[:1] == b"\xba"
+            and payload[:2] != b"\xba\x7c"
+        )
 
     def compression(self, configured: str) -> str | None:
         if configured == "none" or "gzip-unsupported" in self:

@@ -1,0 +1,216 @@
+"""Connections to a target broker: send bytes, read frames with a deadline, log the wire.
+
+This is one of the two modules that touch sockets (the other is ``server.py``).  It knows
+no protocol: a connection is given a deframer factory and frames whatever the codec
+produces.  Every read has a deadline; when it passes, :class:`ReplyTimeout` is raised,
+and a connection closed by the peer raises :class:`PeerClosed`.
+
+Every byte sent and received, and every connect, close and timeout, is appended to a
+:class:`WireLog` with a timestamp relative to the log's start: it is the evidence that
+each verdict carries.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from conformance.errors import ProtocolError
+
+HEX_KEEP = 512
+"""Bytes of each wire-log entry kept as hex (the length is always recorded)."""
+
+
+class Deframer(Protocol):
+    def feed(self, data: bytes) -> list[bytes]: ...
+
+
+class ClientError(Exception):
+    """A problem talking to the target (not a verdict by itself)."""
+
+
+class ConnectFailed(ClientError):
+    pass
+
+
+class ReplyTimeout(ClientError):
+    """No complete frame arrived before the deadline."""
+
+
+class PeerClosed(ClientError):
+    """The target closed the connection."""
+
+
+class BadFraming(ClientError):
+    """The target sent bytes the deframer refuses."""
+
+
+@dataclass
+class WireEntry:
+    t: float
+    conn: int
+    dir: str  # send | recv | event
+    len: int
+    hex: str
+    summary: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "t": round(self.t, 6),
+            "conn": self.conn,
+            "dir": self.dir,
+            "len": self.len,
+            "hex": self.hex,
+            "summary": self.summary,
+        }
+
+
+@dataclass
+class WireLog:
+    start: float = field(default_factory=time.monotonic)
+    entries: list[WireEntry] = field(default_factory=list)
+    describe: Callable[[str, bytes], str] | None = None
+    _next_conn: int = 0
+
+    def new_conn(self) -> int:
+        self._next_conn += 1
+        return self._next_conn
+
+    def add(self, conn: int, direction: str, data: bytes = b"", summary: str = "") -> None:
+        if not summary and data and self.describe is not None:
+            summary = self.describe(direction, data)
+        self.entries.append(
+            WireEntry(
+                time.monotonic() - self.start,
+                conn,
+                direction,
+                len(data),
+                data[:HEX_KEEP].hex(),
+                summary,
+            )
+        )
+
+    def as_list(self) -> list[dict[str, Any]]:
+        return [e.as_dict() for e in self.entries]
+
+    def render(self) -> str:
+        lines = []
+        for e in self.entries:
+            shown = e.hex if len(e.hex) <= 96 else e.hex[:96] + "..."
+            lines.append(f"{e.t:8.4f} #{e.conn} {e.dir:5} {e.len:>9} {e.summary}  {shown}")
+        return "\n".join(lines)
+
+
+class Connection:
+    """One TCP connection to the target, with a deframer and a deadline on every read."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        deframer: Deframer,
+        log: WireLog,
+        timeout: float,
+    ) -> None:
+        self.log = log
+        self.timeout = timeout
+        self.id = log.new_conn()
+        self._deframer = deframer
+        self._frames: list[bytes] = []
+        self.closed_by_peer = False
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            log.add(self.id, "event", summary=f"connect to {host}:{port} failed: {exc}")
+            raise ConnectFailed(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        log.add(self.id, "event", summary=f"connected to {host}:{port}")
+
+    def send(self, data: bytes, summary: str = "") -> None:
+        self.log.add(self.id, "send", data, summary)
+        try:
+            self.sock.settimeout(self.timeout)
+            self.sock.sendall(data)
+        except TimeoutError:
+            self.log.add(self.id, "event", summary="send timed out: the target stopped reading")
+            raise ReplyTimeout("the target stopped reading what we send") from None
+        except OSError as exc:
+            self.log.add(self.id, "event", summary=f"send failed: {exc}")
+            raise PeerClosed(f"sending failed: {exc.strerror or exc}") from None
+
+    def recv_frame(self, timeout: float | None = None) -> bytes:
+        """The next whole frame payload; ReplyTimeout or PeerClosed otherwise."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while not self._frames:
+            if self.closed_by_peer:
+                raise PeerClosed("the target closed the connection")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.log.add(self.id, "event", summary="deadline passed with no reply")
+                raise ReplyTimeout("no reply before the deadline")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(1 << 20)
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                self.log.add(self.id, "event", summary=f"connection reset: {exc}")
+                self.closed_by_peer = True
+                raise PeerClosed(f"the connection was reset: {exc.strerror or exc}") from None
+            if not data:
+                self.log.add(self.id, "event", summary="closed by the target")
+                self.closed_by_peer = True
+                raise PeerClosed("the target closed the connection")
+            try:
+                frames = self._deframer.feed(data)
+            except ProtocolError as exc:
+                self.log.add(self.id, "recv", data, summary=f"unframeable: {exc}")
+                raise BadFraming(str(exc)) from None
+            for f in frames:
+                self.log.add(self.id, "recv", f)
+            if not frames:
+                self.log.add(self.id, "recv", data, summary="partial frame")
+            self._frames.extend(frames)
+        return self._frames.pop(0)
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """True when the peer closes (or resets) before the deadline; frames read are dropped."""
+        try:
+            while True:
+                self.recv_frame(timeout)
+        except PeerClosed:
+            return True
+        except (ReplyTimeout, BadFraming):
+            return False
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            self.log.add(self.id, "event", summary="closed by us")
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def probe(host: str, port: int, request: bytes, deframer: Deframer, timeout: float) -> str | None:
+    """None when ``request`` on a new connection gets a frame back in time, else why not."""
+    log = WireLog()
+    try:
+        with Connection(host, port, deframer=deframer, log=log, timeout=timeout) as conn:
+            conn.send(request)
+            conn.recv_frame()
+    except ConnectFailed as exc:
+        return str(exc)
+    except ReplyTimeout:
+        return f"no reply within {timeout:g}s"
+    except (PeerClosed, BadFraming) as exc:
+        return str(exc)
+    return None

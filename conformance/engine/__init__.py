@@ -1,0 +1,36 @@
+"""The broker core: protocol-agnostic, I/O-free but for its optional journal.
+
+Partition logs with high watermarks and idempotent producers, consumer groups (members,
+generations, session expiry, assignors), committed offsets, and a durable journal.  Every
+front-end codes against the names re-exported here.
+"""
+
+from conformance.engine.engine import Engine
+from conformance.engine.errors import EngineError
+from conformance.engine.groups import ASSIGNORS, range_assign, roundrobin_assign
+from conformance.engine.records import (
+    AppendResult,
+    HeartbeatStatus,
+    JoinResult,
+    NewRecord,
+    ProducerBatch,
+    Record,
+    TopicInfo,
+)
+from conformance.engine.store import JournalError
+
+__all__ = [
+    "ASSIGNORS",
+    "AppendResult",
+    "Engine",
+    "EngineError",
+    "HeartbeatStatus",
+    "JoinResult",
+    "JournalError",
+    "NewRecord",
+    "ProducerBatch",
+    "Record",
+    "TopicInfo",
+    "range_assign",
+    "roundrobin_assign",
+]

@@ -1,0 +1,224 @@
+"""Journal operations: the engine's state changes as values, and their binary encoding.
+
+Every state change the engine makes is first written as one of these operations and then
+applied; recovery applies the same operations in the same order.  The encoding is compact
+little-endian binary: strings are ``[u32 length][UTF-8]``, bytes ``[u32 length][bytes]``,
+and the first byte of a payload names the operation.  Offsets inside an Append are not
+stored per record: they run from ``base_offset``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from conformance.engine.log import SeqRange
+from conformance.engine.records import ProducerBatch, Record
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopic:
+    name: str
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    topic: str
+    partition: int
+    base_offset: int
+    records: tuple[Record, ...]
+    producer: ProducerBatch | None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    group: str
+    topic: str
+    offsets: tuple[tuple[int, int], ...]  # (partition, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """The whole durable state of a group but its offsets (sessions are not durable)."""
+
+    name: str
+    generation: int
+    counter: int
+    subscriptions: tuple[str, ...]
+    members: tuple[tuple[str, str], ...]  # (member id, consumer id)
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSnapshot:
+    """A producer's idempotence state, written when the journal is compacted."""
+
+    topic: str
+    partition: int
+    producer_id: str
+    epoch: int
+    ranges: tuple[SeqRange, ...]
+
+
+Op = CreateTopic | DeleteTopic | Append | Commit | GroupState | ProducerSnapshot
+
+_CREATE, _DELETE, _APPEND, _COMMIT, _GROUP, _PRODUCER = 1, 2, 3, 4, 5, 6
+
+_U8 = struct.Struct("<B")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_APPEND_HEAD = struct.Struct("<IqIB")  # partition, base offset, record count, has producer
+_PRODUCER_FIELDS = struct.Struct("<qqq")  # epoch, seq_start, seq_end
+_RECORD_HEAD = struct.Struct("<qqqIIII")  # ts, epoch, sequence, len pid/key/value, n headers
+_HEADER_HEAD = struct.Struct("<II")
+_PAIR = struct.Struct("<Iq")
+_RANGE = struct.Struct("<qqqq")
+
+
+class DecodeError(ValueError):
+    """A payload that passed its checksum but is not an operation this version knows."""
+
+
+def _text(s: str) -> bytes:
+    raw = s.encode("utf-8", "surrogatepass")
+    return _U32.pack(len(raw)) + raw
+
+
+def encode(op: Op) -> bytes:
+    if isinstance(op, Append):
+        return _encode_append(op)
+    if isinstance(op, Commit):
+        parts = [_U8.pack(_COMMIT), _text(op.group), _text(op.topic), _U32.pack(len(op.offsets))]
+        parts += [_PAIR.pack(p, o) for p, o in op.offsets]
+        return b"".join(parts)
+    if isinstance(op, CreateTopic):
+        return _U8.pack(_CREATE) + _text(op.name) + _U32.pack(op.partitions)
+    if isinstance(op, DeleteTopic):
+        return _U8.pack(_DELETE) + _text(op.name)
+    if isinstance(op, GroupState):
+        parts = [_U8.pack(_GROUP), _text(op.name), _I64.pack(op.generation), _I64.pack(op.counter)]
+        parts.append(_U32.pack(len(op.subscriptions)))
+        parts += [_text(t) for t in op.subscriptions]
+        parts.append(_U32.pack(len(op.members)))
+        for member_id, consumer_id in op.members:
+            parts += [_text(member_id), _text(consumer_id)]
+        return b"".join(parts)
+    parts = [_U8.pack(_PRODUCER), _text(op.topic), _U32.pack(op.partition), _text(op.producer_id)]
+    parts += [_I64.pack(op.epoch), _U32.pack(len(op.ranges))]
+    parts += [_RANGE.pack(r.seq_start, r.seq_end, r.base_offset, r.last_offset) for r in op.ranges]
+    return b"".join(parts)
+
+
+def _encode_append(op: Append) -> bytes:
+    p = op.producer
+    parts = [
+        _U8.pack(_APPEND),
+        _text(op.topic),
+        _APPEND_HEAD.pack(op.partition, op.base_offset, len(op.records), p is not None),
+    ]
+    if p is not None:
+        parts += [_text(p.producer_id), _PRODUCER_FIELDS.pack(p.epoch, p.seq_start, p.seq_end)]
+    for r in op.records:
+        pid = r.producer_id.encode("utf-8", "surrogatepass")
+        parts.append(
+            _RECORD_HEAD.pack(
+                r.timestamp_ms,
+                r.producer_epoch,
+                r.sequence,
+                len(pid),
+                len(r.key),
+                len(r.value),
+                len(r.headers),
+            )
+        )
+        parts += [pid, r.key, r.value]
+        for name, value in r.headers:
+            raw = name.encode("utf-8", "surrogatepass")
+            parts += [_HEADER_HEAD.pack(len(raw), len(value)), raw, value]
+    return b"".join(parts)
+
+
+class _Reader:
+    def __init__(self, payload: bytes) -> None:
+        self.data = payload
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if end > len(self.data):
+            raise DecodeError(f"payload ends {end - len(self.data)} byte(s) early")
+        out = self.data[self.pos : end]
+        self.pos = end
+        return out
+
+    def unpack(self, s: struct.Struct) -> tuple[int, ...]:
+        return s.unpack(self.take(s.size))
+
+    def u32(self) -> int:
+        return self.unpack(_U32)[0]
+
+    def i64(self) -> int:
+        return self.unpack(_I64)[0]
+
+    def text(self, n: int | None = None) -> str:
+        raw = self.take(self.u32() if n is None else n)
+        try:
+            return raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"a string is not UTF-8: {exc}") from None
+
+
+def decode(payload: bytes) -> Op:
+    """The operation in ``payload``; DecodeError if it is not one."""
+    r = _Reader(payload)
+    (kind,) = r.unpack(_U8)
+    op: Op
+    if kind == _APPEND:
+        op = _decode_append(r)
+    elif kind == _COMMIT:
+        group, topic = r.text(), r.text()
+        offsets = tuple((p, o) for p, o in (r.unpack(_PAIR) for _ in range(r.u32())))
+        op = Commit(group, topic, offsets)
+    elif kind == _CREATE:
+        op = CreateTopic(r.text(), r.u32())
+    elif kind == _DELETE:
+        op = DeleteTopic(r.text())
+    elif kind == _GROUP:
+        name, generation, counter = r.text(), r.i64(), r.i64()
+        subscriptions = tuple(r.text() for _ in range(r.u32()))
+        members = tuple((r.text(), r.text()) for _ in range(r.u32()))
+        op = GroupState(name, generation, counter, subscriptions, members)
+    elif kind == _PRODUCER:
+        topic, partition, producer_id, epoch = r.text(), r.u32(), r.text(), r.i64()
+        ranges = tuple(SeqRange(*r.unpack(_RANGE)) for _ in range(r.u32()))
+        op = ProducerSnapshot(topic, partition, producer_id, epoch, ranges)
+    else:
+        raise DecodeError(f"unknown operation type {kind}")
+    if r.pos != len(payload):
+        raise DecodeError(f"{len(payload) - r.pos} byte(s) left after a {type(op).__name__}")
+    return op
+
+
+def _decode_append(r: _Reader) -> Append:
+    topic = r.text()
+    partition, base, count, has_producer = r.unpack(_APPEND_HEAD)
+    producer = None
+    if has_producer:
+        pid = r.text()
+        producer = ProducerBatch(pid, *r.unpack(_PRODUCER_FIELDS))
+    records = []
+    for i in range(count):
+        ts, epoch, seq, n_pid, n_key, n_value, n_headers = r.unpack(_RECORD_HEAD)
+        pid = r.text(n_pid)
+        key, value = r.take(n_key), r.take(n_value)
+        headers = []
+        for _ in range(n_headers):
+            n_name, n_hvalue = r.unpack(_HEADER_HEAD)
+            headers.append((r.text(n_name), r.take(n_hvalue)))
+        records.append(Record(base + i, key, value, tuple(headers), ts, pid, epoch, seq))
+    return Append(topic, partition, base, tuple(records), producer)

@@ -1,0 +1,69 @@
+"""The engine's value types: what goes in (NewRecord, ProducerBatch) and what comes out.
+
+All are frozen dataclasses, so a front-end can hold on to a Record while the log grows.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record to append; the engine gives it an offset and a timestamp."""
+
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored record.  ``producer_id`` is "" , ``producer_epoch`` 0 and ``sequence`` -1
+    when it was appended without idempotence data."""
+
+    offset: int
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp_ms: int
+    producer_id: str = ""
+    producer_epoch: int = 0
+    sequence: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerBatch:
+    """Idempotence data of one append: records carry sequences seq_start..seq_end."""
+
+    producer_id: str
+    epoch: int
+    seq_start: int
+    seq_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    producer_epoch: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    member_id: str
+    generation: int
+    members: tuple[str, ...]
+
+
+class HeartbeatStatus(enum.Enum):
+    OK = "OK"
+    REBALANCE_REQUIRED = "REBALANCE_REQUIRED"

@@ -1,0 +1,113 @@
+"""The engine's in-memory state and the one function that changes it: ``apply(op)``.
+
+Live requests and recovery both go through ``apply``, so a replayed journal rebuilds exactly
+the state that was acknowledged.  ``snapshot`` gives the operations that rebuild the current
+state, which is how the journal is compacted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+
+from conformance.engine.groups import Group, Member
+from conformance.engine.log import REMEMBERED_RANGES, ProducerState, Topic
+from conformance.engine.ops import (
+    Append,
+    Commit,
+    CreateTopic,
+    DeleteTopic,
+    GroupState,
+    Op,
+    ProducerSnapshot,
+)
+
+COMPACT_CHUNK = 1000  # records per Append when the journal is compacted
+
+
+class Inconsistent(Exception):
+    """A journal operation that does not fit the state rebuilt so far."""
+
+
+def group_state(
+    g: Group,
+    *,
+    generation: int | None = None,
+    counter: int | None = None,
+    subscriptions: Sequence[str] | None = None,
+    members: Sequence[tuple[str, str]] | None = None,
+) -> GroupState:
+    """The GroupState operation for ``g`` with the given fields changed."""
+    if members is None:
+        members = [(m, x.consumer_id) for m, x in g.members.items()]
+    return GroupState(
+        g.name,
+        g.generation if generation is None else generation,
+        g.counter if counter is None else counter,
+        tuple(g.subscriptions if subscriptions is None else subscriptions),
+        tuple(members),
+    )
+
+
+class State:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.topics: dict[str, Topic] = {}
+        self.groups: dict[str, Group] = {}
+
+    def apply(self, op: Op) -> None:
+        if isinstance(op, Append):
+            log = self.topics[op.topic].logs[op.partition]
+            if op.base_offset != log.high_watermark:
+                raise Inconsistent(f"append at {op.base_offset}, log ends at {log.high_watermark}")
+            log.extend(op.records, op.producer)
+        elif isinstance(op, Commit):
+            group = self.groups.setdefault(op.group, Group(op.group))
+            group.offsets.setdefault(op.topic, {}).update(op.offsets)
+        elif isinstance(op, GroupState):
+            self._apply_group(op)
+        elif isinstance(op, CreateTopic):
+            if op.name in self.topics:
+                raise Inconsistent(f"topic {op.name!r} created twice")
+            self.topics[op.name] = Topic.new(op.name, op.partitions)
+        elif isinstance(op, DeleteTopic):
+            del self.topics[op.name]
+            for group in self.groups.values():
+                group.forget_topic(op.name)
+        else:
+            log = self.topics[op.topic].logs[op.partition]
+            state = ProducerState(op.epoch, deque(op.ranges, maxlen=REMEMBERED_RANGES))
+            log.producers[op.producer_id] = state
+
+    def _apply_group(self, op: GroupState) -> None:
+        """Install a group's new state; members already present keep their session time,
+        new ones (and all of them during recovery) start theirs now."""
+        group = self.groups.setdefault(op.name, Group(op.name))
+        now = self.clock()
+        old = group.members
+        group.generation, group.counter = op.generation, op.counter
+        group.subscriptions = list(op.subscriptions)
+        group.members = {mid: old.get(mid) or Member(cid, now) for mid, cid in op.members}
+
+    def dead_ops(self, kinds: Counter[type]) -> int:
+        """How many of the replayed non-append operations a snapshot would not need."""
+        replayed = kinds.total() - kinds[Append]
+        live = len(self.topics) + len(self.groups)
+        live += sum(len(g.offsets) for g in self.groups.values())
+        live += sum(len(log.producers) for t in self.topics.values() for log in t.logs)
+        return replayed - live
+
+    def snapshot(self) -> Iterator[Op]:
+        """Operations that rebuild the current state (for compaction)."""
+        for t in self.topics.values():
+            yield CreateTopic(t.name, len(t.logs))
+            for p, log in enumerate(t.logs):
+                for base in range(0, log.high_watermark, COMPACT_CHUNK):
+                    chunk = tuple(log.records[base : base + COMPACT_CHUNK])
+                    yield Append(t.name, p, base, chunk, None)
+                for pid, state in log.producers.items():
+                    yield ProducerSnapshot(t.name, p, pid, state.epoch, tuple(state.ranges))
+        for g in self.groups.values():
+            yield group_state(g)
+            for topic, offsets in g.offsets.items():
+                yield Commit(g.name, topic, tuple(sorted(offsets.items())))

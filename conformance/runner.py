@@ -1,0 +1,261 @@
+"""``conformance run``: run the installed suite under pytest against a target.
+
+With no ``--target`` the embedded reference broker is started as a subprocess on a
+free port (and stopped by its PID afterwards).  pytest runs in this process over the
+``conformance.suite`` package, isolated from any pytest configuration in the current
+directory.  Output: a summary table on the terminal and, under ``--reports``
+(default ``./reports``), ``results.json``, ``junit.xml``, ``report.html``,
+``allure-results/`` and, for the embedded broker, ``broker.log``.
+
+Exit codes: 0 every case PASS, UNSUPPORTED or (without ``--strict``) WARN; 1 any FAIL
+or ERROR; 2 a usage error, an unreachable target or a broker that did not start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from conformance.cli import EXIT_FAIL, EXIT_USAGE, UsageError
+from conformance.protocols import DEFAULT_REVISION, REVISIONS
+
+SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
+START_DEADLINE_S = 30.0
+
+
+@dataclass
+class Embedded:
+    proc: subprocess.Popen[bytes]
+    address: str
+    log: TextIO
+
+
+def parse_target(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--target {text!r} is not HOST:PORT (for example 127.0.0.1:9000)")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(host: str, port: int, timeout: float) -> None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot reach target {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _check_quirks(protocol: str, names: list[str]) -> None:
+    if not names:
+        return
+    from conformance.protocols.cursus.quirks import Quirks, UnknownQuirk
+
+    try:
+        Quirks.of(names)
+    except UnknownQuirk as exc:
+        raise UsageError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def embedded_broker(
+    protocol: str, quirks: list[str], compression: str, reports: Path
+) -> Iterator[Embedded]:
+    """Start ``conformance serve --port 0`` and yield once it says where it listens."""
+    log = (reports / "broker.log").open("w")
+    cmd = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "serve",
+        "--protocol",
+        protocol,
+        "--port",
+        "0",
+        "--compression",
+        compression,
+    ]
+    for q in quirks:
+        cmd += ["--quirk", q]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+    try:
+        address = _wait_serving(proc)
+        if address is None:
+            _stop(proc)
+            log.flush()
+            tail = (reports / "broker.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise UsageError(
+                f"the embedded {protocol} broker did not start: "
+                f"{tail[0] if tail else 'no output'} (see {reports / 'broker.log'})"
+            )
+        yield Embedded(proc, address, log)
+    finally:
+        _stop(proc)
+        log.close()
+
+
+def _wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
+    assert proc.stdout is not None
+    end = time.monotonic() + START_DEADLINE_S
+    buf = b""
+    while time.monotonic() < end:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
+        if not ready:
+            return None
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            return None
+        buf += chunk
+        m = SERVING.search(buf.decode(errors="replace"))
+        if m:
+            return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def pytest_args(
+    args: argparse.Namespace, target: str | None, compression: str, reports: Path
+) -> list[str]:
+    import conformance.suite
+
+    suite_dir = str(Path(conformance.suite.__file__).parent / args.protocol)
+    out = [
+        suite_dir,
+        "-c",
+        os.devnull,
+        "--rootdir",
+        suite_dir,
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-o",
+        "console_output_style=classic",
+        "--conformance-protocol",
+        args.protocol,
+        "--conformance-timeout",
+        str(args.timeout),
+        "--conformance-compression",
+        compression,
+    ]
+    if args.revision:
+        out += ["--conformance-revision", args.revision]
+    for sel in args.select:
+        out += ["--conformance-select", sel]
+    if args.dry_run:
+        return [*out, "--conformance-dry-run", "-qq"]
+    assert target is not None
+    out += [
+        "--conformance-target",
+        target,
+        "--conformance-results",
+        str(reports / "results.json"),
+        "--junitxml",
+        str(reports / "junit.xml"),
+        "-o",
+        "junit_family=xunit2",
+        "--alluredir",
+        str(reports / "allure-results"),
+        "--clean-alluredir",
+        "--tb=line",
+        "-rN",
+    ]
+    out += ["-qq"] if args.quiet else ["-q"]
+    if args.strict:
+        out.append("--conformance-strict")
+    if args.target is None:
+        out.append("--conformance-embedded")
+    for q in args.quirk:
+        out += ["--conformance-quirk", q]
+    if args.jobs > 1:
+        out += ["-n", str(args.jobs)]
+    return out
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import pytest
+
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if args.revision and args.revision not in REVISIONS[args.protocol]:
+        raise UsageError(
+            f"unknown revision {args.revision!r} of {args.protocol}; known: "
+            f"{', '.join(REVISIONS[args.protocol])} (default "
+            f"{DEFAULT_REVISION[args.protocol]})"
+        )
+    if args.target and args.quirk:
+        raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
+    if args.jobs < 1:
+        raise UsageError("-j/--jobs must be at least 1")
+    _check_quirks(args.protocol, args.quirk)
+    reports = Path(args.reports)
+    if args.dry_run:
+        code = int(pytest.main(pytest_args(args, None, "none", reports)))
+        return 0 if code in (0, 5) else EXIT_USAGE if code == 4 else EXIT_FAIL
+    try:
+        reports.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write --reports {reports}: {exc.strerror or exc}") from None
+    results_file = reports / "results.json"
+    results_file.unlink(missing_ok=True)
+    if args.target:
+        host, port = parse_target(args.target)
+        check_reachable(host, port, args.timeout)
+        compression = args.compression or "none"
+        code = int(pytest.main(pytest_args(args, f"{host}:{port}", compression, reports)))
+    else:
+        compression = args.compression or "gzip"
+        with embedded_broker(args.protocol, args.quirk, compression, reports) as broker:
+            code = int(pytest.main(pytest_args(args, broker.address, compression, reports)))
+    return _finish(results_file, code)
+
+
+def _finish(results_file: Path, pytest_code: int) -> int:
+    if not results_file.exists():
+        if pytest_code == 4:  # pytest's usage error: it printed why
+            return EXIT_USAGE
+        print(
+            f"conformance run: the suite did not finish (pytest exit code {pytest_code}); "
+            "no results were written",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
+    results: dict[str, Any] = json.loads(results_file.read_text())
+    if not results["cases"]:
+        print(
+            "conformance run: no case was selected; check the SELECT arguments (try --dry-run)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from conformance.report.html import write_html
+    from conformance.report.table import print_summary
+
+    write_html(results, results_file.with_name("report.html"))
+    print_summary(results)
+    print(
+        f"reports written to {results_file.parent}/ (report.html, junit.xml, results.json, "
+        "allure-results/)"
+    )
+    return int(results["exit_code"])

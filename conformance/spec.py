@@ -1,0 +1,93 @@
+"""The requirement registry, read from each protocol's SPEC.md.
+
+SPEC.md format (one requirement)::
+
+    ## area
+    ### CUR-FRAME-3 | MUST | doc
+    Requirement: the rule, in our words.
+    Source: the sentence of the seed document it rests on.
+    Not checkable: why no case can check it (optional).
+
+A malformed SPEC.md is a bug in the tool, reported as :class:`SpecError` naming the
+file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+LEVELS = ("MUST", "SHOULD", "MAY")
+_HEADING = re.compile(r"^### ([A-Z]+-[A-Z]+-\d+) \| (MUST|SHOULD|MAY) \| ([a-z0-9_,-]+)$")
+_FIELDS = {"Requirement": "text", "Source": "source", "Not checkable": "not_checkable"}
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: str
+    revisions: tuple[str, ...]
+    area: str
+    text: str
+    source: str
+    not_checkable: str | None = None
+
+
+def parse(text: str, origin: str = "SPEC.md") -> dict[str, Requirement]:
+    reqs: dict[str, Requirement] = {}
+    area = ""
+    current: dict[str, str] | None = None
+    head: tuple[str, str, tuple[str, ...], str, int] | None = None
+
+    def finish() -> None:
+        if head is None or current is None:
+            return
+        rid, level, revs, req_area, line_no = head
+        for key in ("text", "source"):
+            if not current.get(key):
+                raise SpecError(f"{origin}:{line_no}: {rid} has no {key!r} line")
+        reqs[rid] = Requirement(
+            rid,
+            level,
+            revs,
+            req_area,
+            current["text"],
+            current["source"],
+            current.get("not_checkable"),
+        )
+
+    for no, line in enumerate(text.splitlines(), 1):
+        if line.startswith("## "):
+            finish()
+            head, current = None, None
+            area = line[3:].strip()
+        elif line.startswith("### "):
+            finish()
+            m = _HEADING.match(line)
+            if not m:
+                raise SpecError(
+                    f"{origin}:{no}: heading {line!r} is not '### ID | LEVEL | revisions'"
+                )
+            if m.group(1) in reqs:
+                raise SpecError(f"{origin}:{no}: {m.group(1)} is defined twice")
+            head = (m.group(1), m.group(2), tuple(m.group(3).split(",")), area, no)
+            current = {}
+        elif current is not None and ":" in line:
+            key, _, value = line.partition(":")
+            if key in _FIELDS:
+                current[_FIELDS[key]] = value.strip()
+    finish()
+    return reqs
+
+
+@cache
+def requirements(protocol: str) -> dict[str, Requirement]:
+    """Every requirement of ``protocol``, by ID."""
+    ref = resources.files(f"conformance.protocols.{protocol}").joinpath("SPEC.md")
+    return parse(ref.read_text(encoding="utf-8"), f"conformance/protocols/{protocol}/SPEC.md")

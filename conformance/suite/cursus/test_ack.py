@@ -1,0 +1,146 @@
+"""Cursus batch acknowledgement (SPEC.md, area "ack")."""
+
+from __future__ import annotations
+
+import re
+
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.messages import Message
+from conformance.suite.case import Violation, case, require
+from conformance.suite.cursus.verify import (
+    batch,
+    consume_from,
+    create_topic,
+    expect_ack,
+    expect_ack_ok,
+    messages,
+    reply_payload,
+)
+from conformance.suite.target import CaseContext
+
+
+@case("cursus/ack/1", "CUR-ACK-1")
+def test_an_acks_0_batch_still_gets_a_json_ack(target: CaseContext) -> None:
+    """The broker answers every batch with one JSON frame, acks "0" included."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "acks0")
+        expect_ack(target, conn, batch(topic, messages(b"fire-and-forget"), acks="0"), "acks=0")
+
+
+@case("cursus/ack/2", "CUR-ACK-1")
+def test_pipelined_batches_get_one_ack_each_in_order(target: CaseContext) -> None:
+    """Every batch gets exactly one ack: three pipelined batches, three acks in order."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "pipe")
+        frames = [
+            codec.frame(codec.encode_batch(batch(topic, messages(b"m", seq=i * 10))))
+            for i in range(3)
+        ]
+        conn.send(b"".join(frames), summary="three batches in one write")
+        for i in range(3):
+            payload = reply_payload(target, conn, "CUR-ACK-1", f"ack {i + 1} of 3")
+            ack = codec.decode_ack(payload) if payload[:1] == b"{" else None
+            if ack is None:
+                raise Violation("CUR-ACK-1", f"reply {i + 1} is not a JSON ack: {payload[:80]!r}")
+            require(
+                ack.seq_start == i * 10,
+                "CUR-ACK-1",
+                f"ack {i + 1} is for seqStart {ack.seq_start}, expected {i * 10}",
+            )
+
+
+@case("cursus/ack/3", "CUR-ACK-2")
+def test_ok_and_error_acks_carry_all_eight_fields(target: CaseContext) -> None:
+    """The JSON response has all eight documented fields, each of its documented type."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "fields")
+        expect_ack(target, conn, batch(topic, messages(b"ok")), "a good batch")  # checks types
+        expect_ack(target, conn, batch(topic, messages(b"bad"), partition=9), "a refused batch")
+
+
+@case("cursus/ack/4", "CUR-ACK-3")
+def test_a_stored_batch_gets_status_ok(target: CaseContext) -> None:
+    """status is "OK" when every message of the batch was stored."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "status")
+        expect_ack_ok(target, conn, batch(topic, messages(b"a", b"b")), "two messages")
+
+
+@case("cursus/ack/5", "CUR-ACK-4")
+def test_last_offset_is_the_highest_offset_assigned(target: CaseContext) -> None:
+    """last_offset is the highest offset assigned to the batch."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "last")
+        first = expect_ack_ok(target, conn, batch(topic, messages(b"a", b"b", b"c")), "3 messages")
+        require(
+            first.last_offset == 2,
+            "CUR-ACK-4",
+            f"3 messages on an empty partition: last_offset {first.last_offset}, expected 2",
+        )
+        second = expect_ack_ok(target, conn, batch(topic, messages(b"d", b"e", seq=3)), "2 more")
+        require(
+            second.last_offset == 4,
+            "CUR-ACK-4",
+            f"2 more messages: last_offset {second.last_offset}, expected 4",
+        )
+        at = consume_from(target, conn, topic, 0, 4)
+        require(
+            at and at[0].payload == b"e", "CUR-ACK-4", "offset 4 does not hold the last message"
+        )
+
+
+@case("cursus/ack/6", "CUR-ACK-5", "CUR-CONV-8")
+def test_producer_id_is_echoed(target: CaseContext) -> None:
+    """producer_id echoes the producer identifier the batch carries."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "pid")
+        msgs = messages(b"a", b"b", producer="producer-42")
+        ack = expect_ack_ok(target, conn, batch(topic, msgs), "producer-42")
+        require(ack.producer_id == "producer-42", "CUR-ACK-5", f"producer_id {ack.producer_id!r}")
+
+
+@case("cursus/ack/7", "CUR-ACK-6")
+def test_seq_start_and_seq_end_are_the_batch_header_range(target: CaseContext) -> None:
+    """seq_start and seq_end are the batch's seqStart and seqEnd."""
+    msgs = tuple(Message(seq_num=7 + i, payload=b"s") for i in range(3))
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "seq")
+        b = batch(topic, msgs)
+        b = type(b)(b.topic, b.partition, b.acks, False, 100, 102, b.messages)
+        ack = expect_ack_ok(target, conn, b, "seqStart 100, seqEnd 102")
+        require(
+            (ack.seq_start, ack.seq_end) == (100, 102),
+            "CUR-ACK-6",
+            f"ack seq_start..seq_end {ack.seq_start}..{ack.seq_end}, expected 100..102",
+        )
+
+
+@case("cursus/ack/8", "CUR-ACK-7")
+def test_error_is_empty_on_ok_and_set_otherwise(target: CaseContext) -> None:
+    """error is "" when status is OK, a non-empty description when it is not."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "err")
+        ok = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a good batch")
+        require(ok.error == "", "CUR-ACK-7", f"an OK ack has error {ok.error!r}")
+        bad = expect_ack(target, conn, batch(topic, messages(b"a"), partition=9), "partition 9")
+        if bad.status != "OK":
+            require(bad.error != "", "CUR-ACK-7", f"a {bad.status} ack has an empty error")
+
+
+@case("cursus/ack/9", "CUR-ACK-8", "CUR-CONV-8")
+def test_producer_epoch_is_the_epoch_of_a_first_batch(target: CaseContext) -> None:
+    """producer_epoch is the tracked epoch: for a producer's first batch, the one it carries."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "epoch")
+        msgs = messages(b"a", producer=target.name("prod"), epoch=7)
+        ack = expect_ack_ok(target, conn, batch(topic, msgs), "epoch 7")
+        require(ack.producer_epoch == 7, "CUR-ACK-8", f"producer_epoch {ack.producer_epoch}")
+
+
+@case("cursus/ack/10", "CUR-ACK-9")
+def test_leader_is_a_host_and_port(target: CaseContext) -> None:
+    """leader names the current leader as a non-empty HOST:PORT."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "leader")
+        ack = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a batch")
+        require(re.fullmatch(r"\S+:\d{1,5}", ack.leader), "CUR-ACK-9", f"leader {ack.leader!r}")

@@ -1,0 +1,119 @@
+"""Reference-broker conventions where the document is silent (SPEC.md, "conventions").
+
+Every requirement here is at level MAY: a target that answers otherwise is
+UNSUPPORTED, never FAIL.
+"""
+
+from __future__ import annotations
+
+from conformance.protocols.cursus.messages import Batch, Command, OkReply, TopicList
+from conformance.suite.case import case, require
+from conformance.suite.cursus.verify import (
+    batch,
+    create_topic,
+    expect_ack_ok,
+    expect_ok,
+    join,
+    messages,
+    produce,
+    request,
+)
+from conformance.suite.target import CaseContext
+
+
+@case("cursus/conventions/1", "CUR-CONV-1")
+def test_success_replies_are_ok_with_fields(target: CaseContext) -> None:
+    """A successful text command is answered OK followed by key=value fields."""
+    with target.connect() as conn:
+        topic = target.name("conv")
+        r = expect_ok(target, conn, Command("CREATE", (topic, 2)), "CUR-TEXT-3", "CREATE")
+        require(isinstance(r, OkReply), "CUR-CONV-1", f"CREATE answered {r!r}")
+
+
+@case("cursus/conventions/2", "CUR-CONV-2")
+def test_list_is_a_json_array_of_names(target: CaseContext) -> None:
+    """LIST is answered with a JSON array of topic names."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "listed")
+        r = request(target, conn, Command("LIST"), "CUR-CONV-2", "LIST")
+        require(
+            isinstance(r, TopicList) and topic in r.topics, "CUR-CONV-2", f"LIST answered {r!r}"
+        )
+
+
+@case("cursus/conventions/3", "CUR-CONV-3")
+def test_consume_answers_a_batch_with_stored_offsets(target: CaseContext) -> None:
+    """CONSUME is answered with one 0xBA7C batch whose messages carry their offsets."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "batchreply")
+        produce(target, conn, topic, b"a", b"b")
+        r = request(target, conn, Command("CONSUME", (topic, 0, 0)), "CUR-CONV-3", "CONSUME")
+        require(isinstance(r, Batch), "CUR-CONV-3", f"CONSUME answered {r!r}")
+        assert isinstance(r, Batch)
+        require(
+            [m.offset for m in r.messages] == [0, 1],
+            "CUR-CONV-3",
+            f"offsets {[m.offset for m in r.messages]}",
+        )
+
+
+@case("cursus/conventions/4", "CUR-CONV-6", "CUR-TEXT-10")
+def test_offsets_payload_is_partition_colon_offset_list(target: CaseContext) -> None:
+    """The BATCH_COMMIT offsetsPayload is <partition>:<offset>[,...]."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "payload")
+        produce(target, conn, topic, b"a")
+        group = target.name("g")
+        member, gen = join(target, conn, topic, group, "c1")
+        cmd = Command("BATCH_COMMIT", (topic, group, member, gen, ((0, 1),)))
+        r = request(target, conn, cmd, "CUR-CONV-6", "BATCH_COMMIT 0:1")
+        require(isinstance(r, OkReply), "CUR-CONV-6", f"BATCH_COMMIT 0:1 answered {r!r}")
+
+
+@case("cursus/conventions/5", "CUR-CONV-7")
+def test_fetch_offset_reads_back_a_commit(target: CaseContext) -> None:
+    """FETCH_OFFSET returns OK offset=<n>, or -1 when nothing was committed."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "fetch")
+        produce(target, conn, topic, b"a", b"b", b"c")
+        group = target.name("g")
+        before = request(
+            target,
+            conn,
+            Command("FETCH_OFFSET", (topic, group, 0)),
+            "CUR-CONV-7",
+            "FETCH_OFFSET before any commit",
+        )
+        require(
+            isinstance(before, OkReply) and before.get("offset") == "-1",
+            "CUR-CONV-7",
+            f"before any commit: {before!r}",
+        )
+        expect_ok(target, conn, Command("COMMIT", (topic, group, 0, 2)), "CUR-TEXT-9", "COMMIT")
+        after = request(
+            target,
+            conn,
+            Command("FETCH_OFFSET", (topic, group, 0)),
+            "CUR-CONV-7",
+            "FETCH_OFFSET after COMMIT 2",
+        )
+        require(
+            isinstance(after, OkReply) and after.get("offset") == "2",
+            "CUR-CONV-7",
+            f"after COMMIT 2: {after!r}",
+        )
+
+
+@case("cursus/conventions/6", "CUR-CONV-8")
+def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) -> None:
+    """The producer id and epoch of a batch are those of its first message."""
+    first = messages(b"a", producer="first-producer", epoch=5)
+    second = messages(b"b", producer="second-producer", epoch=9, seq=1)
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "firstmsg")
+        ack = expect_ack_ok(target, conn, batch(topic, first + second), "two producers")
+        require(
+            (ack.producer_id, ack.producer_epoch) == ("first-producer", 5),
+            "CUR-CONV-8",
+            f"ack names {ack.producer_id!r} epoch {ack.producer_epoch}",
+        )

@@ -1,0 +1,73 @@
+"""Cursus error replies (SPEC.md, area "errors")."""
+
+from __future__ import annotations
+
+import re
+
+from conformance.protocols.cursus.messages import Command, ErrorReply
+from conformance.suite.case import case, require
+from conformance.suite.cursus.verify import expect_error, expect_ok
+from conformance.suite.target import CaseContext
+
+
+def _error_text(target: CaseContext, payload: bytes, requirement: str, what: str) -> str:
+    with target.connect() as conn:
+        r = expect_error(target, conn, payload, requirement, what)
+        require(isinstance(r, ErrorReply), requirement, f"{what}: got {r!r}")
+        assert isinstance(r, ErrorReply)
+        return r.text
+
+
+@case("cursus/errors/1", "CUR-ERR-1", "CUR-ERR-3")
+def test_an_unknown_command_gets_error_prefix_and_description(target: CaseContext) -> None:
+    """A hard error reply begins with the exact prefix ERROR: followed by a description."""
+    text = _error_text(target, b"FROBNICATE now", "CUR-ERR-3", "unknown command FROBNICATE")
+    require(text.strip(), "CUR-ERR-1", "nothing follows the ERROR: prefix")
+
+
+@case("cursus/errors/2", "CUR-ERR-3")
+def test_a_command_with_too_few_fields_is_an_error(target: CaseContext) -> None:
+    """A command with the wrong number of fields is answered with ERROR:."""
+    _error_text(
+        target, b"CREATE " + target.name("t").encode(), "CUR-ERR-3", "CREATE without a count"
+    )
+
+
+@case("cursus/errors/3", "CUR-ERR-3")
+def test_a_non_numeric_partition_count_is_an_error(target: CaseContext) -> None:
+    """A malformed field is answered with ERROR:."""
+    _error_text(target, f"CREATE {target.name('t')} three".encode(), "CUR-ERR-3", "CREATE t three")
+
+
+@case("cursus/errors/4", "CUR-ERR-3", "CUR-TEXT-1")
+def test_a_double_space_is_an_error(target: CaseContext) -> None:
+    """Fields are separated by a single space: two spaces make a malformed command."""
+    _error_text(target, f"CREATE  {target.name('t')} 1".encode(), "CUR-ERR-3", "two spaces")
+
+
+@case("cursus/errors/5", "CUR-ERR-3", "CUR-TEXT-1")
+def test_a_command_that_is_not_utf8_is_an_error(target: CaseContext) -> None:
+    """Text commands are UTF-8: invalid UTF-8 is answered with ERROR:."""
+    _error_text(target, b"LIST \xff\xfe", "CUR-ERR-3", "invalid UTF-8")
+
+
+@case("cursus/errors/6", "CUR-ERR-3")
+def test_an_empty_frame_is_an_error(target: CaseContext) -> None:
+    """An empty command is answered with ERROR:."""
+    _error_text(target, b"", "CUR-ERR-3", "an empty frame")
+
+
+@case("cursus/errors/7", "CUR-ERR-4")
+def test_the_connection_stays_usable_after_an_error(target: CaseContext) -> None:
+    """After an error reply to a well-framed request, the next request is answered."""
+    with target.connect() as conn:
+        expect_error(target, conn, b"NOPE", "CUR-ERR-4", "unknown command NOPE")
+        expect_error(target, conn, b"CREATE", "CUR-ERR-4", "CREATE with no fields")
+        expect_ok(target, conn, Command("LIST"), "CUR-ERR-4", "LIST after two errors")
+
+
+@case("cursus/errors/8", "CUR-CONV-9")
+def test_an_error_description_begins_with_a_code(target: CaseContext) -> None:
+    """An error description begins with an upper-case code word (convention)."""
+    text = _error_text(target, b"FROBNICATE", "CUR-CONV-9", "unknown command")
+    require(re.match(r"[A-Z][A-Z0-9_]+(\s|$)", text), "CUR-CONV-9", f"description {text!r}")

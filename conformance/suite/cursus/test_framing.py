@@ -1,0 +1,147 @@
+"""Cursus framing: the length prefix and the 64 MiB limit (SPEC.md, area "framing")."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.client import PeerClosed, ReplyTimeout
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.messages import FRAME_LIMIT, BatchAck, Command, TopicList
+from conformance.suite.case import Violation, case, require
+from conformance.suite.cursus.verify import (
+    batch,
+    create_topic,
+    expect_ack_ok,
+    expect_close_or_error,
+    expect_ok,
+    messages,
+    reply_payload,
+    send,
+)
+from conformance.suite.target import CaseContext
+
+LIST = codec.frame(b"LIST")
+
+
+@case("cursus/framing/1", "CUR-FRAME-1")
+def test_replies_are_length_prefixed_frames(target: CaseContext) -> None:
+    """Every message in both directions is [u32 BE length N][N bytes], N excluding the prefix."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "framing")
+        # 00000004 'LIST', then a batch: each reply must deframe to exactly one payload
+        # that decodes whole; a wrong prefix leaves the next reply misaligned.
+        for _ in range(2):
+            send(conn, Command("LIST"))
+            r = codec.decode_reply(reply_payload(target, conn, "CUR-FRAME-1", "LIST"))
+            require(
+                not hasattr(r, "text") or r.text.isprintable(),
+                "CUR-FRAME-1",
+                f"the LIST reply does not decode as one frame: {r!r}",
+            )
+            ack = expect_ack_ok(target, conn, batch(topic, messages(b"x")), "produce")
+            require(isinstance(ack, BatchAck), "CUR-FRAME-1", "the ack is not one JSON frame")
+
+
+@case("cursus/framing/2", "CUR-FRAME-2")
+def test_a_frame_of_exactly_64_mib_is_accepted(target: CaseContext) -> None:
+    """A frame whose length is exactly 64 MiB is accepted and processed like any other."""
+    with target.connect() as conn:
+        # 04000000 followed by 64 MiB of 'X': an unknown command of the largest legal size.
+        try:
+            conn.send(codec.frame(b"X" * FRAME_LIMIT), summary="64 MiB unknown command")
+            payload = conn.recv_frame(max(target.timeout, 20.0))
+        except PeerClosed:
+            raise Violation(
+                "CUR-FRAME-2", "the target closed the connection on a 64 MiB frame"
+            ) from None
+        except ReplyTimeout:
+            target.silence("CUR-FRAME-2", "a frame of exactly 64 MiB")
+        text = payload[:200].decode("utf-8", "replace").upper()
+        require(
+            "TOO_LARGE" not in text and "TOO LARGE" not in text,
+            "CUR-FRAME-2",
+            f"a frame of exactly 64 MiB was refused as too large: {payload[:80]!r}",
+        )
+        send(conn, Command("LIST"))
+        try:
+            conn.recv_frame()
+        except PeerClosed:
+            raise Violation(
+                "CUR-FRAME-2", "the connection was closed after a 64 MiB frame"
+            ) from None
+        except ReplyTimeout:
+            target.silence("CUR-FRAME-2", "LIST after a 64 MiB frame")
+
+
+@case("cursus/framing/3", "CUR-FRAME-3")
+def test_a_length_of_64_mib_plus_one_is_refused_from_the_prefix(target: CaseContext) -> None:
+    """A frame longer than 64 MiB is refused from its prefix alone (error or close)."""
+    with target.connect() as conn:
+        conn.send((FRAME_LIMIT + 1).to_bytes(4, "big"), summary="prefix 64 MiB + 1, no payload")
+        expect_close_or_error(target, conn, "CUR-FRAME-3", "a 64 MiB + 1 length prefix")
+
+
+@case("cursus/framing/4", "CUR-FRAME-3")
+def test_the_largest_u32_length_is_refused(target: CaseContext) -> None:
+    """A frame longer than 64 MiB is refused from its prefix alone (error or close)."""
+    with target.connect() as conn:
+        conn.send(b"\xff\xff\xff\xff" + b"LIST", summary="prefix 2^32-1")
+        expect_close_or_error(target, conn, "CUR-FRAME-3", "a 2^32-1 length prefix")
+
+
+@case("cursus/framing/5", "CUR-FRAME-4")
+def test_a_frame_sent_one_byte_at_a_time_is_reassembled(target: CaseContext) -> None:
+    """The length prefix alone delimits frames: a frame split over many writes is reassembled."""
+    with target.connect() as conn:
+        for i in range(len(LIST)):
+            conn.send(LIST[i : i + 1])
+            time.sleep(0.002)
+        reply_payload(target, conn, "CUR-FRAME-4", "LIST sent one byte per write")
+
+
+@case("cursus/framing/6", "CUR-FRAME-4")
+def test_pipelined_frames_are_each_answered_in_order(target: CaseContext) -> None:
+    """Several frames in one write are each answered, in order."""
+    with target.connect() as conn:
+        topic = target.name("pipelined")
+        create = codec.frame(codec.encode_command(Command("CREATE", (topic, 1))))
+        conn.send(create + LIST + LIST, summary="CREATE, LIST, LIST in one write")
+        first = codec.decode_reply(reply_payload(target, conn, "CUR-FRAME-4", "CREATE"))
+        for n in (2, 3):
+            payload = reply_payload(target, conn, "CUR-FRAME-4", f"pipelined request {n}")
+            require(
+                topic.encode() in payload,
+                "CUR-FRAME-4",
+                f"reply {n} of 3 does not list {topic} (first reply was {first!r})",
+            )
+
+
+@case("cursus/framing/7", "CUR-FRAME-4", "CUR-BATCH-1")
+def test_a_batch_split_inside_prefix_and_header_is_reassembled(target: CaseContext) -> None:
+    """A frame split over many TCP writes is reassembled."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "split")
+        data = codec.frame(codec.encode_batch(batch(topic, messages(b"split-payload"))))
+        for part in (data[:2], data[2:7], data[7:20], data[20:]):
+            conn.send(part)
+            time.sleep(0.01)
+        payload = reply_payload(target, conn, "CUR-FRAME-4", "a batch split in four writes")
+        require(payload[:1] == b"{", "CUR-FRAME-4", f"the split batch got {payload[:80]!r}")
+
+
+@case("cursus/framing/8", "CUR-FRAME-5")
+def test_a_half_sent_frame_does_not_stall_other_connections(target: CaseContext) -> None:
+    """A connection stopped or ended mid-frame does not affect other connections."""
+    stalled = target.connect()
+    stalled.send(LIST[:6], summary="half a frame, then nothing")
+    abandoned = target.connect()
+    abandoned.send(b"\x00\x00\x01\x00" + b"C" * 100, summary="part of a 256-byte frame")
+    abandoned.close()
+    with target.connect() as conn:
+        try:
+            r = expect_ok(
+                target, conn, Command("LIST"), "CUR-FRAME-5", "LIST on a third connection"
+            )
+        finally:
+            stalled.close()
+    require(isinstance(r, TopicList) or r is not None, "CUR-FRAME-5", "no reply")

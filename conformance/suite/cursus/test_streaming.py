@@ -1,0 +1,98 @@
+"""Cursus STREAM push (SPEC.md, area "streaming")."""
+
+from __future__ import annotations
+
+from conformance.client import Connection
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.codec import CursusError
+from conformance.protocols.cursus.messages import Batch, Command, Message
+from conformance.suite.case import Violation, case, require
+from conformance.suite.cursus.verify import create_topic, expect_error, produce, reply_payload, send
+from conformance.suite.target import CaseContext
+
+
+def pushed(target: CaseContext, conn: Connection, want: int, what: str) -> list[Message]:
+    """Read pushes until ``want`` messages arrived; each push must be a batch (CUR-STREAM-3)."""
+    out: list[Message] = []
+    for _ in range(want + 50):  # bounded: keepalives and small batches
+        if len(out) >= want:
+            break
+        payload = reply_payload(target, conn, "CUR-STREAM-2", what)
+        if not payload:
+            continue  # keepalive
+        if not codec.is_batch(payload):
+            raise Violation("CUR-STREAM-3", f"{what}: a push is not a batch: {payload[:80]!r}")
+        try:
+            b = codec.decode_batch(payload)
+        except CursusError as exc:
+            raise Violation(
+                "CUR-STREAM-3", f"{what}: a pushed batch does not decode: {exc}"
+            ) from None
+        assert isinstance(b, Batch)
+        out.extend(b.messages)
+    return out
+
+
+@case("cursus/streaming/1", "CUR-STREAM-1", "CUR-STREAM-3")
+def test_stream_pushes_stored_messages_from_the_offset(target: CaseContext) -> None:
+    """STREAM pushes the messages already stored from that offset on, starting at it."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "backlog")
+        produce(target, conn, topic, b"m0", b"m1", b"m2")
+        with target.connect() as stream:
+            send(stream, Command("STREAM", (topic, 0, 1)))
+            got = pushed(target, stream, 2, "STREAM from offset 1 of 3")
+        require(
+            [(m.offset, m.payload) for m in got[:2]] == [(1, b"m1"), (2, b"m2")],
+            "CUR-STREAM-1",
+            f"pushed {[(m.offset, m.payload) for m in got]}",
+        )
+
+
+@case("cursus/streaming/2", "CUR-STREAM-2", "CUR-STREAM-3")
+def test_stream_pushes_new_messages_in_order(target: CaseContext) -> None:
+    """Messages produced after the stream opened are pushed in order, no gaps, no repeats."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "live")
+        with target.connect() as stream:
+            send(stream, Command("STREAM", (topic, 0, 0)))
+            for i in range(3):
+                produce(target, conn, topic, f"live{2 * i}".encode(), f"live{2 * i + 1}".encode())
+            got = pushed(target, stream, 6, "STREAM while 3 batches are produced")
+        require(
+            [m.offset for m in got] == list(range(6)),
+            "CUR-STREAM-2",
+            f"pushed offsets {[m.offset for m in got]}",
+        )
+        require(
+            [m.payload for m in got] == [f"live{i}".encode() for i in range(6)],
+            "CUR-STREAM-2",
+            f"pushed {[m.payload for m in got]}",
+        )
+
+
+@case("cursus/streaming/3", "CUR-STREAM-2")
+def test_a_stream_keeps_pushing_after_a_quiet_spell(target: CaseContext) -> None:
+    """A persistent stream: after one push, later messages keep arriving."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "persist")
+        with target.connect() as stream:
+            send(stream, Command("STREAM", (topic, 0, 0)))
+            produce(target, conn, topic, b"first")
+            first = pushed(target, stream, 1, "the first push")
+            produce(target, conn, topic, b"second")
+            second = pushed(target, stream, 1, "the second push")
+        require(
+            [m.payload for m in first + second] == [b"first", b"second"],
+            "CUR-STREAM-2",
+            f"pushed {[m.payload for m in first + second]}",
+        )
+
+
+@case("cursus/streaming/4", "CUR-CONV-10")
+def test_stream_past_the_end_is_an_error(target: CaseContext) -> None:
+    """STREAM at an offset past the end is answered with ERROR: (convention)."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "pastend")
+        cmd = Command("STREAM", (topic, 0, 5))
+        expect_error(target, conn, cmd, "CUR-CONV-10", "STREAM at offset 5 of an empty partition")

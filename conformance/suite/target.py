@@ -1,0 +1,109 @@
+"""The target under test, as the cases see it.
+
+:class:`Target` is shared by every case of a run: the address, the deadline, the
+protocol's codec, and whether the target has been found unresponsive.  A target that
+stops answering is detected once (a probe on a fresh connection gets nothing back); from
+then on every case ends at once with :class:`TargetUnresponsive` instead of waiting out
+its own deadline.
+
+:class:`CaseContext` is what one case gets (the ``target`` fixture): connections that
+write into the case's wire log, unique names so cases never share topics or groups,
+and :meth:`CaseContext.silence`, which decides whether a missing reply is the target's
+fault (a violation) or the target being gone (an error).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import NoReturn
+
+from conformance.client import Connection, WireLog, probe
+from conformance.suite.case import Violation
+
+
+class TargetUnresponsive(Exception):
+    """The target stopped answering: the case could not run (verdict ERROR)."""
+
+
+@dataclass
+class Target:
+    host: str
+    port: int
+    protocol: str
+    codec: ModuleType
+    revision: str
+    timeout: float
+    compression: str = "none"
+    dead: str | None = None
+    probed: bool = False
+    probe_timeout: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.probe_timeout = min(self.timeout, 3.0)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def check_alive(self, first: bool = False) -> None:
+        """Raise TargetUnresponsive if the target is known dead or fails a fresh probe."""
+        if self.dead is None:
+            timeout = self.timeout if first else self.probe_timeout
+            why = probe(
+                self.host, self.port, self.codec.PROBE_REQUEST, self.codec.new_deframer(), timeout
+            )
+            if why is not None:
+                self.dead = f"target {self.address} is unresponsive: {why}"
+        if self.dead is not None:
+            raise TargetUnresponsive(self.dead)
+
+    def ensure_reachable(self) -> None:
+        """Probe once per run, before the first case talks to the target."""
+        if not self.probed:
+            self.probed = True
+            self.check_alive(first=True)
+        elif self.dead is not None:
+            raise TargetUnresponsive(self.dead)
+
+
+@dataclass
+class CaseContext:
+    target: Target
+    log: WireLog
+    _conns: list[Connection] = field(default_factory=list)
+    _tag: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+
+    @property
+    def timeout(self) -> float:
+        return self.target.timeout
+
+    @property
+    def compression(self) -> str:
+        return self.target.compression
+
+    def connect(self) -> Connection:
+        conn = Connection(
+            self.target.host,
+            self.target.port,
+            deframer=self.target.codec.new_deframer(),
+            log=self.log,
+            timeout=self.target.timeout,
+        )
+        self._conns.append(conn)
+        return conn
+
+    def name(self, base: str) -> str:
+        """A topic or group name no other case (nor an earlier run) uses."""
+        return f"{base}-{self._tag}"
+
+    def silence(self, requirement: str, what: str) -> NoReturn:
+        """A reply did not come: blame the target (Violation) only if it is still alive."""
+        self.target.check_alive()
+        raise Violation(requirement, f"{what}: no reply within {self.timeout:g}s")
+
+    def close(self) -> None:
+        for conn in self._conns:
+            if conn.sock.fileno() != -1:
+                conn.close()

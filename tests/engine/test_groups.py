@@ -1,0 +1,255 @@
+"""Consumer groups (join, sync, heartbeat, leave, expiry), assignors, committed offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from conformance.engine import (
+    ASSIGNORS,
+    Engine,
+    EngineError,
+    HeartbeatStatus,
+    NewRecord,
+    range_assign,
+    roundrobin_assign,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def engine(clock: FakeClock) -> Engine:
+    e = Engine(session_timeout_s=10.0, clock=clock)
+    e.create_topic("t", 4)
+    e.create_topic("u", 3)
+    return e
+
+
+def code(call: Callable[[], object]) -> str:
+    with pytest.raises(EngineError) as exc:
+        call()
+    return exc.value.code
+
+
+# ------------------------------------------------------------------ assignors
+
+ASSIGNOR_TABLE = [
+    # (assignor, partitions, members, expected)
+    ("range", 4, ["a"], {"a": [0, 1, 2, 3]}),
+    ("range", 4, ["a", "b"], {"a": [0, 1], "b": [2, 3]}),
+    ("range", 5, ["a", "b"], {"a": [0, 1, 2], "b": [3, 4]}),
+    ("range", 7, ["a", "b", "c"], {"a": [0, 1, 2], "b": [3, 4], "c": [5, 6]}),
+    ("range", 2, ["a", "b", "c"], {"a": [0], "b": [1], "c": []}),
+    ("range", 3, [], {}),
+    ("roundrobin", 4, ["a"], {"a": [0, 1, 2, 3]}),
+    ("roundrobin", 5, ["a", "b"], {"a": [0, 2, 4], "b": [1, 3]}),
+    ("roundrobin", 7, ["a", "b", "c"], {"a": [0, 3, 6], "b": [1, 4], "c": [2, 5]}),
+    ("roundrobin", 2, ["a", "b", "c"], {"a": [0], "b": [1], "c": []}),
+    ("roundrobin", 3, [], {}),
+]
+
+
+@pytest.mark.parametrize(("name", "partitions", "members", "expected"), ASSIGNOR_TABLE)
+def test_assignor_table(
+    name: str, partitions: int, members: list[str], expected: dict[str, list[int]]
+) -> None:
+    assert ASSIGNORS[name](partitions, members) == expected
+
+
+@pytest.mark.parametrize("assign", [range_assign, roundrobin_assign])
+@pytest.mark.parametrize(("partitions", "n_members"), [(1, 1), (10, 3), (3, 10), (64, 7)])
+def test_assignors_cover_every_partition_once_and_balance(
+    assign: Callable[[int, list[str]], dict[str, list[int]]], partitions: int, n_members: int
+) -> None:
+    members = [f"m{i:02}" for i in range(n_members)]
+    result = assign(partitions, members)
+    dealt = sorted(p for ps in result.values() for p in ps)
+    assert dealt == list(range(partitions))
+    sizes = [len(result[m]) for m in members]
+    assert max(sizes) - min(sizes) <= 1
+    assert sizes == sorted(sizes, reverse=True)  # earlier members get the extra ones
+
+
+def test_sync_uses_the_configured_assignor(clock: FakeClock) -> None:
+    for name, expected in (("range", [0, 1, 2]), ("roundrobin", [0, 2, 4])):
+        e = Engine(assignor=name, clock=clock)
+        e.create_topic("t", 5)
+        a = e.join_group("g", "t", "a")
+        b = e.join_group("g", "t", "b")
+        assert e.sync_group("g", a.member_id, b.generation) == {"t": expected}
+
+
+# --------------------------------------------------------------------- groups
+
+
+def test_join_gives_unique_member_ids_and_new_generations(engine: Engine) -> None:
+    a = engine.join_group("g", "t", "c")
+    b = engine.join_group("g", "t", "c")
+    assert (a.member_id, a.generation, a.members) == ("c-1", 1, ("c-1",))
+    assert (b.member_id, b.generation, b.members) == ("c-2", 2, ("c-1", "c-2"))
+    engine.leave_group("g", "c-2")
+    c = engine.join_group("g", "t", "c")
+    assert (c.member_id, c.generation) == ("c-3", 4)  # ids are never reused
+    assert engine.members_of("g", "c") == ["c-1", "c-3"]
+    assert engine.members_of("g", "other") == []
+    assert engine.members_of("no-group", "c") == []
+
+
+def test_join_checks_its_arguments(engine: Engine) -> None:
+    assert code(lambda: engine.join_group("g", "nope", "c")) == "UNKNOWN_TOPIC"
+    assert code(lambda: engine.join_group("", "t", "c")) == "INVALID_ARGUMENT"
+    assert code(lambda: engine.join_group("g", "t", "")) == "INVALID_ARGUMENT"
+    assert engine.members_of("g", "c") == []
+
+
+def test_sync_returns_each_members_share_of_every_subscribed_topic(engine: Engine) -> None:
+    a = engine.join_group("g", "t", "a")
+    engine.subscribe("g", "u")
+    b = engine.join_group("g", "t", "b")
+    gen = b.generation
+    assert engine.sync_group("g", a.member_id, gen) == {"t": [0, 1], "u": [0, 1]}
+    assert engine.sync_group("g", b.member_id, gen) == {"t": [2, 3], "u": [2]}
+
+
+def test_sync_errors(engine: Engine) -> None:
+    a = engine.join_group("g", "t", "a")
+    assert code(lambda: engine.sync_group("nope", a.member_id, 1)) == "UNKNOWN_GROUP"
+    assert code(lambda: engine.sync_group("g", "ghost-9", 1)) == "UNKNOWN_MEMBER"
+    engine.join_group("g", "t", "b")
+    assert code(lambda: engine.sync_group("g", a.member_id, 1)) == "GENERATION_MISMATCH"
+    assert code(lambda: engine.sync_group("g", a.member_id, 3)) == "GENERATION_MISMATCH"
+
+
+def test_heartbeat_reports_rebalances(engine: Engine) -> None:
+    a = engine.join_group("g", "t", "a")
+    assert engine.heartbeat("g", a.member_id, 1) is HeartbeatStatus.OK
+    engine.join_group("g", "t", "b")
+    assert engine.heartbeat("g", a.member_id, 1) is HeartbeatStatus.REBALANCE_REQUIRED
+    assert engine.heartbeat("g", a.member_id, 2) is HeartbeatStatus.OK
+    assert code(lambda: engine.heartbeat("g", a.member_id, 3)) == "GENERATION_MISMATCH"
+    assert code(lambda: engine.heartbeat("g", "ghost-1", 2)) == "UNKNOWN_MEMBER"
+    assert code(lambda: engine.heartbeat("nope", a.member_id, 2)) == "UNKNOWN_GROUP"
+
+
+def test_leave_bumps_generation_and_checks_ids(engine: Engine) -> None:
+    a = engine.join_group("g", "t", "a")
+    engine.leave_group("g", a.member_id)
+    assert engine.group_generation("g") == 2
+    assert engine.members_of("g", "a") == []
+    assert code(lambda: engine.leave_group("g", a.member_id)) == "UNKNOWN_MEMBER"
+    assert code(lambda: engine.leave_group("nope", a.member_id)) == "UNKNOWN_GROUP"
+    assert code(lambda: engine.group_generation("nope")) == "UNKNOWN_GROUP"
+
+
+def test_subscribe_creates_the_group_without_a_rebalance(engine: Engine) -> None:
+    engine.subscribe("g", "t")
+    engine.subscribe("g", "t")
+    assert engine.group_generation("g") == 0
+    a = engine.join_group("g", "u", "a")
+    assert engine.sync_group("g", a.member_id, a.generation) == {"t": [0, 1, 2, 3], "u": [0, 1, 2]}
+    assert code(lambda: engine.subscribe("g", "nope")) == "UNKNOWN_TOPIC"
+
+
+def test_silent_members_expire(engine: Engine, clock: FakeClock) -> None:
+    a = engine.join_group("g", "t", "a")
+    b = engine.join_group("g", "t", "b")
+    clock.now += 6
+    assert engine.heartbeat("g", a.member_id, b.generation) is HeartbeatStatus.OK
+    clock.now += 5  # b silent for 11 s, a for 5 s
+    assert engine.expire_members() == [b.member_id]
+    assert engine.group_generation("g") == 3
+    assert engine.expire_members() == []
+    assert engine.group_generation("g") == 3
+
+
+def test_expiry_is_lazy_at_the_start_of_group_operations(engine: Engine, clock: FakeClock) -> None:
+    a = engine.join_group("g", "t", "a")
+    clock.now += 10.5
+    assert code(lambda: engine.heartbeat("g", a.member_id, 1)) == "UNKNOWN_MEMBER"
+    assert engine.group_generation("g") == 2
+
+
+def test_sync_refreshes_the_session(engine: Engine, clock: FakeClock) -> None:
+    a = engine.join_group("g", "t", "a")
+    for _ in range(3):
+        clock.now += 8
+        engine.sync_group("g", a.member_id, 1)
+    assert engine.members_of("g", "a") == [a.member_id]
+    clock.now += 10  # exactly the timeout is not yet over
+    assert engine.members_of("g", "a") == [a.member_id]
+
+
+# -------------------------------------------------------------------- offsets
+
+
+def fill(engine: Engine, topic: str, partition: int, n: int) -> None:
+    engine.append(topic, partition, [NewRecord(b"", b"%d" % i) for i in range(n)])
+
+
+def test_commit_and_fetch(engine: Engine) -> None:
+    fill(engine, "t", 0, 3)
+    assert engine.committed("g", "t", 0) is None
+    engine.commit("g", "t", 0, 3)
+    engine.commit("g", "t", 0, 1)  # going back is allowed
+    assert engine.committed("g", "t", 0) == 1
+    assert engine.committed("g", "t", 1) is None
+    assert engine.committed("other", "t", 0) is None
+    assert engine.group_generation("g") == 0  # commit created the group
+
+
+def test_commit_errors(engine: Engine) -> None:
+    fill(engine, "t", 0, 2)
+    assert code(lambda: engine.commit("g", "t", 0, 3)) == "OFFSET_OUT_OF_RANGE"
+    assert code(lambda: engine.commit("g", "t", 0, -1)) == "OFFSET_OUT_OF_RANGE"
+    assert code(lambda: engine.commit("g", "t", 9, 0)) == "UNKNOWN_PARTITION"
+    assert code(lambda: engine.commit("g", "nope", 0, 0)) == "UNKNOWN_TOPIC"
+    assert code(lambda: engine.group_generation("g")) == "UNKNOWN_GROUP"
+
+
+def test_commit_many_checks_member_and_generation(engine: Engine) -> None:
+    fill(engine, "t", 0, 5)
+    a = engine.join_group("g", "t", "a")
+    engine.commit_many("g", "t", {0: 4, 1: 0}, a.member_id, a.generation)
+    assert (engine.committed("g", "t", 0), engine.committed("g", "t", 1)) == (4, 0)
+    assert code(lambda: engine.commit_many("nope", "t", {0: 1}, a.member_id, 1)) == "UNKNOWN_GROUP"
+    assert code(lambda: engine.commit_many("g", "t", {0: 1}, "ghost-1", 1)) == "UNKNOWN_MEMBER"
+    assert (
+        code(lambda: engine.commit_many("g", "t", {0: 1}, a.member_id, 2)) == "GENERATION_MISMATCH"
+    )
+    assert code(lambda: engine.commit_many("g", "nope", {0: 1}, a.member_id, 1)) == "UNKNOWN_TOPIC"
+    assert engine.committed("g", "t", 0) == 4
+
+
+@pytest.mark.parametrize(
+    ("offsets", "expected"),
+    [({0: 2, 1: 1}, "OFFSET_OUT_OF_RANGE"), ({0: 2, 7: 0}, "UNKNOWN_PARTITION")],
+)
+def test_commit_many_is_all_or_nothing(
+    engine: Engine, offsets: dict[int, int], expected: str
+) -> None:
+    fill(engine, "t", 0, 3)
+    a = engine.join_group("g", "t", "a")
+    assert code(lambda: engine.commit_many("g", "t", offsets, a.member_id, 1)) == expected
+    assert engine.committed("g", "t", 0) is None
+
+
+def test_another_members_join_does_not_refresh_a_session(engine: Engine, clock: FakeClock) -> None:
+    a = engine.join_group("g", "t", "a")
+    clock.now += 8
+    b = engine.join_group("g", "t", "b")
+    clock.now += 3
+    assert engine.expire_members() == [a.member_id]
+    assert engine.members_of("g", "b") == [b.member_id]
