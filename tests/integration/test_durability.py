@@ -14,7 +14,9 @@ from tests.support.cursus_client import CursusTestClient
 TOPIC = "durable"
 
 
-def produce_until_killed(host: str, port: int, acked: dict[int, bytes], stop: threading.Event) -> None:
+def produce_until_killed(
+    host: str, port: int, acked: dict[int, bytes], stop: threading.Event
+) -> None:
     try:
         with CursusTestClient(host, port) as c:
             for i in range(20_000):  # bounded; the broker is killed long before
@@ -48,7 +50,10 @@ def test_acknowledged_messages_survive_kill_9(tmp_path: Path) -> None:
         b.stop()
     assert len(acked) >= 300, "the produce loop did not get going"
 
-    with broker.running("--data-dir", data_dir) as again, CursusTestClient(again.host, again.port) as c:
+    with (
+        broker.running("--data-dir", data_dir) as again,
+        CursusTestClient(again.host, again.port) as c,
+    ):
         stored: dict[int, bytes] = {}
         offset = 0
         for _ in range(10_000):
@@ -59,4 +64,6 @@ def test_acknowledged_messages_survive_kill_9(tmp_path: Path) -> None:
             stored.update((m.offset, m.payload) for m in reply.messages)
             offset = reply.messages[-1].offset + 1
     missing = {o: p for o, p in acked.items() if stored.get(o) != p}
-    assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {list(missing.items())[:3]}"
+    assert not missing, (
+        f"{len(missing)} acknowledged messages lost, e.g. {list(missing.items())[:3]}"
+    )

@@ -23,7 +23,9 @@ from tests.support import broker, net
 SPEC_QUIRKS = sorted(q.name for q in QUIRKS.values() if q.kind == "spec")
 
 
-def run(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess[str], float]:
+def run(
+    tmp_path: Path, *args: str, timeout: float = 240
+) -> tuple[subprocess.CompletedProcess[str], float]:
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "conformance", "run", "--reports", str(tmp_path / "reports"), *args],
@@ -46,7 +48,11 @@ def verdicts(data: dict[str, Any]) -> dict[str, str]:
 
 def violated(data: dict[str, Any]) -> set[str]:
     """Requirement IDs that some case reports as broken (FAIL or WARN)."""
-    return {c["violated"] for c in data["cases"] if c["verdict"] in ("FAIL", "WARN") and c.get("violated")}
+    return {
+        c["violated"]
+        for c in data["cases"]
+        if c["verdict"] in ("FAIL", "WARN") and c.get("violated")
+    }
 
 
 def test_clean_embedded_broker_passes_every_case(tmp_path: Path) -> None:
@@ -106,3 +112,46 @@ def test_each_spec_quirk_fails_exactly_its_requirements(tmp_path: Path, quirk: s
     assert violated(data) == set(QUIRKS[quirk].breaks)
     for req in QUIRKS[quirk].breaks:
         assert req in proc.stdout, f"{req} not named in the output"
+
+
+def test_dry_run_lists_selected_cases_without_a_target(tmp_path: Path) -> None:
+    proc, _ = run(tmp_path, "--dry-run", "cursus/framing", "CUR-ACK-4", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("cursus/")]
+    assert lines and all(ln.startswith(("cursus/framing/", "cursus/ack/5")) for ln in lines)
+    assert any("CUR-ACK-4" in ln for ln in lines)
+    assert not (tmp_path / "reports" / "results.json").exists()
+
+
+def test_selection_runs_only_the_selected_cases(tmp_path: Path) -> None:
+    proc, _ = run(tmp_path, "CUR-GROUP-4", "cursus/framing/1")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert set(verdicts(results(tmp_path))) == {"cursus/groups/4", "cursus/framing/1"}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--revision", "nosuch"], "unknown revision"),
+        (["--jobs", "0"], "at least 1"),
+        (["--timeout", "0"], "positive"),
+        (["--target", "127.0.0.1:1", "--quirk", "consume-from-zero"], "embedded broker only"),
+        (["cursus/no-such-area"], "no case was selected"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], says: str) -> None:
+    proc, _ = run(tmp_path, *args, timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_on_a_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
+    with broker.running() as b:
+        proc = subprocess.run(
+            [sys.executable, "-m", "conformance", "serve", "--port", str(b.port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2
+    assert f"{b.port}" in proc.stderr and "Traceback" not in proc.stderr

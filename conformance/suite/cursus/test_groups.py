@@ -6,7 +6,6 @@ from conformance.protocols.cursus.messages import GEN_MISMATCH, REBALANCE_REQUIR
 from conformance.suite.case import case, require
 from conformance.suite.cursus.verify import (
     create_topic,
-    expect_error,
     expect_ok,
     expect_rebalance,
     join,
@@ -157,11 +156,3 @@ def test_a_member_without_partitions_gets_an_empty_assignment(target: CaseContex
             [sync(target, conn, topic, group, a, gen), sync(target, conn, topic, group, b, gen)]
         )
         require(got == [[], [0]], "CUR-CONV-5", f"assignments {got}")
-
-
-@case("cursus/groups/9", "CUR-TEXT-11")
-def test_joining_a_group_on_an_unknown_topic_is_an_error(target: CaseContext) -> None:
-    """A command on a topic that does not exist is answered with an error reply."""
-    with target.connect() as conn:
-        cmd = Command("JOIN_GROUP", (target.name("nosuch"), target.name("g"), "c1"))
-        expect_error(target, conn, cmd, "CUR-TEXT-11", "JOIN_GROUP on an unknown topic")

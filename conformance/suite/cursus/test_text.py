@@ -220,3 +220,11 @@ def test_commit_to_an_unknown_topic_is_an_error(target: CaseContext) -> None:
         cmd = Command("COMMIT", (target.name("nosuch"), target.name("g"), 0, 0))
         r = expect_error(target, conn, cmd, "CUR-TEXT-11", "COMMIT on an unknown topic")
         require(isinstance(r, ErrorReply), "CUR-TEXT-11", f"got {r!r}")
+
+
+@case("cursus/text/16", "CUR-TEXT-11")
+def test_joining_a_group_on_an_unknown_topic_is_an_error(target: CaseContext) -> None:
+    """A command on a topic that does not exist is answered with an error reply."""
+    with target.connect() as conn:
+        cmd = Command("JOIN_GROUP", (target.name("nosuch"), target.name("g"), "c1"))
+        expect_error(target, conn, cmd, "CUR-TEXT-11", "JOIN_GROUP on an unknown topic")
