@@ -28,22 +28,48 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run the conformance suite against a target (default: the embedded reference broker)",
         description="Run every conformance case (or those selected) against a target broker.",
     )
-    p.add_argument("select", nargs="*", metavar="SELECT",
-                   help="case-ID prefixes (cursus/framing) or requirement IDs (CUR-FRAME-3)")
+    p.add_argument(
+        "select",
+        nargs="*",
+        metavar="SELECT",
+        help="case-ID prefixes (cursus/framing) or requirement IDs (CUR-FRAME-3)",
+    )
     p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
-    p.add_argument("--target", metavar="HOST:PORT",
-                   help="broker to test; omitted: start the embedded reference broker")
-    p.add_argument("--revision", help="protocol revision the target speaks (default: the document's)")
+    p.add_argument(
+        "--target",
+        metavar="HOST:PORT",
+        help="broker to test; omitted: start the embedded reference broker",
+    )
+    p.add_argument(
+        "--revision", help="protocol revision the target speaks (default: the document's)"
+    )
     p.add_argument("--strict", action="store_true", help="a broken SHOULD (WARN) fails the run")
-    p.add_argument("--timeout", type=float, default=5.0, metavar="S",
-                   help="deadline in seconds for each read from the target (default 5)")
-    p.add_argument("--dry-run", action="store_true", help="list the selected cases without running them")
-    p.add_argument("--reports", default="reports", metavar="DIR", help="output folder (default ./reports)")
-    p.add_argument("--compression", choices=("gzip", "none"),
-                   help="compression the target accepts (default: gzip for the embedded broker, "
-                        "none for a --target)")
-    p.add_argument("--quirk", action="append", default=[], metavar="NAME",
-                   help="start the embedded broker with this deliberate spec violation (repeatable)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="deadline in seconds for each read from the target (default 5)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="list the selected cases without running them"
+    )
+    p.add_argument(
+        "--reports", default="reports", metavar="DIR", help="output folder (default ./reports)"
+    )
+    p.add_argument(
+        "--compression",
+        choices=("gzip", "none"),
+        help="compression the target accepts (default: gzip for the embedded broker, "
+        "none for a --target)",
+    )
+    p.add_argument(
+        "--quirk",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="start the embedded broker with this deliberate spec violation (repeatable)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
@@ -53,27 +79,48 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "serve",
         help="run the reference broker",
         description="Run the reference broker.  With --port 0 the system picks a free port; the "
-                    "line 'serving PROTOCOL on HOST:PORT' on stdout says which.",
+        "line 'serving PROTOCOL on HOST:PORT' on stdout says which.",
     )
     p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default: the protocol's own port")
-    p.add_argument("--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here")
-    p.add_argument("--quirk", action="append", default=[], metavar="NAME",
-                   help="misbehave on purpose (repeatable); --quirk list shows them")
-    p.add_argument("--compression", choices=("gzip", "none"), default="none",
-                   help="inflate batch bodies compressed with this algorithm")
-    p.add_argument("--session-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds without a heartbeat before a group member is expired")
+    p.add_argument(
+        "--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here"
+    )
+    p.add_argument(
+        "--quirk",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="misbehave on purpose (repeatable); --quirk list shows them",
+    )
+    p.add_argument(
+        "--compression",
+        choices=("gzip", "none"),
+        default="none",
+        help="inflate batch bodies compressed with this algorithm",
+    )
+    p.add_argument(
+        "--session-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds without a heartbeat before a group member is expired",
+    )
     p.add_argument("--assignor", choices=("range", "roundrobin"), default="range")
-    p.add_argument("--max-poll-records", type=int, default=100,
-                   help="most messages returned by one CONSUME (default 100)")
+    p.add_argument(
+        "--max-poll-records",
+        type=int,
+        default=100,
+        help="most messages returned by one CONSUME (default 100)",
+    )
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="conformance", description="Conformance suite and fuzzer for message-broker wire protocols."
+        prog="conformance",
+        description="Conformance suite and fuzzer for message-broker wire protocols.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(sub)

@@ -24,7 +24,8 @@ from conformance.server import Server
 
 def _print_quirks() -> None:
     for q in QUIRKS.values():
-        print(f"{q.name:28} {q.kind:5} {q.area:12} breaks {', '.join(q.breaks) or '-'}: {q.description}")
+        breaks = ", ".join(q.breaks) or "-"
+        print(f"{q.name:28} {q.kind:5} {q.area:12} breaks {breaks}: {q.description}")
 
 
 def serve_command(args: argparse.Namespace) -> int:

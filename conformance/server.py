@@ -95,7 +95,9 @@ class Server:
         self._remove_listener: Callable[[], None] | None = None
 
     async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=READ_CHUNK)
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, limit=READ_CHUNK
+        )
         sock = self._server.sockets[0]
         host, port = sock.getsockname()[:2]
         self.host, self.port = host, port

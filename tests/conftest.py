@@ -10,8 +10,15 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("long", max_examples=5000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)

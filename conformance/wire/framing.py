@@ -17,6 +17,7 @@ the caller is expected to close the connection.
 from __future__ import annotations
 
 import struct
+
 from conformance.errors import FrameTooLarge, ProtocolError
 from conformance.wire.primitives import ByteOrder
 
@@ -29,7 +30,9 @@ class LengthPrefixDeframer:
     are malformed.
     """
 
-    def __init__(self, *, order: ByteOrder = ">", includes_self: bool = False, max_frame: int) -> None:
+    def __init__(
+        self, *, order: ByteOrder = ">", includes_self: bool = False, max_frame: int
+    ) -> None:
         self._fmt = struct.Struct(order + "I")
         self._includes_self = includes_self
         self.max_frame = max_frame

@@ -16,7 +16,16 @@ from conformance.errors import ProtocolError, TrailingBytes, Truncated
 
 ByteOrder = Literal[">", "<"]
 
-_FORMATS = {"u8": "B", "i8": "b", "u16": "H", "i16": "h", "u32": "I", "i32": "i", "u64": "Q", "i64": "q"}
+_FORMATS = {
+    "u8": "B",
+    "i8": "b",
+    "u16": "H",
+    "i16": "h",
+    "u32": "I",
+    "i32": "i",
+    "u64": "Q",
+    "i64": "q",
+}
 
 
 def _struct(order: ByteOrder, kind: str) -> struct.Struct:

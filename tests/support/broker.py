@@ -46,7 +46,17 @@ class Broker:
 
 def start(*args: str, protocol: str = "cursus", deadline: float = 20.0) -> Broker:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "conformance", "serve", "--protocol", protocol, "--port", "0", *args],
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "serve",
+            "--protocol",
+            protocol,
+            "--port",
+            "0",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
