@@ -27,6 +27,9 @@ HEX_KEEP = 512
 class Deframer(Protocol):
     def feed(self, data: bytes) -> list[bytes]: ...
 
+    @property
+    def error(self) -> ProtocolError | None: ...
+
 
 class ClientError(Exception):
     """A problem talking to the target (not a verdict by itself)."""
@@ -146,6 +149,8 @@ class Connection:
         """The next whole frame payload; ReplyTimeout or PeerClosed otherwise."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not self._frames:
+            if self._deframer.error is not None:
+                raise BadFraming(str(self._deframer.error))
             if self.closed_by_peer:
                 raise PeerClosed("the target closed the connection")
             left = deadline - time.monotonic()

@@ -36,6 +36,9 @@ READ_CHUNK = 256 * 1024
 class Deframer(Protocol):
     def feed(self, data: bytes) -> list[bytes]: ...
 
+    @property
+    def error(self) -> ProtocolError | None: ...
+
 
 class Stream(Protocol):
     def poll(self) -> list[bytes]:
@@ -179,6 +182,9 @@ class Server:
                     if outcome.stream is not None:
                         stream_task = asyncio.create_task(self._push(writer, outcome.stream))
                         break
+                if deframer.error is not None:  # a bad prefix followed the frames just served
+                    await self._write(writer, self.frontend.framing_error(deframer.error).replies)
+                    return
         finally:
             if stream_task is not None:
                 stream_task.cancel()

@@ -46,6 +46,15 @@ class LengthPrefixDeframer:
         return len(self._buf)
 
     @property
+    def error(self) -> ProtocolError | None:
+        """The error that ended this stream, once a bad prefix was seen.
+
+        :meth:`feed` returns the frames complete before a bad prefix and raises the error
+        on the next call; a caller with nothing more to feed checks this after handling
+        the frames it got."""
+        return self._error
+
+    @property
     def pending_frame_length(self) -> int | None:
         """Payload length of a frame whose prefix arrived but whose payload has not."""
         return self._need
@@ -67,6 +76,8 @@ class LengthPrefixDeframer:
                         self._need = self._payload_length(value)
                     except ProtocolError as exc:
                         self._error = exc
+                        if frames:  # hand out what came before; raise on the next feed
+                            return frames
                         raise
                     pos += 4
                 if len(buf) - pos < self._need:
@@ -105,6 +116,10 @@ class LineDeframer:
         self.max_line = max_line
         self._buf = bytearray()
         self._error: ProtocolError | None = None
+
+    @property
+    def error(self) -> ProtocolError | None:
+        return self._error
 
     @property
     def buffered(self) -> int:

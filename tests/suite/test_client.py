@@ -56,3 +56,15 @@ def test_frames_from_a_real_broker_and_a_close_are_seen() -> None:
             conn.recv_frame()
         conn.close()
     assert any(e.summary == "'[]'" for e in log.entries)
+
+
+def test_a_request_pipelined_before_a_lying_prefix_is_still_answered() -> None:
+    from tests.support import broker
+
+    with broker.running() as b:
+        conn = Connection(b.host, b.port, deframer=codec.new_deframer(), log=WireLog(), timeout=5)
+        conn.send(codec.frame(b"LIST") + (64 * 1024 * 1024 + 1).to_bytes(4, "big"))
+        assert conn.recv_frame() == b"[]"
+        assert conn.recv_frame().startswith(b"ERROR: FRAME_TOO_LARGE")
+        assert conn.wait_closed(5)
+        conn.close()

@@ -316,6 +316,8 @@ def decode_ack(payload: bytes) -> BatchAck:
     """Strict: a JSON object with every documented field, each of its documented type."""
     try:
         obj = json.loads(decode_utf8(payload, "batch ack"))
+    except RecursionError:
+        raise CursusError("BAD_ACK", "batch ack JSON is nested too deeply") from None
     except (ProtocolError, ValueError) as exc:
         raise CursusError("BAD_ACK", f"batch ack is not JSON: {exc}") from exc
     if not isinstance(obj, dict):
@@ -383,7 +385,7 @@ def decode_reply(payload: bytes) -> Reply:
     if text.startswith("["):
         try:
             names = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return TextReply(text)
         if isinstance(names, list) and all(isinstance(n, str) for n in names):
             return TopicList(tuple(names))

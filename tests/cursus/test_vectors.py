@@ -1,0 +1,371 @@
+"""The Cursus golden vectors (vectors/cursus/*.yaml) against the deframer, the codec and
+the reference broker.
+
+Every vector's frame is deframed whole, one byte at a time, and followed by garbage (the
+deframer must return the frame and keep the rest); its payload is decoded and compared
+with ``decoded`` (or the error code), and ``decoded`` is encoded back and compared with
+the bytes.  Request vectors with a ``reply`` are sent to the reference broker: one broker
+per vector FILE, started on first use and shared by that file's vectors, each on a new
+connection after its own ``setup``.  The vectors of a file use distinct topic and group
+names, so any subset runs alone and in any order; replies are compared on the keys the
+vector gives (``topics`` as a subset: the file's other vectors create topics too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import spec
+from conformance.errors import FrameTooLarge
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.codec import CursusError
+from conformance.protocols.cursus.messages import (
+    BATCH_HEADER,
+    COMMANDS,
+    Batch,
+    BatchAck,
+    Command,
+    ErrorReply,
+    Message,
+    Reply,
+    Request,
+)
+from conformance.vectors import (
+    REPLY_KINDS,
+    Vector,
+    VectorError,
+    from_message,
+    load,
+    to_message,
+)
+from tests.support import broker
+from tests.support.cursus_client import CursusTestClient
+
+VECTORS = load("cursus")
+FRAMED = [v for v in VECTORS if not v.truncated]
+DECODED = [v for v in VECTORS if v.decoded is not None]
+WITH_REPLY = [v for v in VECTORS if v.reply is not None]
+# A partial next frame: announces 16 bytes and carries 4 of them.
+GARBAGE = b"\x00\x00\x00\x10junk"
+
+
+def ids(v: Vector) -> str:
+    return v.id
+
+
+def decode(v: Vector, payload: bytes) -> Request | Reply:
+    if v.direction == "request":
+        return codec.decode_request(payload, compression=v.compression)
+    return codec.decode_reply(payload)
+
+
+def announced(v: Vector) -> int:
+    return int.from_bytes(v.frame[:4], "big")
+
+
+# ---------------------------------------------------------------- the deframer
+
+
+@pytest.mark.parametrize("v", VECTORS, ids=ids)
+def test_deframe_whole(v: Vector) -> None:
+    d = codec.new_deframer()
+    if v.truncated and v.error:
+        assert v.error == "FRAME_TOO_LARGE"
+        with pytest.raises(FrameTooLarge):
+            d.feed(v.frame)
+        with pytest.raises(FrameTooLarge):  # poisoned: the stream cannot resynchronise
+            d.feed(b"")
+    elif v.truncated:
+        assert d.feed(v.frame) == []
+        assert d.pending_frame_length == announced(v)
+    else:
+        assert d.feed(v.frame) == [v.payload]
+        assert d.buffered == 0
+        assert d.pending_frame_length is None
+
+
+@pytest.mark.parametrize("v", VECTORS, ids=ids)
+def test_deframe_byte_at_a_time(v: Vector) -> None:
+    d = codec.new_deframer()
+    got: list[bytes] = []
+    for i in range(len(v.frame)):
+        byte = v.frame[i : i + 1]
+        if v.error and v.truncated and i == 3:  # refused on the last prefix byte, not later
+            with pytest.raises(FrameTooLarge):
+                d.feed(byte)
+            return
+        got += d.feed(byte)
+        if i < len(v.frame) - 1:
+            assert got == [], f"a frame came out after {i + 1} of {len(v.frame)} bytes"
+    assert got == ([] if v.truncated else [v.payload])
+
+
+@pytest.mark.parametrize("v", FRAMED, ids=ids)
+def test_deframe_with_trailing_garbage(v: Vector) -> None:
+    d = codec.new_deframer()
+    assert d.feed(v.frame + GARBAGE) == [v.payload]
+    assert d.buffered == len(GARBAGE) - 4
+    assert d.pending_frame_length == 16
+
+
+# ------------------------------------------------------------------- the codec
+
+
+@pytest.mark.parametrize("v", FRAMED, ids=ids)
+def test_decode(v: Vector) -> None:
+    if v.error is not None:
+        with pytest.raises(CursusError) as info:
+            decode(v, v.payload)
+        assert info.value.code == v.error, str(info.value)
+    else:
+        assert decode(v, v.payload) == v.message
+
+
+@pytest.mark.parametrize("v", DECODED, ids=ids)
+def test_encode(v: Vector) -> None:
+    msg = v.message
+    if v.direction == "request":
+        assert isinstance(msg, Command | Batch)
+        payload = codec.encode_request(msg, compression=v.compression)
+    else:
+        assert not isinstance(msg, Command)
+        payload = codec.encode_reply(msg)
+    if v.encode_exact:
+        assert codec.frame(payload).hex(" ", 4) == v.frame.hex(" ", 4)
+    else:
+        assert decode(v, payload) == msg
+
+
+@pytest.mark.parametrize("v", DECODED, ids=ids)
+def test_plain_data_round_trip(v: Vector) -> None:
+    assert to_message(from_message(v.message)) == v.message
+
+
+# ------------------------------------------------------------------ the broker
+
+
+@pytest.fixture(scope="module")
+def broker_for_file() -> Iterator[Callable[[str], broker.Broker]]:
+    started: dict[str, broker.Broker] = {}
+    with ExitStack() as stack:
+
+        def get(file: str) -> broker.Broker:
+            if file not in started:
+                started[file] = stack.enter_context(broker.running("--compression", "gzip"))
+            return started[file]
+
+        yield get
+
+
+def mismatches(expected: Any, actual: Any, path: str) -> list[str]:
+    """Where ``actual`` differs from ``expected`` (mappings compared on expected's keys)."""
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return [f"{path}: expected a mapping, got {actual!r}"]
+        out = []
+        for key, want in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing")
+            elif key == "topics":
+                out += [
+                    f"{path}.topics: {t!r} not in {actual[key]!r}"
+                    for t in want
+                    if t not in actual[key]
+                ]
+            else:
+                out += mismatches(want, actual[key], f"{path}.{key}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path}: expected {len(expected)} item(s), got {actual!r}"]
+        return [
+            m
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for m in mismatches(e, a, f"{path}[{i}]")
+        ]
+    return [] if expected == actual else [f"{path}: expected {expected!r}, got {actual!r}"]
+
+
+def run_setup(c: CursusTestClient, v: Vector) -> None:
+    for step in v.setup:
+        c.sock.sendall(codec.frame(step.encode()) if isinstance(step, str) else step)
+        got = c.recv()
+        failed = isinstance(got, ErrorReply) or (isinstance(got, BatchAck) and got.status != "OK")
+        assert not failed, f"setup step {step!r} of {v.id} failed: {got}"
+
+
+@pytest.mark.parametrize("v", WITH_REPLY, ids=ids)
+def test_broker_reply(v: Vector, broker_for_file: Callable[[str], broker.Broker]) -> None:
+    b = broker_for_file(v.file)
+    with CursusTestClient(b.host, b.port) as c:
+        run_setup(c, v)
+        c.sock.sendall(v.frame)
+        got = c.recv()
+        assert v.reply is not None
+        problems = mismatches(v.reply, from_message(got), "reply")
+        assert not problems, f"{v.id}: {'; '.join(problems)}\n  full reply: {got}"
+        if v.truncated and v.error:  # a frame-limit error closes the connection
+            try:
+                rest = c.sock.recv(1)
+            except (TimeoutError, ConnectionResetError):  # pragma: no cover - reported below
+                rest = b"?"
+            assert rest == b"", "the broker kept the connection open after FRAME_TOO_LARGE"
+
+
+def test_vector_names_do_not_collide_within_a_file() -> None:
+    """The broker is shared per file: two vectors must not use the same topic, nor the same
+    group on the same topic."""
+    owner: dict[tuple[str, ...], str] = {}
+    for v in WITH_REPLY:
+        texts = [s.encode() for s in v.setup if isinstance(s, str)]
+        if v.decoded is not None and v.decoded["kind"] == "command":
+            texts.append(v.payload)
+        for text in texts:
+            cmd = codec.parse_command(text)
+            names = dict(zip((a.name for a in cmd.spec.args), cmd.args, strict=True))
+            keys = [("topic", str(names["topic"]))] if "topic" in names else []
+            if "group" in names:
+                keys.append(("group", str(names["group"]), str(names["topic"])))
+            for key in keys:
+                first = owner.setdefault((v.file, *key), v.id)
+                assert first == v.id, f"{v.file}: {key} is used by {first} and {v.id}"
+
+
+# ------------------------------------------------------------- the collection
+
+
+def test_there_are_enough_vectors() -> None:
+    assert len(VECTORS) >= 40
+    assert {v.file for v in VECTORS} >= {
+        "framing.yaml",
+        "commands.yaml",
+        "batch.yaml",
+        "compression.yaml",
+        "replies.yaml",
+        "malformed.yaml",
+    }
+
+
+def test_every_command_has_a_vector() -> None:
+    named = {v.decoded["name"] for v in DECODED if v.decoded and v.decoded["kind"] == "command"}
+    assert set(COMMANDS) - named == set()
+
+
+def test_every_reply_kind_has_a_vector() -> None:
+    kinds = {v.decoded["kind"] for v in DECODED if v.decoded and v.direction == "reply"}
+    assert set(REPLY_KINDS) - kinds == set()
+
+
+def test_every_batch_field_has_a_non_default_value() -> None:
+    batches = [m for v in DECODED if isinstance(m := v.message, Batch) and v.direction == "request"]
+    implied = ("magic", "message_count")  # fixed, or implied by the messages
+    header = [name for name, _ in BATCH_HEADER if name not in implied] + ["messages"]
+    default = Batch(topic="")
+    missing = {h for h in header if all(getattr(b, h) == getattr(default, h) for b in batches)}
+    msgs = [m for b in batches for m in b.messages]
+    missing |= {
+        f.name for f in fields(Message) if all(getattr(m, f.name) == f.default for m in msgs)
+    }
+    assert missing == set()
+
+
+def test_every_vector_cites_requirements_of_spec_md() -> None:
+    known = spec.requirements("cursus")
+    unknown = {(v.id, r) for v in VECTORS for r in v.requirements if r not in known}
+    assert unknown == set()
+
+
+def test_the_frame_limit_vectors_are_there() -> None:
+    limits = {(announced(v), v.error) for v in VECTORS if v.truncated}
+    assert (64 * 1024 * 1024, None) in limits
+    assert (64 * 1024 * 1024 + 1, "FRAME_TOO_LARGE") in limits
+
+
+# ----------------------------------------------------------------- the loader
+
+GOOD = """\
+- id: cursus/t/list
+  requirements: [CUR-TEXT-1]
+  direction: request
+  description: LIST
+  hex: "00000004 4c495354"
+  decoded: {kind: command, name: LIST, args: []}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "a.yaml") -> Path:
+    folder = tmp_path / "cursus"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_loader_accepts_a_good_vector(tmp_path: Path) -> None:
+    (v,) = load("cursus", write(tmp_path, GOOD))
+    assert v.id == "cursus/t/list" and v.message == Command("LIST") and v.payload == b"LIST"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (GOOD + "  colour: red\n", ["a.yaml", "cursus/t/list", "'colour'", "unknown key"]),
+        (GOOD.replace("4c495354", "4c49535"), ["a.yaml", "cursus/t/list", "'hex'", "odd"]),
+        (GOOD.replace("4c495354", "4c49535z"), ["'hex'", "'z' is not hex"]),
+        (GOOD.replace("00000004", "00000005"), ["'hex'", "length prefix"]),
+        (GOOD.replace("kind: command", "kind: cmd"), ["'decoded'", "unknown kind"]),
+        (GOOD.replace("args: []", "args: [x]"), ["'decoded'", "LIST takes 0"]),
+        (GOOD.replace("direction: request", "direction: up"), ["'direction'", "'up'"]),
+        (GOOD.replace("[CUR-TEXT-1]", "[text-1]"), ["'requirements'", "'text-1'"]),
+        (GOOD.replace("cursus/t/list", "kafka/t/list"), ["'id'", "cursus/<area>/<name>"]),
+        (GOOD.replace("  decoded:", "  error: BAD\n  decoded:"), ["'error'", "not both"]),
+        (GOOD + "  compression: gzip\n", ["'encode_exact'", "encode_exact: false"]),
+        (GOOD + "  reply: {kind: ok, colour: red}\n", ["'reply'", "'colour'"]),
+        (GOOD + "  setup: [{hex: zz}]\n", ["'setup'", "not hex"]),
+        (GOOD + GOOD, ["a.yaml", "cursus/t/list", "'id'", "duplicate"]),
+        ("id: x\n", ["a.yaml", "list of vectors"]),
+    ],
+    ids=[
+        "unknown-key",
+        "odd-hex",
+        "non-hex",
+        "bad-prefix",
+        "bad-kind",
+        "bad-arity",
+        "bad-direction",
+        "bad-requirement",
+        "wrong-protocol",
+        "error-and-decoded",
+        "gzip-exact",
+        "bad-reply-key",
+        "bad-setup",
+        "duplicate-id",
+        "not-a-list",
+    ],
+)
+def test_loader_rejects_a_bad_vector(tmp_path: Path, text: str, words: list[str]) -> None:
+    with pytest.raises(VectorError) as info:
+        load("cursus", write(tmp_path, text))
+    for word in words:
+        assert word in str(info.value), f"{word!r} not in {info.value}"
+
+
+def test_loader_rejects_a_duplicate_across_files(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "a.yaml")
+    write(tmp_path, GOOD, "b.yaml")
+    with pytest.raises(
+        VectorError,
+        match=r"b\.yaml: vector 'cursus/t/list': key 'id': duplicate \(first in a\.yaml\)",
+    ):
+        load("cursus", tmp_path)
+
+
+def test_loader_rejects_an_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "cursus").mkdir()
+    with pytest.raises(VectorError, match="no vector files"):
+        load("cursus", tmp_path)
