@@ -280,10 +280,10 @@ def _record(
     }
     state.cases.append(record)
     item.stash[_CASE] = record
-    report.user_properties.extend(
-        [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
-        + ([("violated", violated)] if violated else [])
-    )
+    props = [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
+    props += [("violated", violated)] if violated else []
+    item.user_properties.extend(props)  # junitxml reads them from the teardown report
+    report.user_properties.extend(props)
     if log is not None:
         report.sections.append(("wire log", log.render()))
         _allure_attach(log)

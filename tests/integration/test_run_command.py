@@ -65,7 +65,15 @@ def test_clean_embedded_broker_passes_every_case(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     for name in ("junit.xml", "report.html", "results.json"):
         assert (reports / name).stat().st_size > 0, name
-    assert any((reports / "allure-results").iterdir())
+    junit = (reports / "junit.xml").read_text()
+    assert '<property name="case_id" value="cursus/framing/1"' in junit
+    labels = [
+        {(lab["name"], lab["value"]) for lab in json.loads(f.read_text())["labels"]}
+        for f in (reports / "allure-results").glob("*-result.json")
+    ]
+    assert len(labels) == len(data["cases"])
+    assert all({"protocol", "area", "requirement", "level"} <= {k for k, _ in ls} for ls in labels)
+    assert any(("requirement", "CUR-FRAME-2") in ls for ls in labels)
 
 
 def test_suite_passes_through_a_plain_tcp_relay(tmp_path: Path) -> None:
