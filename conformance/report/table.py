@@ -33,6 +33,9 @@ from conformance.report import (
     verdict_of,
 )
 
+#: Rows shown for cases that share a verdict and message (a dead target: all of them).
+SAME_MESSAGE_ROWS = 3
+
 #: Longest message shown in a table row; the HTML report has the whole text.
 MESSAGE_LIMIT = 160
 
@@ -76,8 +79,23 @@ def build_table(results: Mapping[str, Any], *, verbose: bool = False) -> Table |
     table.add_column("verdict", no_wrap=True)
     table.add_column("requirement", no_wrap=True)
     table.add_column("message", overflow="fold")
+    repeats: dict[tuple[str, str], int] = {}
     for case in listed:
-        table.add_row(*_row(case))
+        key = (verdict_of(case), str(case.get("message") or ""))
+        repeats[key] = repeats.get(key, 0) + 1
+        if verbose or repeats[key] <= SAME_MESSAGE_ROWS:
+            table.add_row(*_row(case))
+    if not verbose:
+        for (verdict, _), n in repeats.items():
+            if n > SAME_MESSAGE_ROWS:
+                more = n - SAME_MESSAGE_ROWS
+                note = f"... and {more} more {verdict} case(s) with the same message"
+                table.add_row(
+                    Text("..."),
+                    Text(verdict, style=VERDICT_STYLES[verdict]),
+                    Text(""),
+                    Text(note, style="dim"),
+                )
     return table
 
 

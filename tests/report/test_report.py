@@ -364,3 +364,15 @@ def test_clean_run_has_no_table_and_no_broken_line(verdict: str) -> None:
 def test_summary_defaults_to_a_console_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     print_summary(sample_results())
     assert "broken requirements: CUR-ACK-4, CUR-FRAME-3" in capsys.readouterr().out
+
+
+def test_summary_collapses_many_cases_with_the_same_message() -> None:
+    results = sample_results()
+    dead = "target 127.0.0.1:9000 is unresponsive: no reply within 5s"
+    results["cases"] = [
+        _case(f"cursus/x/{i}", "ERROR", ["CUR-X-1"], message=dead) for i in range(9)
+    ]
+    text = _summary(results)
+    assert text.count("is unresponsive") == 3
+    assert "and 6 more ERROR case(s) with the same message" in text
+    assert _summary(results, verbose=True).count("is unresponsive") == 9
