@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from conformance import __version__
-from conformance.client import ClientError, ReplyTimeout, WireLog
+from conformance.client import ReplyTimeout, WireLog
 from conformance.protocols import DEFAULT_REVISION, REVISIONS, codec
 from conformance.spec import Requirement, requirements
 from conformance.suite.case import Unsupported, Violation
@@ -239,8 +239,6 @@ def _verdict(
             state.target.check_alive()
         except TargetUnresponsive as dead:
             return "ERROR", None, str(dead)
-    if isinstance(exc, ClientError):
-        return "ERROR", None, f"{type(exc).__name__}: {exc}"
     return "ERROR", None, f"{type(exc).__name__}: {exc}"
 
 
