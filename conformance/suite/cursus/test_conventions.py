@@ -13,6 +13,7 @@ from conformance.suite.cursus.verify import (
     create_topic,
     expect_ack_ok,
     expect_ok,
+    fetch_offset,
     join,
     messages,
     produce,
@@ -77,31 +78,11 @@ def test_fetch_offset_reads_back_a_commit(target: CaseContext) -> None:
         topic = create_topic(target, conn, "fetch")
         produce(target, conn, topic, b"a", b"b", b"c")
         group = target.name("g")
-        before = request(
-            target,
-            conn,
-            Command("FETCH_OFFSET", (topic, group, 0)),
-            "CUR-CONV-7",
-            "FETCH_OFFSET before any commit",
-        )
-        require(
-            isinstance(before, OkReply) and before.get("offset") == "-1",
-            "CUR-CONV-7",
-            f"before any commit: {before!r}",
-        )
+        before = fetch_offset(target, conn, topic, group, 0)
+        require(before == -1, "CUR-CONV-7", f"before any commit: offset {before}, not -1")
         expect_ok(target, conn, Command("COMMIT", (topic, group, 0, 2)), "CUR-TEXT-9", "COMMIT")
-        after = request(
-            target,
-            conn,
-            Command("FETCH_OFFSET", (topic, group, 0)),
-            "CUR-CONV-7",
-            "FETCH_OFFSET after COMMIT 2",
-        )
-        require(
-            isinstance(after, OkReply) and after.get("offset") == "2",
-            "CUR-CONV-7",
-            f"after COMMIT 2: {after!r}",
-        )
+        after = fetch_offset(target, conn, topic, group, 0)
+        require(after == 2, "CUR-CONV-7", f"after COMMIT 2: offset {after}, not 2")
 
 
 @case("cursus/conventions/6", "CUR-CONV-8")

@@ -8,10 +8,11 @@ from conformance.suite.cursus.verify import (
     create_topic,
     expect_ok,
     expect_rebalance,
+    fetch_offset,
     join,
     reply_payload,
-    request,
     send,
+    stale_member,
     sync,
 )
 from conformance.suite.target import CaseContext
@@ -89,10 +90,7 @@ def test_leave_removes_the_member_and_rebalances(target: CaseContext) -> None:
 def test_a_stale_heartbeat_is_told_to_rebalance(target: CaseContext) -> None:
     """A HEARTBEAT with an out-of-date generation gets REBALANCE_REQUIRED or GEN_MISMATCH."""
     with target.connect() as conn:
-        topic = create_topic(target, conn, "hb")
-        group = target.name("g")
-        a, gen_a = join(target, conn, topic, group, "alice")
-        join(target, conn, topic, group, "bob")
+        topic, group, a, gen_a = stale_member(target, conn, "hb")
         cmd = Command("HEARTBEAT", (topic, group, "alice", a, gen_a))
         expect_rebalance(target, conn, cmd, "CUR-GROUP-4", "HEARTBEAT after another member joined")
 
@@ -113,10 +111,7 @@ def test_a_current_heartbeat_succeeds(target: CaseContext) -> None:
 def test_a_stale_sync_gets_gen_mismatch_as_text(target: CaseContext) -> None:
     """SYNC_GROUP with an out-of-date generation gets GEN_MISMATCH, a text reply (not JSON)."""
     with target.connect() as conn:
-        topic = create_topic(target, conn, "stale")
-        group = target.name("g")
-        a, gen_a = join(target, conn, topic, group, "alice")
-        join(target, conn, topic, group, "bob")
+        topic, group, a, gen_a = stale_member(target, conn, "stale")
         send(conn, Command("SYNC_GROUP", (topic, group, a, gen_a)))
         payload = reply_payload(target, conn, "CUR-GROUP-6", "SYNC_GROUP at a stale generation")
         keyword = any(k.encode() in payload for k in (GEN_MISMATCH, REBALANCE_REQUIRED))
@@ -128,20 +123,11 @@ def test_a_stale_sync_gets_gen_mismatch_as_text(target: CaseContext) -> None:
 def test_a_stale_batch_commit_is_refused_and_commits_nothing(target: CaseContext) -> None:
     """BATCH_COMMIT at an out-of-date generation gets GEN_MISMATCH and commits nothing."""
     with target.connect() as conn:
-        topic = create_topic(target, conn, "stalebc")
-        group = target.name("g")
-        a, gen_a = join(target, conn, topic, group, "alice")
-        join(target, conn, topic, group, "bob")
+        topic, group, a, gen_a = stale_member(target, conn, "stalebc")
         cmd = Command("BATCH_COMMIT", (topic, group, a, gen_a, ((0, 0),)))
         expect_rebalance(target, conn, cmd, "CUR-GROUP-6", "BATCH_COMMIT at a stale generation")
-        r = request(
-            target, conn, Command("FETCH_OFFSET", (topic, group, 0)), "CUR-CONV-7", "FETCH_OFFSET"
-        )
-        offset = getattr(r, "get", lambda _k: None)("offset")
-        require(offset is not None, "CUR-CONV-7", f"FETCH_OFFSET answered {r!r}")
-        require(
-            offset == "-1", "CUR-GROUP-6", f"the refused BATCH_COMMIT committed offset {offset}"
-        )
+        offset = fetch_offset(target, conn, topic, group, 0)
+        require(offset == -1, "CUR-GROUP-6", f"the refused BATCH_COMMIT committed offset {offset}")
 
 
 @case("cursus/groups/8", "CUR-CONV-5")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.protocols.cursus.messages import Command, ErrorReply, OkReply
-from conformance.suite.case import Violation, case, require
+from conformance.protocols.cursus.messages import Command, ErrorReply
+from conformance.suite.case import case, require
 from conformance.suite.cursus.verify import (
     batch,
     consume_all,
@@ -13,11 +13,11 @@ from conformance.suite.cursus.verify import (
     expect_ack_ok,
     expect_error,
     expect_ok,
+    fetch_offset,
     join,
     messages,
     produce,
     reply_payload,
-    request,
     send,
 )
 from conformance.suite.target import CaseContext
@@ -192,17 +192,8 @@ def test_batch_commit_commits_every_partition_named(target: CaseContext) -> None
         cmd = Command("BATCH_COMMIT", (topic, group, member, gen, ((0, 2), (1, 3))))
         expect_ok(target, conn, cmd, "CUR-TEXT-10", "BATCH_COMMIT 0:2,1:3")
         for p, want in ((0, 2), (1, 3)):
-            r = request(
-                target,
-                conn,
-                Command("FETCH_OFFSET", (topic, group, p)),
-                "CUR-CONV-7",
-                "FETCH_OFFSET",
-            )
-            got = r.get("offset") if isinstance(r, OkReply) else None
-            if got is None:
-                raise Violation("CUR-CONV-7", f"FETCH_OFFSET answered {r!r}")
-            require(got == str(want), "CUR-TEXT-10", f"partition {p} committed {got}, not {want}")
+            got = fetch_offset(target, conn, topic, group, p)
+            require(got == want, "CUR-TEXT-10", f"partition {p} committed {got}, not {want}")
 
 
 @case("cursus/text/14", "CUR-TEXT-11")

@@ -306,6 +306,30 @@ def sync(
         raise Unsupported(f"{what}: assignment {text!r} is not p,p,...", "CUR-CONV-5") from None
 
 
+def fetch_offset(ctx: CaseContext, conn: Connection, topic: str, group: str, partition: int) -> int:
+    """FETCH_OFFSET (convention CUR-CONV-7): the committed offset, -1 when none."""
+    what = f"FETCH_OFFSET {topic} {group} {partition}"
+    r = request(ctx, conn, Command("FETCH_OFFSET", (topic, group, partition)), "CUR-CONV-7", what)
+    value = ok_field(r, "offset", "CUR-CONV-7", what)
+    try:
+        return int(value)
+    except ValueError:
+        raise Unsupported(f"{what}: offset {value!r} is not a number", "CUR-CONV-7") from None
+
+
+def stale_member(
+    ctx: CaseContext, conn: Connection, base: str, partitions: int = 1
+) -> tuple[str, str, str, int]:
+    """A topic and group where alice joined, then bob: alice's generation is out of date.
+
+    Returns (topic, group, alice's member id, alice's generation)."""
+    topic = create_topic(ctx, conn, base, partitions)
+    group = ctx.name("g")
+    member, generation = join(ctx, conn, topic, group, "alice")
+    join(ctx, conn, topic, group, "bob")
+    return topic, group, member, generation
+
+
 def _show(r: Reply) -> str:
     if isinstance(r, Batch):
         return f"a batch of {len(r.messages)} message(s)"
