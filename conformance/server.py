@@ -15,6 +15,17 @@ the reply to a framing error.  Limits enforced here, for every protocol:
 A session may turn its connection into a push stream (Cursus STREAM): the server then
 keeps reading (and discarding) frames and wakes the stream whenever the engine
 reports an append.
+
+Fault hooks, for brokers that misbehave on purpose (the fuzzer's targets); both are
+protocol-agnostic and cost nothing when unused:
+
+* ``Outcome(stall=True)``: after writing the outcome's replies the server stops
+  serving that connection: it stops reading from the socket, writes nothing and does
+  not close it, until the connection task is cancelled (:meth:`Server.close`), which
+  then closes it promptly.  This is a hang as a peer sees it.
+* ``Session.received(count)``: called with the number of whole frames each read
+  delivered (when there is at least one), before any of them is handled or, on a
+  streaming connection, ignored; a no-op for a well-behaved session.
 """
 
 from __future__ import annotations
@@ -48,17 +59,23 @@ class Stream(Protocol):
 
 @dataclass
 class Outcome:
-    """What to do after one frame: send ``replies`` (framed bytes), then maybe close or stream."""
+    """What to do after one frame: send ``replies`` (framed bytes), then maybe close, stream,
+    or (a fault hook) stall: serve the connection no more, without closing it."""
 
     replies: list[bytes] = field(default_factory=list)
     close: bool = False
     stream: Stream | None = None
+    stall: bool = False
 
 
 class Session(Protocol):
     def handle(self, frame: bytes) -> Outcome: ...
 
     def closed(self) -> None: ...
+
+    def received(self, count: int) -> None:
+        """Fault hook: one read delivered ``count`` (>= 1) whole frames, not yet handled."""
+        ...
 
 
 class Frontend(Protocol):
@@ -153,7 +170,10 @@ class Server:
     async def _write(self, writer: asyncio.StreamWriter, chunks: list[bytes]) -> None:
         if chunks:
             writer.write(b"".join(chunks))
-            await asyncio.wait_for(writer.drain(), self.write_timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that races the drain's completion, and a cancelled push stream then lives on.
+            async with asyncio.timeout(self.write_timeout):
+                await writer.drain()
 
     async def _converse(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: Session
@@ -170,6 +190,8 @@ class Server:
                 except ProtocolError as exc:
                     await self._write(writer, self.frontend.framing_error(exc).replies)
                     return
+                if frames:
+                    session.received(len(frames))
                 if stream_task is not None:
                     if stream_task.done():
                         return
@@ -178,6 +200,9 @@ class Server:
                     outcome = session.handle(frame)
                     await self._write(writer, outcome.replies)
                     if outcome.close:
+                        return
+                    if outcome.stall:
+                        await self._stall(writer)
                         return
                     if outcome.stream is not None:
                         stream_task = asyncio.create_task(self._push(writer, outcome.stream))
@@ -190,6 +215,13 @@ class Server:
                 stream_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await stream_task
+
+    async def _stall(self, writer: asyncio.StreamWriter) -> None:
+        """Fault hook: read nothing, write nothing, keep the socket open until cancelled."""
+        transport = writer.transport
+        if isinstance(transport, asyncio.ReadTransport) and not transport.is_closing():
+            transport.pause_reading()
+        await asyncio.get_running_loop().create_future()  # completed by nothing: cancel only
 
     async def _push(self, writer: asyncio.StreamWriter, stream: Stream) -> None:
         try:

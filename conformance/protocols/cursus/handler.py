@@ -13,12 +13,21 @@ Behaviour (revision ``doc``; SPEC.md lists every rule and convention by ID):
   and the connection is closed.
 
 Quirks (deliberate violations, see quirks.py) are consulted where they bend a rule.
+The fault quirks act here too: ``crash-on-negative-payload-len`` ends the process
+(``os._exit``) from :meth:`CursusSession.handle`, ``hang-on-empty-frame`` answers an
+empty frame with a stalled connection (``Outcome(stall=True)``), and
+``burst-loses-acked`` is tripped by :meth:`CursusSession.received` and then makes
+every produce acknowledge without appending (the tripped state is the frontend's, so
+it holds for every connection until the broker stops).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from conformance.engine import Engine, EngineError, HeartbeatStatus, ProducerBatch
 from conformance.errors import FrameTooLarge, ProtocolError
@@ -36,7 +45,7 @@ from conformance.protocols.cursus.messages import (
     SpecialReply,
     TopicList,
 )
-from conformance.protocols.cursus.quirks import Quirks
+from conformance.protocols.cursus.quirks import CRASH_EXIT_CODE, Quirks
 from conformance.protocols.cursus.records import consume_batch, to_record
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
@@ -62,6 +71,7 @@ class CursusFrontend:
         self.engine = engine
         self.config = config or CursusConfig()
         self.leader = ""
+        self.losing_acked = False  # burst-loses-acked has tripped: acks without appends
 
     def set_address(self, host: str, port: int) -> None:
         self.leader = f"{host}:{port}"
@@ -93,8 +103,17 @@ class CursusSession:
     def closed(self) -> None:
         pass
 
+    def received(self, count: int) -> None:
+        if self.config.quirks.trips_burst(count):
+            self.frontend.losing_acked = True
+
     def handle(self, frame: bytes) -> Outcome:
         quirks = self.config.quirks
+        if quirks.active:
+            if quirks.crashes_on(frame):
+                _crash("crash-on-negative-payload-len", "a message's payloadLen is negative")
+            if quirks.hangs_on(frame):
+                return Outcome(stall=True)
         if quirks.is_batch_prefix(frame):
             return self._reply(self._error_ack("BAD_MAGIC", "batch magic is not 0xBA7C"))
         try:
@@ -151,6 +170,10 @@ class CursusSession:
             if not batch.messages:
                 self.engine.high_watermark(batch.topic, partition)
                 last, epoch = -1, 0
+            elif self.frontend.losing_acked:  # fault quirk burst-loses-acked: ack, store nothing
+                hwm = self.engine.high_watermark(batch.topic, partition)
+                last = hwm + len(batch.messages) - 1
+                epoch = first.epoch if first else 0
             else:
                 records = [to_record(m) for m in batch.messages]
                 result = self.engine.append(batch.topic, partition, records, producer)
@@ -277,6 +300,13 @@ class CursusSession:
             cmd.text("group"), cmd.text("topic"), cmd.number("partition")
         )
         return OkReply((("offset", str(-1 if offset is None else offset)),))
+
+
+def _crash(quirk: str, why: str) -> NoReturn:
+    """End the process at once, as a crash would (no cleanup, no reply)."""
+    sys.stderr.write(f"conformance: fault quirk {quirk} fired ({why}); the broker dies\n")
+    sys.stderr.flush()
+    os._exit(CRASH_EXIT_CODE)
 
 
 class _Stream:

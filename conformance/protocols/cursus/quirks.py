@@ -6,10 +6,13 @@ Two kinds:
   project's tests run the suite against each and check that exactly the declared
   requirements fail.  They prove that the cases can fail.
 * ``fault`` quirks (crash, hang, data loss) are for the fuzzer to find and are not
-  part of that exactness check.
+  part of that exactness check.  Each description names the finding class a fuzzer
+  should report: CRASH (the process dies), HANG (a connection stops being served
+  without being closed) or CORRUPTION (acknowledged data is not there to consume).
 
 The handler asks a :class:`Quirks` object at each point where a quirk bends a rule;
-with no quirk active every hook returns the conformant behaviour.
+with no quirk active every hook returns the conformant behaviour, and the fault
+checks are not even evaluated.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
+from conformance.protocols.cursus.messages import (
+    BATCH_HEADER,
+    MAGIC,
+    MESSAGE_FIELDS,
+    Batch,
+    BatchAck,
+    ErrorReply,
+    Reply,
+)
 
 
 @dataclass(frozen=True)
@@ -102,8 +113,38 @@ QUIRKS: dict[str, QuirkSpec] = {
             ("CUR-COMP-1",),
             "does not inflate gzip bodies even when started with --compression gzip",
         ),
+        QuirkSpec(
+            "crash-on-negative-payload-len",
+            "fault",
+            "fault",
+            (),
+            "CRASH: the broker process exits (code 70) on a batch in which a message's "
+            "payloadLen is negative, instead of answering an error ack",
+        ),
+        QuirkSpec(
+            "hang-on-empty-frame",
+            "fault",
+            "fault",
+            (),
+            "HANG: after an empty frame (length 0) the connection is neither answered, "
+            "read nor closed, instead of getting an error reply",
+        ),
+        QuirkSpec(
+            "burst-loses-acked",
+            "fault",
+            "fault",
+            (),
+            "CORRUPTION: once one read brings 16 or more whole frames, every later batch "
+            "is acknowledged OK but not stored",
+        ),
     )
 }
+
+BURST_FRAMES = 16
+"""Whole frames in one read that trip ``burst-loses-acked``."""
+
+CRASH_EXIT_CODE = 70
+"""Exit code of the process when ``crash-on-negative-payload-len`` fires."""
 
 
 class UnknownQuirk(ValueError):
@@ -169,3 +210,70 @@ class Quirks:
 
     def hide_rebalance(self) -> bool:
         return "heartbeat-hides-rebalance" in self
+
+    # ------------------------------------------------------------------ faults
+
+    def crashes_on(self, frame: bytes) -> bool:
+        """True when ``crash-on-negative-payload-len`` is active and ``frame`` triggers it."""
+        return "crash-on-negative-payload-len" in self and has_negative_payload_len(frame)
+
+    def hangs_on(self, frame: bytes) -> bool:
+        return "hang-on-empty-frame" in self and not frame
+
+    def trips_burst(self, frames: int) -> bool:
+        return "burst-loses-acked" in self and frames >= BURST_FRAMES
+
+
+_FIXED_SIZES = {"u8": 1, "u16": 2, "i32": 4, "i64": 8}
+
+
+def has_negative_payload_len(data: bytes) -> bool:
+    """True when ``data`` is a batch (magic 0xBA7C) in which a message's payloadLen is negative.
+
+    Walks the layout declared in BATCH_HEADER / MESSAGE_FIELDS without decoding any
+    text, up to the first negative payload length.  Never raises: a short, truncated
+    or garbage input, a wrong magic or a negative messageCount gives False.  Bounded:
+    every message takes at least one byte per fixed field, so the walk ends when the
+    data does, whatever messageCount claims.
+    """
+    pos = 0
+
+    def read_int(size: int, signed: bool) -> int | None:
+        nonlocal pos
+        if pos + size > len(data):
+            return None
+        value = int.from_bytes(data[pos : pos + size], "big", signed=signed)
+        pos += size
+        return value
+
+    head: dict[str, int] = {}
+    for name, kind in BATCH_HEADER:
+        if kind == "str16":
+            n = read_int(2, False)
+            if n is None or pos + n > len(data):
+                return False
+            pos += n
+        else:
+            value = read_int(_FIXED_SIZES[kind], kind in ("i32", "i64"))
+            if value is None:
+                return False
+            head[name] = value
+        if name == "magic" and head["magic"] != MAGIC:
+            return False
+    count = head.get("message_count", -1)
+    for _ in range(max(count, 0)):
+        for name, kind in MESSAGE_FIELDS:
+            if kind in ("str16", "bytes32"):
+                n = read_int(2, False) if kind == "str16" else read_int(4, True)
+                if n is None:
+                    return False
+                if n < 0:
+                    return name == "payload"
+                if pos + n > len(data):
+                    return False
+                pos += n
+            elif pos + _FIXED_SIZES[kind] > len(data):
+                return False
+            else:
+                pos += _FIXED_SIZES[kind]
+    return False
