@@ -117,6 +117,72 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
 
 
+def _add_fuzz(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "fuzz",
+        help="fuzz a target with malformed frames (default: the embedded reference broker)",
+        description="Run cases 0..N-1 of a seeded fuzz campaign against a target; write one "
+        "Parquet row per case under --out and a YAML reproducer per finding under --findings.",
+    )
+    p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
+    p.add_argument(
+        "--target", metavar="HOST:PORT", help="broker to fuzz; omitted: the embedded broker"
+    )
+    p.add_argument("--cases", type=int, default=10_000, help="number of cases (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    p.add_argument(
+        "--out", default="reports/fuzz", metavar="DIR", help="rows and logs (default reports/fuzz)"
+    )
+    p.add_argument(
+        "--findings",
+        default="fuzz/findings",
+        metavar="DIR",
+        help="where reproducers are saved (default fuzz/findings)",
+    )
+    p.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="run the campaign on Spark (local[*], spark://HOST:PORT); omitted: in this process",
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds the target has to answer or close after a case (default 2)",
+    )
+    p.add_argument(
+        "--canary-every",
+        type=int,
+        default=250,
+        metavar="N",
+        help="run the canary round trip every N cases (default 250)",
+    )
+    p.add_argument(
+        "--quirk",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="start the embedded broker with this quirk (repeatable; see serve --quirk list)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a fuzz finding (exit 1 if it still reproduces, 0 if not)",
+        description="Run a YAML reproducer written by 'conformance fuzz' against a target.",
+    )
+    p.add_argument("file", metavar="FILE", help="a reproducer (fuzz/findings/*.yaml)")
+    p.add_argument(
+        "--target",
+        metavar="HOST:PORT",
+        help="broker to replay against; omitted: the embedded broker with the reproducer's quirks",
+    )
+    p.add_argument("--timeout", type=float, metavar="S", help="override the reproducer's deadline")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="conformance",
@@ -125,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(sub)
     _add_serve(sub)
+    _add_fuzz(sub)
+    _add_replay(sub)
     return parser
 
 
@@ -140,6 +208,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from conformance.serve import serve_command
 
             return serve_command(args)
+        if args.command == "fuzz":
+            from conformance.fuzz.command import fuzz_command
+
+            return fuzz_command(args)
+        if args.command == "replay":
+            from conformance.fuzz.command import replay_command
+
+            return replay_command(args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

@@ -91,9 +91,9 @@ def embedded_broker(
         cmd += ["--quirk", q]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
     try:
-        address = _wait_serving(proc)
+        address = wait_serving(proc)
         if address is None:
-            _stop(proc)
+            stop_process(proc)
             log.flush()
             tail = (reports / "broker.log").read_text(errors="replace").strip().splitlines()[-1:]
             raise UsageError(
@@ -102,11 +102,11 @@ def embedded_broker(
             )
         yield Embedded(proc, address, log)
     finally:
-        _stop(proc)
+        stop_process(proc)
         log.close()
 
 
-def _wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
+def wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
     assert proc.stdout is not None
     end = time.monotonic() + START_DEADLINE_S
     buf = b""
@@ -124,7 +124,7 @@ def _wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
     return None
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -1,0 +1,303 @@
+"""Findings: minimize, save as a YAML reproducer, replay.
+
+A reproducer holds everything a replay needs: the protocol, the input (one case, or for
+a CORRUPTION the cases that lead to it), how to judge it (``check: case`` -- the last
+case's own outcome shows the finding; ``check: canary`` -- a canary round trip after
+the cases fails), the deadline, and, when it was found on the embedded broker, the quirks
+that broker ran with, so that ``conformance replay FILE`` with no target starts the same
+broker.
+
+Minimization keeps only what still reproduces, within a budget of attempts and seconds:
+extra connections dropped, all writes merged into one, then whole frames dropped, then
+chunks removed from each frame's payload (the length prefix recomputed) and from any
+unframed tail (delta debugging, halving the chunk size).  Each attempt runs on a target
+in a known state: an embedded broker is restarted whenever the previous attempt may have
+changed it (a crash, a corruption); a target given by address is used as it is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conformance.fuzz import harness
+from conformance.fuzz.campaign import Event, setup
+from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.fuzz.target import Target
+
+MAX_ATTEMPTS = 200
+MAX_SECONDS = 60.0
+
+
+class BadReproducer(ValueError):
+    pass
+
+
+@dataclass
+class Reproducer:
+    finding: str
+    requirement: str
+    protocol: str
+    seed: int
+    index: int
+    mutator: str
+    check: str  # "case" or "canary"
+    cases: list[FuzzCase]
+    deadline_s: float
+    detail: str = ""
+    broker_quirks: list[str] = field(default_factory=list)
+    original: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.finding}:{self.requirement}"
+
+    def filename(self) -> str:
+        return f"{self.finding.lower()}-{self.requirement}-seed{self.seed}-case{self.index}.yaml"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "finding": self.finding,
+            "signature": self.signature,
+            "requirement": self.requirement,
+            "protocol": self.protocol,
+            "seed": self.seed,
+            "index": self.index,
+            "mutator": self.mutator,
+            "detail": self.detail,
+            "check": self.check,
+            "deadline_s": self.deadline_s,
+            "broker_quirks": self.broker_quirks,
+            "original": self.original,
+            "minimized": {
+                "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in self.cases),
+                "writes": sum(len(c.writes) for c in self.cases),
+            },
+            "cases": [c.as_dict() for c in self.cases],
+        }
+
+    def save(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / self.filename()
+        path.write_text(yaml.safe_dump(self.as_dict(), sort_keys=False, width=100))
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> Reproducer:
+        try:
+            d = yaml.safe_load(path.read_text())
+            return cls(
+                finding=str(d["finding"]),
+                requirement=str(d["requirement"]),
+                protocol=str(d["protocol"]),
+                seed=int(d["seed"]),
+                index=int(d["index"]),
+                mutator=str(d["mutator"]),
+                check=str(d["check"]),
+                cases=[FuzzCase.from_dict(c) for c in d["cases"]],
+                deadline_s=float(d["deadline_s"]),
+                detail=str(d.get("detail", "")),
+                broker_quirks=[str(q) for q in d.get("broker_quirks") or []],
+                original={str(k): int(v) for k, v in (d.get("original") or {}).items()},
+            )
+        except OSError as exc:
+            raise BadReproducer(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadReproducer(
+                f"{path} is not a fuzz reproducer ({type(exc).__name__}: {exc}); "
+                "reproducers are the YAML files a campaign writes under fuzz/findings/"
+            ) from None
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[bool, str]:
+    """Run the reproducer once against ``target``: (still reproduces, what happened)."""
+    deadline = repro.deadline_s
+    try:
+        setup(proto, target, deadline)
+    except (OSError, TimeoutError) as exc:
+        return False, f"the target did not take the set-up requests: {exc}"
+    *before, last = repro.cases
+    for case in before:
+        harness.execute(proto, case, target.host, target.port, deadline)
+    if repro.check == "canary":
+        harness.execute(proto, last, target.host, target.port, deadline)
+        problem = harness.Canary(proto, target.host, target.port, "replay", deadline).check()
+        return bool(problem), problem or "the canary round trip returned what was acknowledged"
+    result = harness.execute(proto, last, target.host, target.port, deadline)
+    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
+    return result.finding == repro.finding, detail
+
+
+# ------------------------------------------------------------------------- minimize
+
+
+@dataclass
+class _Budget:
+    attempts: int = MAX_ATTEMPTS
+    end: float = field(default_factory=lambda: time.monotonic() + MAX_SECONDS)
+
+    def spend(self) -> bool:
+        self.attempts -= 1
+        return self.attempts >= 0 and time.monotonic() < self.end
+
+
+def _fresh(proto: FuzzProtocol, target: Target, deadline: float, force: bool) -> None:
+    """Bring ``target`` to a known state: restarted if asked or dead, then set up."""
+    if target.restartable and (force or not target.alive(deadline)):
+        target.restart()
+    try:
+        setup(proto, target, deadline)
+    except (OSError, TimeoutError):
+        if not target.restartable:
+            raise
+        target.restart()  # it died after the last check: once more, from scratch
+        setup(proto, target, deadline)
+
+
+def _single(
+    proto: FuzzProtocol, target: Target, finding: str, deadline: float
+) -> Callable[[FuzzCase], bool]:
+    def still(case: FuzzCase) -> bool:
+        _fresh(proto, target, deadline, force=False)
+        return harness.execute(proto, case, target.host, target.port, deadline).finding == finding
+
+    return still
+
+
+def _after_canary(
+    proto: FuzzProtocol, target: Target, deadline: float
+) -> Callable[[FuzzCase], bool]:
+    def still(case: FuzzCase) -> bool:
+        _fresh(proto, target, deadline, force=True)
+        harness.execute(proto, case, target.host, target.port, deadline)
+        return bool(harness.Canary(proto, target.host, target.port, "min", deadline).check())
+
+    return still
+
+
+def shrink(proto: FuzzProtocol, case: FuzzCase, still: Callable[[FuzzCase], bool]) -> FuzzCase:
+    """The smallest variant of ``case`` that ``still`` reproduces, within the budget."""
+    budget = _Budget()
+
+    def attempt(c: FuzzCase) -> bool:
+        return c != case and budget.spend() and still(c)
+
+    if case.abandon and attempt(replace(case, abandon=())):
+        case = replace(case, abandon=())
+    merged = replace(case, writes=(case.sent,), gap_s=0.0)
+    if len(case.writes) > 1 and attempt(merged):
+        case = merged
+    if len(case.writes) != 1:
+        return case
+    pieces = _pieces(proto, case.sent)
+    i = 0
+    while i < len(pieces) and len(pieces) > 1:  # drop whole frames
+        trial = pieces[:i] + pieces[i + 1 :]
+        if attempt(replace(case, writes=(_join(proto, trial),))):
+            pieces = trial
+        else:
+            i += 1
+    for i in range(len(pieces)):  # shrink inside each piece
+        framed, data = pieces[i]
+        chunk = max(len(data) // 2, 1)
+        while chunk >= 1 and data:
+            at, shrunk = 0, False
+            while at < len(data):
+                cut = data[:at] + data[at + chunk :]
+                trial = [*pieces[:i], (framed, cut), *pieces[i + 1 :]]
+                if attempt(replace(case, writes=(_join(proto, trial),))):
+                    data, pieces, shrunk = cut, trial, True
+                else:
+                    at += chunk
+            if not shrunk:
+                chunk //= 2
+    return replace(case, writes=(_join(proto, pieces),))
+
+
+def _pieces(proto: FuzzProtocol, sent: bytes) -> list[tuple[bool, bytes]]:
+    """``sent`` as (framed, payload) pieces: whole frames, then any unframed tail."""
+    deframer = proto.new_deframer()
+    try:
+        frames = deframer.feed(sent)
+    except Exception:
+        return [(False, sent)]
+    used = sum(len(proto.frame(f)) for f in frames)
+    out = [(True, f) for f in frames]
+    if used < len(sent):
+        out.append((False, sent[used:]))
+    return out
+
+
+def _join(proto: FuzzProtocol, pieces: list[tuple[bool, bytes]]) -> bytes:
+    return b"".join(proto.frame(data) if framed else data for framed, data in pieces)
+
+
+def minimize(
+    proto: FuzzProtocol,
+    target: Target,
+    event: Event,
+    cases: dict[int, FuzzCase],
+    seed: int,
+    deadline: float,
+    quirks: list[str],
+) -> Reproducer:
+    """A saved-ready reproducer for ``event`` (``cases``: the window's cases by index)."""
+    first = cases[event.index]
+    window = [cases[i] for i in event.window]
+    repro = Reproducer(
+        finding=event.finding,
+        requirement=event.requirement,
+        protocol=proto.name,
+        seed=seed,
+        index=event.index,
+        mutator=event.mutator,
+        check="canary" if event.finding in ("CORRUPTION", "LEAK") else "case",
+        cases=window if event.finding in ("CORRUPTION", "LEAK") else [first],
+        deadline_s=deadline,
+        broker_quirks=quirks,
+        original={
+            "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in window),
+            "writes": sum(len(c.writes) for c in window),
+        },
+    )
+    if event.finding == "LEAK":
+        return repro
+    if repro.check == "case":
+        repro.cases = [shrink(proto, first, _single(proto, target, event.finding, deadline))]
+    elif target.restartable:
+        culprit = _culprit(proto, target, window, deadline)
+        if culprit is not None:
+            repro.index, repro.mutator = culprit.index, culprit.mutator
+            repro.cases = [shrink(proto, culprit, _after_canary(proto, target, deadline))]
+    ok, detail = reproduces(proto, repro, _restarted(proto, target, deadline))
+    repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
+    return repro
+
+
+def _restarted(proto: FuzzProtocol, target: Target, deadline: float) -> Target:
+    if target.restartable:
+        target.restart()
+    return target
+
+
+def _culprit(
+    proto: FuzzProtocol, target: Target, window: list[FuzzCase], deadline: float
+) -> FuzzCase | None:
+    """The case of ``window`` after which a canary first fails, if it corrupts on its own.
+
+    The window is replayed in order on a fresh broker with a canary after every case."""
+    _fresh(proto, target, deadline, force=True)
+    canary = harness.Canary(proto, target.host, target.port, "scan", deadline)
+    for case in window:
+        harness.execute(proto, case, target.host, target.port, deadline)
+        if canary.check():
+            return case if _after_canary(proto, target, deadline)(case) else None
+    return None

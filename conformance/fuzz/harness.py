@@ -1,0 +1,263 @@
+"""The fuzz harness: send one case to a target and judge what it did.
+
+ORACLE.  Within ``deadline`` seconds of the case's last write, the target answers every
+complete frame it was sent with a reply that the codec can frame (success or error), or
+closes the connection.  Exceptions and their own rules:
+
+* a request silent by design (Cursus ``STREAM``) owes no reply, nor does anything sent
+  after it on that connection;
+* a case that ends inside a frame (truncated, a length prefix longer than what follows,
+  a prefix over the limit) or with a silent request is followed by a half-close of our
+  side; the target must then close the connection within the deadline;
+* connections opened with a partial frame and abandoned owe nothing; the case's own
+  connection must still be served.
+
+Findings, by class:
+
+* ``HANG`` -- the deadline passes on an open connection while a reply or a close is owed;
+* ``CRASH`` -- after the target closed or hung, a new connection is refused (or, twice,
+  dropped before it answers a probe request);
+* ``BAD_REPLY`` -- the target sent bytes the codec cannot frame;
+* ``CORRUPTION`` -- a canary round trip (produce to a reserved topic no case names, then
+  consume), run every N cases and at the end, does not return what was acknowledged;
+* ``LEAK`` -- (reference broker only) its resident memory grew past a bound.
+
+This module does the socket work of the fuzzer, the third place after ``server.py`` and
+``client.py`` allowed to: the per-case cost has to stay far below a wire-logged
+:class:`conformance.client.Connection`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from conformance.errors import ProtocolError
+from conformance.fuzz.case import FuzzCase, FuzzProtocol
+
+RECV = 65536
+
+ANSWERED = "answered"
+CLOSED = "closed"
+HANG = "hang"
+BAD_REPLY = "bad_reply"
+REFUSED = "refused"
+CRASH = "crash"
+
+FINDING_OF = {HANG: "HANG", BAD_REPLY: "BAD_REPLY", CRASH: "CRASH"}
+"""The finding class of a case outcome (outcomes not listed are no finding)."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    owed: int
+    """Replies owed: complete frames before any silent request or bad prefix."""
+    must_close: bool
+    """The case ends inside a frame or after a silent request: half-close, wait for EOF."""
+
+
+def expectation(proto: FuzzProtocol, sent: bytes) -> Expectation:
+    deframer = proto.new_deframer()
+    try:
+        frames = deframer.feed(sent)
+    except ProtocolError:
+        return Expectation(0, True)
+    owed = 0
+    for payload in frames:
+        if not proto.owes_reply(payload):
+            return Expectation(owed, True)
+        owed += 1
+    tail = deframer.error is not None or getattr(deframer, "buffered", 0) > 0
+    return Expectation(owed, tail)
+
+
+@dataclass(frozen=True)
+class Result:
+    outcome: str
+    replies: int
+    latency_s: float
+    detail: str = ""
+
+    @property
+    def finding(self) -> str:
+        return FINDING_OF.get(self.outcome, "")
+
+
+def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def accepts(host: str, port: int, timeout: float) -> bool:
+    """True if the target accepts a new connection."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
+    """False if a new connection is refused, or twice closed before answering a probe.
+
+    The second look covers a process that is dying: its listening socket can still
+    complete a handshake for a moment, then drops the connection."""
+    for attempt in range(2):
+        try:
+            sock = _connect(host, port, timeout)
+        except OSError:
+            return False
+        with sock:
+            try:
+                sock.sendall(proto.frame(proto.probe_payload))
+                if sock.recv(1):
+                    return True
+            except TimeoutError:
+                return True  # it accepted and is slow: not a crash (a hang is judged apart)
+            except OSError:
+                pass
+        if attempt == 0:
+            time.sleep(0.05)
+    return False
+
+
+def _abandon(host: str, port: int, partials: Sequence[bytes], timeout: float) -> None:
+    for data in partials:
+        with (
+            contextlib.closing(_connect(host, port, timeout)) as sock,
+            contextlib.suppress(OSError),
+        ):
+            sock.sendall(data)
+
+
+def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline: float) -> Result:
+    """Run ``case`` on a new connection and judge it by the oracle (CRASH included)."""
+    start = time.monotonic()
+    try:
+        _abandon(host, port, case.abandon, deadline)
+        sock = _connect(host, port, deadline)
+    except OSError as exc:
+        return Result(REFUSED, 0, time.monotonic() - start, f"connect: {exc}")
+    with contextlib.closing(sock):
+        result = _converse(proto, sock, case, deadline)
+    if result.outcome in (CLOSED, HANG) and not serves(proto, host, port, deadline):
+        return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
+    return result
+
+
+def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline: float) -> Result:
+    expect = expectation(proto, case.sent)
+    last = len(case.writes) - 1
+    t0 = time.monotonic()
+    for i, data in enumerate(case.writes):
+        try:
+            sock.sendall(data)
+        except OSError:  # the target closed on us: allowed
+            return Result(CLOSED, 0, time.monotonic() - t0, "closed while we were sending")
+        if case.gap_s and i < last:
+            time.sleep(case.gap_s)
+    if expect.must_close:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+    return _read(proto, sock, expect, deadline)
+
+
+def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadline: float) -> Result:
+    t0 = time.monotonic()
+    end = t0 + deadline
+    deframer = proto.new_deframer()
+    replies = 0
+    while True:
+        if replies >= expect.owed and not expect.must_close:
+            return Result(ANSWERED, replies, time.monotonic() - t0)
+        left = end - time.monotonic()
+        if left <= 0:
+            owed = "a close" if replies >= expect.owed else f"{expect.owed - replies} replies"
+            return Result(HANG, replies, time.monotonic() - t0, f"silent; still owed {owed}")
+        sock.settimeout(left)
+        try:
+            data = sock.recv(RECV)
+        except TimeoutError:
+            continue
+        except OSError:  # reset: a close
+            return Result(CLOSED, replies, time.monotonic() - t0, "reset")
+        if not data:
+            return Result(CLOSED, replies, time.monotonic() - t0)
+        try:
+            replies += len(deframer.feed(data))
+        except ProtocolError as exc:
+            return Result(BAD_REPLY, replies, time.monotonic() - t0, str(exc))
+        if deframer.error is not None:
+            return Result(BAD_REPLY, replies, time.monotonic() - t0, str(deframer.error))
+
+
+def exchange(
+    proto: FuzzProtocol, host: str, port: int, payloads: Sequence[bytes], deadline: float
+) -> list[bytes]:
+    """Send each payload framed on one connection and return the replies (one each)."""
+    with contextlib.closing(_connect(host, port, deadline)) as sock:
+        sock.sendall(b"".join(proto.frame(p) for p in payloads))
+        deframer = proto.new_deframer()
+        out: list[bytes] = []
+        end = time.monotonic() + deadline
+        while len(out) < len(payloads):
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no reply within {deadline} s")
+            sock.settimeout(left)
+            data = sock.recv(RECV)
+            if not data:
+                raise ConnectionError("the target closed the connection")
+            out += deframer.feed(data)
+        return out
+
+
+class Canary:
+    """Produce-then-consume round trips on the reserved topic; remembers what was acked."""
+
+    def __init__(self, proto: FuzzProtocol, host: str, port: int, tag: str, deadline: float):
+        self.proto, self.host, self.port = proto, host, port
+        self.tag, self.deadline = tag, deadline
+        self.acked: dict[int, bytes] = {}
+        self.checks = 0
+
+    def check(self) -> str:
+        """Write a fresh value, then read back every value acked so far: '' or what is wrong."""
+        self.checks += 1
+        value = f"canary {self.tag} #{self.checks}".encode()
+        try:
+            (reply,) = exchange(
+                self.proto,
+                self.host,
+                self.port,
+                [self.proto.canary_produce([value])],
+                self.deadline,
+            )
+            offset = self.proto.canary_acked(reply)
+            if offset is None:
+                return f"the canary write was refused: {self.proto.describe(reply)}"
+            self.acked[offset] = value
+            return self._verify()
+        except (OSError, TimeoutError) as exc:
+            return f"the canary round trip failed: {exc}"
+
+    def _verify(self) -> str:
+        pending = dict(self.acked)
+        while pending:
+            first = min(pending)
+            (reply,) = exchange(
+                self.proto, self.host, self.port, [self.proto.canary_consume(first)], self.deadline
+            )
+            values = self.proto.canary_values(reply)
+            if not values:
+                return f"acknowledged offset {first} ({pending[first]!r}) reads back nothing"
+            for offset in range(first, first + len(values)):
+                want = pending.pop(offset, None)
+                got = values[offset - first]
+                if want is not None and got != want:
+                    return f"acknowledged offset {offset} holds {got!r}, not {want!r}"
+        return ""

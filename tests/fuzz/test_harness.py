@@ -1,0 +1,190 @@
+"""The oracle, judged against small hostile servers and the reference broker."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from conformance.fuzz import campaign, harness
+from conformance.fuzz.case import FuzzCase
+from conformance.fuzz.target import External
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.fuzzing import FUZZ_TOPIC, CursusFuzzing
+from conformance.protocols.cursus.messages import Batch, Message
+from tests.support import broker
+
+PROTO = CursusFuzzing()
+DEADLINE = 0.4
+LIST = PROTO.frame(b"LIST")
+
+
+def case(*writes: bytes) -> FuzzCase:
+    return FuzzCase(0, "test", "frame", writes)
+
+
+@contextlib.contextmanager
+def server(behaviour: Callable[[socket.socket, socket.socket], None]) -> Iterator[int]:
+    """A one-behaviour TCP server on 127.0.0.1; ``behaviour(conn, listener)`` per connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            behaviour(conn, listener)
+            stop.wait(5)  # hold the connection open until the test is over
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        listener.close()
+
+
+def read_some(conn: socket.socket) -> bytes:
+    conn.settimeout(2)
+    try:
+        return conn.recv(65536)
+    except OSError:
+        return b""
+
+
+def drops_everything(conn: socket.socket, _: socket.socket) -> None:
+    read_some(conn)
+    conn.close()
+
+
+def answers(conn: socket.socket, _: socket.socket) -> None:
+    if read_some(conn):
+        conn.sendall(PROTO.frame(b"OK"))
+
+
+def silent(conn: socket.socket, _: socket.socket) -> None:
+    read_some(conn)
+
+
+def garbles(conn: socket.socket, _: socket.socket) -> None:
+    if read_some(conn):
+        conn.sendall(b"\xff\xff\xff\xff")
+
+
+def closes(conn: socket.socket, _: socket.socket) -> None:
+    """Closes on the case; answers the harness's probe (a LIST) like a live broker."""
+    if read_some(conn) == LIST:
+        conn.sendall(PROTO.frame(b"[]"))
+    conn.close()
+
+
+def dies(conn: socket.socket, listener: socket.socket) -> None:
+    read_some(conn)
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)  # stops listening (a bare close would not, on Linux,
+    listener.close()  # while another thread is blocked in accept)
+    conn.close()
+
+
+def until_eof(conn: socket.socket, _: socket.socket) -> None:
+    while read_some(conn):
+        pass
+    conn.close()
+
+
+def run(port: int, c: FuzzCase) -> harness.Result:
+    return harness.execute(PROTO, c, "127.0.0.1", port, DEADLINE)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "outcome"),
+    [
+        (answers, harness.ANSWERED),
+        (silent, harness.HANG),
+        (garbles, harness.BAD_REPLY),
+        (closes, harness.CLOSED),
+        (dies, harness.CRASH),
+        (drops_everything, harness.CRASH),  # accepts, but drops even the probe, twice
+    ],
+)
+def test_outcome_of_a_whole_frame(
+    behaviour: Callable[[socket.socket, socket.socket], None], outcome: str
+) -> None:
+    with server(behaviour) as port:
+        result = run(port, case(PROTO.frame(b"FUZZ")))
+    assert result.outcome == outcome, result
+    assert result.finding == harness.FINDING_OF.get(outcome, "")
+
+
+def test_a_partial_frame_owes_a_close_after_our_half_close() -> None:
+    with server(until_eof) as port:
+        assert run(port, case(LIST[:6])).outcome == harness.CLOSED
+    with server(silent) as port:  # keeps the connection after we finished: a hang
+        assert run(port, case(LIST[:6])).outcome == harness.HANG
+
+
+def test_hang_waits_only_the_deadline() -> None:
+    with server(silent) as port:
+        result = run(port, case(LIST))
+    assert DEADLINE <= result.latency_s < DEADLINE + 0.5
+
+
+@pytest.fixture(scope="module")
+def clean() -> Iterator[External]:
+    b = broker.start()
+    try:
+        target = External(b.host, b.port)
+        campaign.setup(PROTO, target, 2.0)
+        yield target
+    finally:
+        b.stop()
+
+
+def test_reference_broker_answers_every_shape(clean: External) -> None:
+    port = clean.port
+    assert run(port, case(LIST * 5)).outcome == harness.ANSWERED
+    assert run(port, case(LIST[:3], LIST[3:])).outcome == harness.ANSWERED
+    assert run(port, case(LIST[:5])).outcome == harness.CLOSED
+    assert run(port, case(b"\xff" * 8)).outcome == harness.CLOSED  # over the limit: refused
+
+
+def test_stream_then_half_close_is_closed_not_hung(clean: External) -> None:
+    # Regression: the broker kept a connection whose push stream raced the client's EOF
+    # (asyncio.wait_for swallowed the cancellation of the stream task on Python 3.11).
+    msgs = (Message(0, 0, "p", "", 0, b"x"),)
+    batch = Batch(FUZZ_TOPIC, "1", "1", False, 0, 0, msgs)
+    harness.exchange(PROTO, clean.host, clean.port, [codec.encode_batch(batch)], 2.0)
+    stream = PROTO.frame(f"STREAM {FUZZ_TOPIC} 1 0".encode())
+    for _ in range(20):
+        assert run(clean.port, case(stream)).outcome == harness.CLOSED
+
+
+def test_canary_round_trip(clean: External) -> None:
+    canary = harness.Canary(PROTO, clean.host, clean.port, "t", 2.0)
+    assert canary.check() == ""
+    assert canary.check() == ""
+    assert len(canary.acked) == 2
+
+
+def test_canary_sees_lost_data() -> None:
+    b = broker.start("--quirk", "burst-loses-acked")
+    try:
+        target = External(b.host, b.port)
+        campaign.setup(PROTO, target, 2.0)
+        canary = harness.Canary(PROTO, b.host, b.port, "t", 2.0)
+        assert canary.check() == ""
+        run(b.port, case(PROTO.frame(b"") * 16))  # the burst that trips the quirk
+        assert "reads back nothing" in canary.check()
+    finally:
+        b.stop()
