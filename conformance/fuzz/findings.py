@@ -9,10 +9,12 @@ broker.
 
 Minimization keeps only what still reproduces, within a budget of attempts and seconds:
 extra connections dropped, all writes merged into one, then whole frames dropped, then
-chunks removed from each frame's payload (the length prefix recomputed) and from any
-unframed tail (delta debugging, halving the chunk size).  Each attempt runs on a target
-in a known state: an embedded broker is restarted whenever the previous attempt may have
-changed it (a crash, a corruption); a target given by address is used as it is.
+each frame's payload made smaller, first by the protocol's own structure (a message
+dropped, a string emptied), then by removing chunks of bytes (the length prefix
+recomputed); chunks are removed from any unframed tail too (delta debugging, halving
+the chunk size).  Each attempt runs on a target in a known state: an embedded broker is
+restarted whenever the previous attempt may have changed it (a crash, a corruption); a
+target given by address is used as it is.
 """
 
 from __future__ import annotations
@@ -205,8 +207,16 @@ def shrink(proto: FuzzProtocol, case: FuzzCase, still: Callable[[FuzzCase], bool
             pieces = trial
         else:
             i += 1
-    for i in range(len(pieces)):  # shrink inside each piece
+    for i in range(len(pieces)):  # shrink inside each piece: by its structure, then bytes
         framed, data = pieces[i]
+        progress = framed
+        while progress:
+            progress = False
+            for smaller in proto.smaller(data):
+                trial = [*pieces[:i], (framed, smaller), *pieces[i + 1 :]]
+                if attempt(replace(case, writes=(_join(proto, trial),))):
+                    data, pieces, progress = smaller, trial, True
+                    break
         chunk = max(len(data) // 2, 1)
         while chunk >= 1 and data:
             at, shrunk = 0, False

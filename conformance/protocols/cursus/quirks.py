@@ -20,15 +20,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from conformance.protocols.cursus.messages import (
-    BATCH_HEADER,
-    MAGIC,
-    MESSAGE_FIELDS,
-    Batch,
-    BatchAck,
-    ErrorReply,
-    Reply,
-)
+from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
+from conformance.protocols.cursus.walk import has_negative_payload_len
 
 
 @dataclass(frozen=True)
@@ -222,58 +215,3 @@ class Quirks:
 
     def trips_burst(self, frames: int) -> bool:
         return "burst-loses-acked" in self and frames >= BURST_FRAMES
-
-
-_FIXED_SIZES = {"u8": 1, "u16": 2, "i32": 4, "i64": 8}
-
-
-def has_negative_payload_len(data: bytes) -> bool:
-    """True when ``data`` is a batch (magic 0xBA7C) in which a message's payloadLen is negative.
-
-    Walks the layout declared in BATCH_HEADER / MESSAGE_FIELDS without decoding any
-    text, up to the first negative payload length.  Never raises: a short, truncated
-    or garbage input, a wrong magic or a negative messageCount gives False.  Bounded:
-    every message takes at least one byte per fixed field, so the walk ends when the
-    data does, whatever messageCount claims.
-    """
-    pos = 0
-
-    def read_int(size: int, signed: bool) -> int | None:
-        nonlocal pos
-        if pos + size > len(data):
-            return None
-        value = int.from_bytes(data[pos : pos + size], "big", signed=signed)
-        pos += size
-        return value
-
-    head: dict[str, int] = {}
-    for name, kind in BATCH_HEADER:
-        if kind == "str16":
-            n = read_int(2, False)
-            if n is None or pos + n > len(data):
-                return False
-            pos += n
-        else:
-            value = read_int(_FIXED_SIZES[kind], kind in ("i32", "i64"))
-            if value is None:
-                return False
-            head[name] = value
-        if name == "magic" and head["magic"] != MAGIC:
-            return False
-    count = head.get("message_count", -1)
-    for _ in range(max(count, 0)):
-        for name, kind in MESSAGE_FIELDS:
-            if kind in ("str16", "bytes32"):
-                n = read_int(2, False) if kind == "str16" else read_int(4, True)
-                if n is None:
-                    return False
-                if n < 0:
-                    return name == "payload"
-                if pos + n > len(data):
-                    return False
-                pos += n
-            elif pos + _FIXED_SIZES[kind] > len(data):
-                return False
-            else:
-                pos += _FIXED_SIZES[kind]
-    return False
