@@ -188,7 +188,8 @@ def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadlin
         if not data:
             return Result(CLOSED, replies, time.monotonic() - t0)
         try:
-            replies += len(deframer.feed(data))
+            # pushes after a silent request are not counted: only replies owed are
+            replies = min(replies + len(deframer.feed(data)), expect.owed)
         except ProtocolError as exc:
             return Result(BAD_REPLY, replies, time.monotonic() - t0, str(exc))
         if deframer.error is not None:

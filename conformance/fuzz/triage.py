@@ -7,44 +7,61 @@ The Spark runner writes the same Parquet layout and triages with Spark SQL
 
 from __future__ import annotations
 
+import os
+import shutil
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from conformance.fuzz.campaign import Row
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 PARQUET = "cases.parquet"
 CANARY = "(canary)"
 
 
+_ARROW_TYPES = {
+    "int": "int64",
+    "float": "float64",
+    "str": "string",
+    "bytes": "binary",
+    "bool": "bool_",
+}
+"""pyarrow type constructors for the annotations of :class:`Row`'s fields."""
+
+
+def arrow_schema() -> pa.Schema:
+    """The Parquet schema of :class:`Row`: one column per field, in order."""
+    import pyarrow as pa
+
+    columns = []
+    for f in fields(Row):
+        kind = _ARROW_TYPES.get(str(f.type))
+        if kind is None:
+            raise TypeError(f"Row.{f.name} has type {f.type!r}, which has no Parquet column type")
+        columns.append(pa.field(f.name, getattr(pa, kind)(), nullable=False))
+    return pa.schema(columns)
+
+
 def write_parquet(rows: list[Row], folder: Path) -> Path:
+    """Write ``rows`` to ``folder/cases.parquet``, replacing it whole (never half-written)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema(
-        [
-            ("index", pa.int64()),
-            ("task", pa.int64()),
-            ("mutator", pa.string()),
-            ("mode", pa.string()),
-            ("sent", pa.binary()),
-            ("writes", pa.int64()),
-            ("outcome", pa.string()),
-            ("replies", pa.int64()),
-            ("finding", pa.string()),
-            ("requirement", pa.string()),
-            ("canary", pa.string()),
-            ("leak", pa.bool_()),
-            ("latency_ms", pa.float64()),
-            ("rss_mb", pa.float64()),
-        ]
-    )
-    assert schema.names == Row.names()
-    table = pa.Table.from_pylist([r.as_dict() for r in rows], schema=schema)
+    schema = arrow_schema()
+    table = pa.table({n: [getattr(r, n) for r in rows] for n in schema.names}, schema=schema)
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / PARQUET
-    pq.write_table(table, path)
+    partial = path.with_name(path.name + ".partial")
+    pq.write_table(table, partial)
+    if path.is_dir():  # left by a Spark writer
+        shutil.rmtree(path)
+    os.replace(partial, path)
     return path
 
 

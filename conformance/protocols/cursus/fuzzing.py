@@ -1,7 +1,8 @@
 """Cursus for the fuzzer: framing, the valid pool, layer mutators, canary, requirements.
 
 The pool is drawn from the Hypothesis strategies of :mod:`strategies` with a
-``ConjectureData`` seeded from the campaign seed (the same pool in every process).  Half
+``ConjectureData`` seeded from the campaign seed and a provider that ignores the
+constants Hypothesis collects from imported modules (so the same pool in every process).  Half
 of its batches are pointed at the fuzz topic ``fuzz`` (4 partitions, created before the
 campaign) so that mutated batches reach the engine and not only the topic check.
 
@@ -27,10 +28,12 @@ import random
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis.control import BuildContext
+from hypothesis.internal.conjecture.choice import choice_constraints_key, choice_permitted
 from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.internal.conjecture.providers import GLOBAL_CONSTANTS, HypothesisProvider
 from scapy.fields import FieldLenField, StrLenField
 from scapy.packet import Packet, fuzz
 
@@ -58,8 +61,34 @@ _SCAPY_RANDOM = threading.Lock()
 """scapy's ``fuzz()`` draws from the module ``random``: seeded and built under this lock."""
 
 
+class _SeededProvider(HypothesisProvider):
+    """Hypothesis's own provider without its *local* constants.
+
+    Now and then Hypothesis draws a constant instead of a random value, from a global
+    list and from the literals of whatever modules the process has imported.  The latter
+    differ between a shell, pytest and a Spark worker, and with them the pool of a seed:
+    this provider uses the global list only, so a seed means the same pool everywhere."""
+
+    _pools: ClassVar[dict[Any, tuple[Any, ...]]] = {}
+
+    def _maybe_draw_constant(self, choice_type: Any, constraints: Any, *, p: float = 0.05) -> Any:
+        assert self._random is not None
+        if self._random.random() > p:
+            return None
+        key = (choice_type, choice_constraints_key(choice_type, constraints))
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = tuple(
+                c
+                for c in GLOBAL_CONSTANTS.set_for_type(choice_type)
+                if choice_permitted(c, constraints)
+            )
+            self._pools[key] = pool
+        return self._random.choice(pool) if pool else None
+
+
 def _draw(seed: str, strategy: Any) -> Any:
-    data = ConjectureData(random=random.Random(seed))
+    data = ConjectureData(random=random.Random(seed), provider=_SeededProvider)
     with BuildContext(data, is_final=True, wrapped_test=_draw):
         return data.draw(strategy)
 
