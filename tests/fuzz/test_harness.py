@@ -188,3 +188,24 @@ def test_canary_sees_lost_data() -> None:
         assert "reads back nothing" in canary.check()
     finally:
         b.stop()
+
+
+class Swelling(External):
+    """A target whose resident memory grows 100 MiB at every look."""
+
+    looks = 0
+
+    def rss_bytes(self) -> int | None:
+        self.looks += 1
+        return self.looks * 100 * 2**20
+
+
+def test_leak_when_resident_memory_grows_past_the_bound(clean: External) -> None:
+    target = Swelling(clean.host, clean.port)
+    options = campaign.Options(deadline=1.0, canary_every=10, leak_bound_mb=250)
+    rows = campaign.run_range(PROTO, target, 5, 0, 40, options)
+    assert [r.index for r in rows if r.leak] == [29]  # looks at 9, 19, 29: +300 MiB > 250
+    found = campaign.events(PROTO, rows)
+    assert [(e.finding, e.window) for e in found] == [("LEAK", tuple(range(20, 30)))]
+    steady = campaign.run_range(PROTO, clean, 5, 0, 40, options)
+    assert not any(r.leak for r in steady)
