@@ -22,6 +22,10 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+def _add_quirk(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--quirk", action="append", default=[], metavar="NAME", help=help_text)
+
+
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
@@ -63,13 +67,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="compression the target accepts (default: gzip for the embedded broker, "
         "none for a --target)",
     )
-    p.add_argument(
-        "--quirk",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="start the embedded broker with this deliberate spec violation (repeatable)",
-    )
+    _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
@@ -87,13 +85,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here"
     )
-    p.add_argument(
-        "--quirk",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="misbehave on purpose (repeatable); --quirk list shows them",
-    )
+    _add_quirk(p, "misbehave on purpose (repeatable); --quirk list shows them")
     p.add_argument(
         "--compression",
         choices=("gzip", "none"),
@@ -158,13 +150,7 @@ def _add_fuzz(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="run the canary round trip every N cases (default 250)",
     )
-    p.add_argument(
-        "--quirk",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="start the embedded broker with this quirk (repeatable; see serve --quirk list)",
-    )
+    _add_quirk(p, "start the embedded broker with this quirk (repeatable; see serve --quirk list)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
