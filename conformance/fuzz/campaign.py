@@ -5,7 +5,8 @@ and in each Spark task for a distributed one (a range per task).  It returns pla
 (:class:`Row`); everything else -- findings, their windows, triage -- is derived from
 rows and the generator, because a case is a pure function of (seed, index).
 
-Every ``canary_every`` cases and after the last one the range runs a canary round trip
+A campaign is cut into fixed ranges (:func:`seed_ranges`) whether it runs here or on
+Spark.  Every ``canary_every`` cases and after the last one the range runs a canary round trip
 (see :mod:`harness`) and, for the embedded broker, reads its resident memory.  After a
 CRASH an embedded broker is restarted and the range goes on; any other target ends the
 range there (its remaining cases get no row).
@@ -22,6 +23,11 @@ from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import Target
 
 LEAK_BOUND_MB = 256.0
+REFUSED_LOOKBACK = 3
+"""A case whose connection is refused suspects this many cases before it of the crash."""
+
+
+RANGE_CASES = 1000
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,19 @@ class Options:
     deadline: float = 2.0
     canary_every: int = 250
     leak_bound_mb: float = LEAK_BOUND_MB
+    range_cases: int = RANGE_CASES
+    """Cases per seed range (rounded down to a multiple of ``canary_every``)."""
+
+
+def seed_ranges(cases: int, options: Options) -> list[tuple[int, int]]:
+    """``[0, cases)`` in ranges of a fixed size, whoever runs them.
+
+    The size is a multiple of ``canary_every`` and does not depend on cores or masters,
+    so a campaign run in this process (range after range) and on any Spark master (a
+    task per range) gives the same rows, canary checks and ``task`` column included."""
+    every = options.canary_every
+    size = max(every, options.range_cases // every * every)
+    return [(start, min(start + size, cases)) for start in range(0, cases, size)]
 
 
 @dataclass(frozen=True)
@@ -171,7 +190,11 @@ def events(proto: FuzzProtocol, rows: list[Row]) -> list[Event]:
     for task_rows in by_task.values():
         since = 0
         for pos, row in enumerate(task_rows):
-            if row.finding:
+            if row.outcome == harness.REFUSED:  # died after an earlier case: suspects
+                before = task_rows[max(pos - REFUSED_LOOKBACK, 0) : pos]
+                window = (*(r.index for r in before), row.index)
+                out.append(Event(row.finding, row.requirement, row.index, row.mutator, window))
+            elif row.finding:
                 out.append(
                     Event(row.finding, row.requirement, row.index, row.mutator, (row.index,))
                 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -27,7 +28,14 @@ from conformance.fuzz import campaign, harness
 from conformance.fuzz import protocol as fuzz_protocol
 from conformance.fuzz.campaign import Options, Row
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
-from conformance.fuzz.findings import BadReproducer, Reproducer, minimize, reproduces
+from conformance.fuzz.findings import (
+    LEAK_NOT_REPLAYED,
+    BadReproducer,
+    Reproducer,
+    SetupFailed,
+    minimize,
+    reproduces,
+)
 from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import Embedded, External, Target
 from conformance.fuzz.triage import print_triage, triage, write_parquet
@@ -80,6 +88,8 @@ def fuzz_command(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"{target.describe()} did not answer the set-up requests: {exc}"
             ) from None
+        if args.spark_master:
+            _start_spark(args.spark_master)
         console.print(
             f"fuzzing {target.describe()}: {args.cases} cases, seed {args.seed}"
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
@@ -124,18 +134,7 @@ def _run(
             progress.update(task, advance=len(batch), rate=rate, found=found)
 
         if args.spark_master:
-            from conformance.fuzz import spark
-
-            return spark.run_campaign(
-                args.spark_master,
-                args.protocol,
-                target.address,
-                args.seed,
-                args.cases,
-                options,
-                Path(args.out),
-                on_rows=advance,
-            )
+            return _run_on_spark(args, target, options, advance)
         rows: list[Row] = []
         pending: list[Row] = []
 
@@ -145,9 +144,50 @@ def _run(
                 advance(pending)
                 pending.clear()
 
-        rows = campaign.run_range(proto, target, args.seed, 0, args.cases, options, on_row)
+        for start, stop in campaign.seed_ranges(args.cases, options):
+            rows += campaign.run_range(proto, target, args.seed, start, stop, options, on_row)
         advance(pending)
         return rows
+
+
+def _run_on_spark(
+    args: argparse.Namespace,
+    target: Target,
+    options: Options,
+    advance: Callable[[list[Row]], None],
+) -> list[Row]:
+    from conformance.fuzz import spark
+
+    try:
+        return spark.run_campaign(
+            args.spark_master,
+            args.protocol,
+            target.address,
+            args.seed,
+            args.cases,
+            options,
+            Path(args.out),
+            on_rows=advance,
+        )
+    except Exception as exc:
+        raise UsageError(f"the Spark campaign failed: {_first_line(exc)}") from None
+
+
+def _start_spark(master: str) -> None:
+    """Start the Spark session before the progress bar (its start is not campaign time)."""
+    from conformance.fuzz import spark
+
+    try:
+        spark.session(master)
+    except Exception as exc:  # py4j and pyspark raise many kinds; the user needs one line
+        raise UsageError(
+            f"cannot start Spark on --spark-master {master}: {_first_line(exc)}"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _write_rows(args: argparse.Namespace, rows: list[Row], out: Path) -> Path:
@@ -208,6 +248,8 @@ def replay_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.timeout is not None:
         repro.deadline_s = args.timeout
+    if repro.check == "leak":
+        raise UsageError(f"{args.file}: {LEAK_NOT_REPLAYED}")
     proto = fuzz_protocol(repro.protocol)
     if args.target:
         target: Target = External.parse(args.target)
@@ -218,6 +260,8 @@ def replay_command(args: argparse.Namespace) -> int:
         target = Embedded(repro.protocol, repro.broker_quirks, log)
     try:
         still, detail = reproduces(proto, repro, target)
+    except SetupFailed as exc:
+        raise UsageError(str(exc)) from None
     finally:
         target.close()
     verdict = "REPRODUCES" if still else "does not reproduce"

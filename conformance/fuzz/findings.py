@@ -31,7 +31,12 @@ from conformance.fuzz import harness
 from conformance.fuzz.campaign import Event, setup
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.target import Target
+from conformance.protocols import PROTOCOLS
 
+LEAK_NOT_REPLAYED = (
+    "a LEAK is judged over a whole campaign, not one replay: run the campaign again "
+    "(conformance fuzz --seed SEED --cases N) against the embedded broker"
+)
 MAX_ATTEMPTS = 200
 MAX_SECONDS = 60.0
 
@@ -48,7 +53,7 @@ class Reproducer:
     seed: int
     index: int
     mutator: str
-    check: str  # "case" or "canary"
+    check: str  # "case", "canary" or "leak" (not replayable)
     cases: list[FuzzCase]
     deadline_s: float
     detail: str = ""
@@ -93,7 +98,7 @@ class Reproducer:
     def load(cls, path: Path) -> Reproducer:
         try:
             d = yaml.safe_load(path.read_text())
-            return cls(
+            repro = cls(
                 finding=str(d["finding"]),
                 requirement=str(d["requirement"]),
                 protocol=str(d["protocol"]),
@@ -107,6 +112,15 @@ class Reproducer:
                 broker_quirks=[str(q) for q in d.get("broker_quirks") or []],
                 original={str(k): int(v) for k, v in (d.get("original") or {}).items()},
             )
+            if repro.protocol not in PROTOCOLS:
+                raise ValueError(
+                    f"protocol {repro.protocol!r} is not one of {', '.join(PROTOCOLS)}"
+                )
+            if not repro.cases:
+                raise ValueError("it has no cases")
+            if repro.check not in ("case", "canary", "leak"):
+                raise ValueError(f"check {repro.check!r} is not case, canary or leak")
+            return repro
         except OSError as exc:
             raise BadReproducer(f"cannot read {path}: {exc.strerror or exc}") from None
         except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -119,13 +133,38 @@ class Reproducer:
 # --------------------------------------------------------------------------- replay
 
 
+class SetupFailed(Exception):
+    """The target did not take the protocol's set-up requests: nothing can be judged."""
+
+
+CRASH_GRACE_S = 0.1
+"""How long a target may take to die after a case (a crash after the reply still counts)."""
+
+
+def judge(
+    proto: FuzzProtocol, case: FuzzCase, finding: str, target: Target, deadline: float
+) -> tuple[bool, str]:
+    """Run ``case`` and say whether it shows ``finding``; a CRASH may come a moment later."""
+    result = harness.execute(proto, case, target.host, target.port, deadline)
+    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
+    if result.finding == finding:
+        return True, detail
+    if finding == "CRASH" and result.outcome in (harness.ANSWERED, harness.CLOSED):
+        time.sleep(CRASH_GRACE_S)
+        if not harness.serves(proto, target.host, target.port, deadline):
+            return True, f"{detail}, then new connections are refused"
+    return False, detail
+
+
 def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[bool, str]:
-    """Run the reproducer once against ``target``: (still reproduces, what happened)."""
+    """Run the reproducer once against ``target``: (still reproduces, what happened).
+
+    Raises :class:`SetupFailed` when the target does not take the set-up requests."""
     deadline = repro.deadline_s
     try:
         setup(proto, target, deadline)
     except (OSError, TimeoutError) as exc:
-        return False, f"the target did not take the set-up requests: {exc}"
+        raise SetupFailed(f"{target.describe()} did not take the set-up requests: {exc}") from None
     *before, last = repro.cases
     for case in before:
         harness.execute(proto, case, target.host, target.port, deadline)
@@ -133,9 +172,7 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
         harness.execute(proto, last, target.host, target.port, deadline)
         problem = harness.Canary(proto, target.host, target.port, "replay", deadline).check()
         return bool(problem), problem or "the canary round trip returned what was acknowledged"
-    result = harness.execute(proto, last, target.host, target.port, deadline)
-    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
-    return result.finding == repro.finding, detail
+    return judge(proto, last, repro.finding, target, deadline)
 
 
 # ------------------------------------------------------------------------- minimize
@@ -169,7 +206,7 @@ def _single(
 ) -> Callable[[FuzzCase], bool]:
     def still(case: FuzzCase) -> bool:
         _fresh(proto, target, deadline, force=False)
-        return harness.execute(proto, case, target.host, target.port, deadline).finding == finding
+        return judge(proto, case, finding, target, deadline)[0]
 
     return still
 
@@ -279,15 +316,29 @@ def minimize(
         },
     )
     if event.finding == "LEAK":
+        repro.check = "leak"
+        repro.detail = LEAK_NOT_REPLAYED
         return repro
     if repro.check == "case":
-        repro.cases = [shrink(proto, first, _single(proto, target, event.finding, deadline))]
+        still = _single(proto, target, event.finding, deadline)
+        if len(window) > 1:  # a refused connection: which earlier case killed the target?
+            culprit = next((c for c in window if still(c)), None)
+            if culprit is None:  # none alone: keep the sequence as it ran
+                repro.cases = window
+            else:
+                repro.index, repro.mutator = culprit.index, culprit.mutator
+                repro.cases = [shrink(proto, culprit, still)]
+        else:
+            repro.cases = [shrink(proto, first, still)]
     elif target.restartable:
-        culprit = _culprit(proto, target, window, deadline)
-        if culprit is not None:
-            repro.index, repro.mutator = culprit.index, culprit.mutator
-            repro.cases = [shrink(proto, culprit, _after_canary(proto, target, deadline))]
-    ok, detail = reproduces(proto, repro, _restarted(proto, target, deadline))
+        culprit_case = _culprit(proto, target, window, deadline)
+        if culprit_case is not None:
+            repro.index, repro.mutator = culprit_case.index, culprit_case.mutator
+            repro.cases = [shrink(proto, culprit_case, _after_canary(proto, target, deadline))]
+    try:
+        ok, detail = reproduces(proto, repro, _restarted(proto, target, deadline))
+    except SetupFailed as exc:
+        ok, detail = False, str(exc)
     repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
     return repro
 

@@ -16,7 +16,9 @@ Findings, by class:
 
 * ``HANG`` -- the deadline passes on an open connection while a reply or a close is owed;
 * ``CRASH`` -- after the target closed or hung, a new connection is refused (or, twice,
-  dropped before it answers a probe request);
+  dropped before it answers a probe request); also a case whose own connection is
+  refused (the target died after answering an earlier case: the campaign then looks
+  for the culprit among the cases just before it);
 * ``BAD_REPLY`` -- the target sent bytes the codec cannot frame;
 * ``CORRUPTION`` -- a canary round trip (produce to a reserved topic no case names, then
   consume), run every N cases and at the end, does not return what was acknowledged;
@@ -47,7 +49,7 @@ BAD_REPLY = "bad_reply"
 REFUSED = "refused"
 CRASH = "crash"
 
-FINDING_OF = {HANG: "HANG", BAD_REPLY: "BAD_REPLY", CRASH: "CRASH"}
+FINDING_OF = {HANG: "HANG", BAD_REPLY: "BAD_REPLY", CRASH: "CRASH", REFUSED: "CRASH"}
 """The finding class of a case outcome (outcomes not listed are no finding)."""
 
 
@@ -156,6 +158,8 @@ def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline
     for i, data in enumerate(case.writes):
         try:
             sock.sendall(data)
+        except TimeoutError:  # it stopped reading while a write was pending
+            return Result(HANG, 0, time.monotonic() - t0, "stopped reading our writes")
         except OSError:  # the target closed on us: allowed
             return Result(CLOSED, 0, time.monotonic() - t0, "closed while we were sending")
         if case.gap_s and i < last:

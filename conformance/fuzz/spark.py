@@ -1,8 +1,8 @@
 """Fuzz campaigns on Apache Spark: seed ranges as Spark tasks, Parquet rows, SQL triage.
 
-A campaign of ``cases`` cases is cut into seed ranges (:func:`seed_ranges`): at most
-:data:`RANGE_SIZE` cases each, their number a multiple of the session's cores when
-there are enough cases (so that every core has work to the end).  Each range is one
+A campaign of ``cases`` cases is cut into the fixed seed ranges of
+:func:`conformance.fuzz.campaign.seed_ranges` (1,000 cases by default, whatever the
+master, so that every master and a run in one process give the same rows).  Each range is one
 Spark job of one task, which runs :func:`conformance.fuzz.campaign.run_range` against
 the target and returns its rows as tuples.  The jobs are submitted from a small pool
 of driver threads, so every core stays busy and the caller hears about each range as
@@ -21,7 +21,6 @@ bind address) and the Spark UI is off.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance.fuzz.campaign import Options, Row
+from conformance.fuzz.campaign import Options, Row, seed_ranges
 from conformance.fuzz.target import External
 from conformance.fuzz.triage import CANARY, PARQUET, write_parquet
 
@@ -41,8 +40,6 @@ APP_NAME = "conformance-fuzz"
 LOOPBACK = "127.0.0.1"
 DEFAULT_MASTER = "local[*]"
 LOG_LEVEL = "ERROR"
-RANGE_SIZE = 1000
-"""The most cases one Spark task runs (a range is also the unit of progress)."""
 TRIAGE_KEYS = ("signature", "finding", "mutator", "requirement", "count", "first_index")
 
 # ------------------------------------------------------------------------ session
@@ -95,26 +92,6 @@ def _current() -> SparkSession:
 # ----------------------------------------------------------------------- campaign
 
 
-def seed_ranges(
-    cases: int, parallelism: int, range_size: int = RANGE_SIZE
-) -> list[tuple[int, int]]:
-    """``[0, cases)`` cut into near-equal ranges of at most ``range_size`` cases, as many
-    as a multiple of ``parallelism`` (so that no core idles at the end) when there are
-    that many cases."""
-    cores = max(parallelism, 1)
-    count = math.ceil(math.ceil(cases / range_size) / cores) * cores
-    return cut(cases, count)
-
-
-def cut(cases: int, count: int) -> list[tuple[int, int]]:
-    """``[0, cases)`` cut into ``count`` near-equal ranges (fewer if there are fewer cases)."""
-    if cases <= 0:
-        return []
-    count = min(max(count, 1), cases)
-    bounds = [cases * i // count for i in range(count + 1)]
-    return [(bounds[i], bounds[i + 1]) for i in range(count)]
-
-
 def run_task(
     protocol: str,
     host: str,
@@ -143,22 +120,18 @@ def run_campaign(
     options: Options,
     out: Path,
     on_rows: Callable[[list[Row]], None] | None = None,
-    *,
-    ranges: int | None = None,
 ) -> list[Row]:
     """Run cases ``[0, cases)`` of ``seed`` on Spark against ``address`` (``HOST:PORT``),
     write them to ``out/cases.parquet`` and return them sorted by index.
 
-    ``ranges`` fixes the number of seed ranges (by default it follows the session's
-    parallelism; the canary runs at the end of every range, so two campaigns give equal
-    rows only when they were cut the same way).  ``on_rows`` gets each range's rows as
-    soon as that range is done, from the calling thread.
+    ``on_rows`` gets each range's rows as soon as that range is done, from the calling
+    thread.
     """
     target = External.parse(address)
     spark = session(master)
     sc = spark.sparkContext
     parallelism = max(int(sc.defaultParallelism), 1)
-    cuts = cut(cases, ranges) if ranges else seed_ranges(cases, parallelism)
+    cuts = seed_ranges(cases, options)
     rows: list[Row] = []
     if cuts:
         rdd = sc.parallelize(cuts, len(cuts))

@@ -49,3 +49,10 @@ def test_dropping_a_message_keeps_the_batch_valid(batch: Batch) -> None:
 
 def test_a_command_loses_one_token_at_a_time() -> None:
     assert PROTO.smaller(b"CONSUME t 0 5") == [b"CONSUME 0 5", b"CONSUME t 5", b"CONSUME t 0"]
+
+
+def test_no_shrink_of_a_count_that_cannot_shrink() -> None:
+    batch = codec.encode_batch(Batch("t", "0", "1", False, 0, 0, ()))
+    at = len(batch) - 4  # messageCount is the last field of an empty batch
+    lowest = batch[:at] + (-(2**31)).to_bytes(4, "big", signed=True)
+    assert all(len(s) < len(lowest) for s in PROTO.smaller(lowest))  # and no OverflowError

@@ -105,6 +105,7 @@ def test_clean_broker_has_no_finding_and_the_same_seed_gives_the_same_rows(tmp_p
         (("fuzz", "--target", "127.0.0.1:1", "--quirk", "hang-on-empty-frame"), "--quirk applies"),
         (("fuzz", "--target", "nohostport"), "is not HOST:PORT"),
         (("replay", "missing.yaml"), "cannot read missing.yaml"),
+        (("fuzz", "--cases", "10", "--spark-master", "bogus"), "cannot start Spark"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(
@@ -127,3 +128,45 @@ def test_unreachable_target_and_bad_reproducer_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "is not a fuzz reproducer" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+EMPTY_FRAME_HANG: dict[str, Any] = {
+    "finding": "HANG",
+    "requirement": "CUR-TEXT-1",
+    "protocol": "cursus",
+    "seed": 0,
+    "index": 1,
+    "mutator": "valid",
+    "check": "case",
+    "deadline_s": 0.3,
+    "cases": [{"writes": ["00000000"]}],
+}
+"""A hand-written reproducer: one empty frame."""
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"protocol": "nope"}, "protocol 'nope' is not one of"),
+        ({"cases": []}, "it has no cases"),
+        ({"check": "leak"}, "a LEAK is judged over a whole campaign"),
+    ],
+)
+def test_replay_refuses_reproducers_it_cannot_judge(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({**EMPTY_FRAME_HANG, **change}))
+    proc = conformance(tmp_path, "replay", str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_replay_against_a_target_that_never_answers_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(EMPTY_FRAME_HANG))
+    with net.silent_server() as (host, port):
+        proc = conformance(tmp_path, "replay", str(path), "--target", f"{host}:{port}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "did not take the set-up requests" in proc.stderr

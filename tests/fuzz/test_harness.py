@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -103,6 +104,11 @@ def until_eof(conn: socket.socket, _: socket.socket) -> None:
     conn.close()
 
 
+def answers_then_dies(conn: socket.socket, listener: socket.socket) -> None:
+    answers(conn, listener)
+    dies(conn, listener)
+
+
 def run(port: int, c: FuzzCase) -> harness.Result:
     return harness.execute(PROTO, c, "127.0.0.1", port, DEADLINE)
 
@@ -132,6 +138,25 @@ def test_a_partial_frame_owes_a_close_after_our_half_close() -> None:
         assert run(port, case(LIST[:6])).outcome == harness.CLOSED
     with server(silent) as port:  # keeps the connection after we finished: a hang
         assert run(port, case(LIST[:6])).outcome == harness.HANG
+
+
+def test_a_crash_after_the_reply_is_a_crash_of_the_next_case() -> None:
+    with server(answers_then_dies) as port:
+        assert run(port, case(LIST)).outcome == harness.ANSWERED
+        time.sleep(0.1)
+        result = run(port, case(LIST))
+    assert (result.outcome, result.finding) == (harness.REFUSED, "CRASH")
+
+
+def test_a_refused_case_suspects_the_cases_before_it() -> None:
+    def row(index: int, outcome: str, finding: str = "") -> campaign.Row:
+        return campaign.Row(
+            index, 0, "valid", "structure", LIST, 1, outcome, 0, finding, "", "", False, 0.0, -1.0
+        )
+
+    rows = [row(i, harness.ANSWERED) for i in range(6)] + [row(6, harness.REFUSED, "CRASH")]
+    (event,) = campaign.events(PROTO, rows)
+    assert (event.finding, event.index, event.window) == ("CRASH", 6, (3, 4, 5, 6))
 
 
 def test_hang_waits_only_the_deadline() -> None:

@@ -130,5 +130,7 @@ def test_expectation_of_shapes() -> None:
     assert harness.expectation(PROTO, whole * 3) == harness.Expectation(3, False)
     assert harness.expectation(PROTO, whole + whole[:5]) == harness.Expectation(1, True)
     assert harness.expectation(PROTO, PROTO.frame(b"STREAM t 0 0") + whole).must_close
+    # a malformed STREAM is not silent by design: it owes its error reply
+    assert harness.expectation(PROTO, PROTO.frame(b"STREAM t x 0")) == harness.Expectation(1, False)
     over = (PROTO.frame_limit + 1).to_bytes(4, "big")
     assert harness.expectation(PROTO, over) == harness.Expectation(0, True)

@@ -25,7 +25,7 @@ import pyspark
 import pytest
 
 from conformance.fuzz import protocol, spark
-from conformance.fuzz.campaign import Options, Row, run_range, setup
+from conformance.fuzz.campaign import Options, Row, run_range, seed_ranges, setup
 from conformance.fuzz.case import FuzzCase
 from conformance.fuzz.target import External
 from tests.support import broker
@@ -84,23 +84,24 @@ def in_process(b: broker.Broker, ranges: list[tuple[int, int]], options: Options
 
 def test_local_campaign_gives_the_rows_of_one_process(clean: broker.Broker, tmp_path: Path) -> None:
     progress: list[int] = []
+    opts = Options(canary_every=50, range_cases=150)
     rows = spark.run_campaign(
         "local[2]",
         "cursus",
         clean.address,
         SEED,
         CASES,
-        Options(),
+        opts,
         tmp_path,
         on_rows=lambda got: progress.append(len(got)),
     )
-    ranges = spark.seed_ranges(CASES, 2)
+    ranges = seed_ranges(CASES, opts)
     assert ranges == [(0, 150), (150, 300)]
     assert [r.index for r in rows] == list(range(CASES))
     assert sorted(progress) == [150, 150]  # one report per range, as each finished
     assert {r.task for r in rows} == {0, 150}
-    assert differences(rows, in_process(clean, ranges, Options())) == []
-    assert [r.canary for r in rows if r.canary] == ["ok", "ok"]  # each range's last case
+    assert differences(rows, in_process(clean, ranges, opts)) == []
+    assert [r.index for r in rows if r.canary == "ok"] == [49, 99, 149, 199, 249, 299]
 
     path = tmp_path / spark.PARQUET
     assert path.is_file()
@@ -137,15 +138,15 @@ def test_hang_quirk_is_found_and_triaged_on_spark(tmp_path: Path) -> None:
 
 
 def test_standalone_cluster_gives_the_rows_of_local(clean: broker.Broker, tmp_path: Path) -> None:
-    # Cut both campaigns into the same 3 ranges: the default follows each master's cores.
+    opts = Options(canary_every=50, range_cases=100)  # 3 ranges, whatever the cores
     with standalone_cluster(tmp_path) as master:
         on_cluster = spark.run_campaign(
-            master, "cursus", clean.address, SEED, CASES, Options(), tmp_path / "cluster", ranges=3
+            master, "cursus", clean.address, SEED, CASES, opts, tmp_path / "cluster"
         )
         assert spark.session(master).sparkContext.master == master
         spark.stop()  # while the master still runs
     local = spark.run_campaign(
-        "local[*]", "cursus", clean.address, SEED, CASES, Options(), tmp_path / "local", ranges=3
+        "local[*]", "cursus", clean.address, SEED, CASES, opts, tmp_path / "local"
     )
     assert [r.index for r in on_cluster] == list(range(CASES))
     assert {r.task for r in on_cluster} == {0, 100, 200}

@@ -248,7 +248,13 @@ class CursusFuzzing:
         return _pool(seed)
 
     def owes_reply(self, payload: bytes) -> bool:
-        return not (payload == b"STREAM" or payload.startswith(b"STREAM "))
+        """Every request but a well-formed STREAM (a malformed one owes its error reply)."""
+        if not payload.startswith(b"STREAM"):
+            return True
+        try:
+            return codec.parse_command(payload).name != "STREAM"
+        except codec.CursusError:
+            return True
 
     def setup_payloads(self) -> Sequence[bytes]:
         return [
@@ -311,7 +317,7 @@ class CursusFuzzing:
             return [b" ".join(tokens[:i] + tokens[i + 1 :]) for i in range(1, len(tokens))]
         out = []
         count = found.field("message_count")
-        if count is not None:
+        if count is not None and count.value > 0:
             new_count = (count.value - 1).to_bytes(4, "big", signed=True)
             for start, end in found.messages():
                 cut = payload[:start] + payload[end:]
