@@ -226,7 +226,13 @@ def _report(
             repro = minimize(
                 proto, target, event, cases, args.seed, args.deadline, list(args.quirk)
             )
-            saved[sig] = repro.save(findings_dir)
+            try:
+                saved[sig] = repro.save(findings_dir)
+            except OSError as exc:
+                console.print(
+                    f"cannot save the reproducer of {sig} under --findings {findings_dir}: "
+                    f"{exc.strerror or exc}"
+                )
     not_run = args.cases - len(rows)
     print_triage(triaged, saved, console)
     rate = len(rows) / max(elapsed, 1e-6)
