@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from conformance.cli import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.protocols import DEFAULT_REVISION, REVISIONS
@@ -40,7 +40,6 @@ START_DEADLINE_S = 30.0
 class Embedded:
     proc: subprocess.Popen[bytes]
     address: str
-    log: TextIO
 
 
 def parse_target(text: str) -> tuple[str, int]:
@@ -69,41 +68,41 @@ def _check_quirks(protocol: str, names: list[str]) -> None:
         raise UsageError(str(exc)) from None
 
 
+def spawn_broker(
+    protocol: str, quirks: list[str], log_path: Path, *extra: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``conformance serve --port 0`` (stderr appended to ``log_path``) and return it
+    with the address it says it listens on; a broker that does not start is a UsageError
+    quoting the last line of its log."""
+    cmd = [sys.executable, "-m", "conformance", "serve", "--protocol", protocol, "--port", "0"]
+    cmd += list(extra)
+    for q in quirks:
+        cmd += ["--quirk", q]
+    with log_path.open("a") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+    address = wait_serving(proc)
+    if address is None:
+        stop_process(proc)
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:]
+        raise UsageError(
+            f"the embedded {protocol} broker did not start: "
+            f"{tail[0] if tail else 'no output'} (see {log_path})"
+        )
+    return proc, address
+
+
 @contextlib.contextmanager
 def embedded_broker(
     protocol: str, quirks: list[str], compression: str, reports: Path
 ) -> Iterator[Embedded]:
     """Start ``conformance serve --port 0`` and yield once it says where it listens."""
-    log = (reports / "broker.log").open("w")
-    cmd = [
-        sys.executable,
-        "-m",
-        "conformance",
-        "serve",
-        "--protocol",
-        protocol,
-        "--port",
-        "0",
-        "--compression",
-        compression,
-    ]
-    for q in quirks:
-        cmd += ["--quirk", q]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
+    log_path = reports / "broker.log"
+    log_path.write_text("")
+    proc, address = spawn_broker(protocol, quirks, log_path, "--compression", compression)
     try:
-        address = wait_serving(proc)
-        if address is None:
-            stop_process(proc)
-            log.flush()
-            tail = (reports / "broker.log").read_text(errors="replace").strip().splitlines()[-1:]
-            raise UsageError(
-                f"the embedded {protocol} broker did not start: "
-                f"{tail[0] if tail else 'no output'} (see {reports / 'broker.log'})"
-            )
-        yield Embedded(proc, address, log)
+        yield Embedded(proc, address)
     finally:
         stop_process(proc)
-        log.close()
 
 
 def wait_serving(proc: subprocess.Popen[bytes]) -> str | None:

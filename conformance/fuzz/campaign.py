@@ -14,7 +14,7 @@ range there (its remaining cases get no row).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
 from conformance.fuzz import harness
@@ -95,18 +95,7 @@ def run_range(
     options: Options,
     on_row: Callable[[Row], None] | None = None,
 ) -> list[Row]:
-    return list(iter_range(proto, target, seed, start, stop, options, on_row))
-
-
-def iter_range(
-    proto: FuzzProtocol,
-    target: Target,
-    seed: int,
-    start: int,
-    stop: int,
-    options: Options,
-    on_row: Callable[[Row], None] | None = None,
-) -> Iterator[Row]:
+    rows: list[Row] = []
     pool = proto.pool(seed)
     canary = harness.Canary(proto, target.host, target.port, f"{seed}:{start}", options.deadline)
     base_rss = _rss_mb(target)
@@ -141,13 +130,13 @@ def iter_range(
             latency_ms=round(result.latency_s * 1000, 3),
             rss_mb=rss,
         )
+        rows.append(row)
         if on_row is not None:
             on_row(row)
-        yield row
         if ended or canary_state == "lost":
             if not target.restartable:
                 if ended:
-                    return
+                    return rows
                 continue
             target.restart()
             setup(proto, target, options.deadline)
@@ -155,6 +144,7 @@ def iter_range(
                 proto, target.host, target.port, f"{seed}:{start}:{index}", options.deadline
             )
             base_rss = _rss_mb(target)
+    return rows
 
 
 def _rss_mb(target: Target) -> float:

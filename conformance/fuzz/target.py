@@ -9,13 +9,11 @@ given by address can do neither: a campaign against it stops at its first crash.
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
-from conformance.cli import UsageError
-from conformance.runner import parse_target, stop_process, wait_serving
+from conformance.fuzz import harness
+from conformance.runner import parse_target, spawn_broker, stop_process
 
 
 class Target:
@@ -36,11 +34,7 @@ class Target:
 
     def alive(self, timeout: float) -> bool:
         """True if it accepts a new connection."""
-        try:
-            with socket.create_connection((self.host, self.port), timeout=timeout):
-                return True
-        except OSError:
-            return False
+        return harness.accepts(self.host, self.port, timeout)
 
     def describe(self) -> str:
         return self.address
@@ -66,18 +60,7 @@ class Embedded(Target):
         self._start()
 
     def _start(self) -> None:
-        cmd = [sys.executable, "-m", "conformance", "serve", "--protocol", self.protocol]
-        cmd += ["--port", "0"]
-        for q in self.quirks:
-            cmd += ["--quirk", q]
-        with self.log_path.open("a") as log:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
-        address = wait_serving(proc)
-        if address is None:
-            stop_process(proc)
-            raise UsageError(
-                f"the embedded {self.protocol} broker did not start (see {self.log_path})"
-            )
+        proc, address = spawn_broker(self.protocol, self.quirks, self.log_path)
         self.proc = proc
         self.starts += 1
         self.host, self.port = parse_target(address)
