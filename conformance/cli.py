@@ -1,32 +1,72 @@
 """``conformance``: the command line.
 
-Exit codes, the same for every command: 0 clean; 1 a FAIL, ERROR or finding;
-2 usage error, unreachable target, or a broker that failed to start, reported in
-one line on stderr without a traceback.
+Exit codes, the same for every command (:mod:`conformance.exits`): 0 clean; 1 a FAIL,
+ERROR or finding; 2 usage error, unreachable target, or a broker that failed to start,
+reported in one line on stderr without a traceback.
+
+Each protocol may add options to ``run``, ``serve`` and ``fuzz`` (its plug-in declares
+them); the parser is built for the protocol the command line names (``--protocol``, or
+for ``replay`` the protocol of the reproducer), and ``--help`` shows them in a group
+named after it.  Nothing imports this module back.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from conformance.protocols import PROTOCOLS
-
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+from conformance import protocols
+from conformance.exits import EXIT_USAGE, UsageError
+from conformance.plugin import Plugin
 
 
 def _add_quirk(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--quirk", action="append", default=[], metavar="NAME", help=help_text)
 
 
-def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_protocol(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--protocol",
+        default=protocols.DEFAULT,
+        choices=protocols.names(),
+        help=f"the wire protocol (default {protocols.DEFAULT}); "
+        "its own options are listed under its name",
+    )
+
+
+def _add_protocol_options(p: argparse.ArgumentParser, plugin: Plugin | None, command: str) -> None:
+    """The options ``plugin`` adds to ``command``, in a group named after the protocol."""
+    if plugin is None:
+        return
+    options = plugin.options_for(command)
+    if not options:
+        return
+    group = p.add_argument_group(f"{plugin.name} options", plugin.title)
+    for o in options:
+        group.add_argument(
+            o.flag,
+            dest=o.dest,
+            default=None,
+            type=_converter(o.convert),
+            metavar=o.metavar or ("{" + ",".join(o.choices) + "}" if o.choices else "VALUE"),
+            help=o.help,
+        )
+
+
+def _converter(convert: Callable[[str], object]) -> Callable[[str], object]:
+    def parse(text: str) -> object:
+        try:
+            return convert(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _add_run(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+) -> None:
     p = sub.add_parser(
         "run",
         help="run the conformance suite against a target (default: the embedded reference broker)",
@@ -38,7 +78,7 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SELECT",
         help="case-ID prefixes (cursus/framing) or requirement IDs (CUR-FRAME-3)",
     )
-    p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
+    _add_protocol(p)
     p.add_argument(
         "--target",
         metavar="HOST:PORT",
@@ -61,37 +101,31 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--reports", default="reports", metavar="DIR", help="output folder (default ./reports)"
     )
-    p.add_argument(
-        "--compression",
-        choices=("gzip", "none"),
-        help="compression the target accepts (default: gzip for the embedded broker, "
-        "none for a --target)",
-    )
     _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    _add_protocol_options(p, plugin, "run")
 
 
-def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_serve(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+) -> None:
     p = sub.add_parser(
         "serve",
         help="run the reference broker",
         description="Run the reference broker.  With --port 0 the system picks a free port; the "
         "line 'serving PROTOCOL on HOST:PORT' on stdout says which.",
     )
-    p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
+    _add_protocol(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default: the protocol's own port")
     p.add_argument(
         "--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here"
     )
-    _add_quirk(p, "misbehave on purpose (repeatable); --quirk list shows them")
     p.add_argument(
-        "--compression",
-        choices=("gzip", "none"),
-        default="none",
-        help="inflate batch bodies compressed with this algorithm",
+        "--revision", help="the protocol revision to serve (default: the protocol's default)"
     )
+    _add_quirk(p, "misbehave on purpose (repeatable); --quirk list shows them")
     p.add_argument(
         "--session-timeout",
         type=float,
@@ -100,23 +134,20 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds without a heartbeat before a group member is expired",
     )
     p.add_argument("--assignor", choices=("range", "roundrobin"), default="range")
-    p.add_argument(
-        "--max-poll-records",
-        type=int,
-        default=100,
-        help="most messages returned by one CONSUME (default 100)",
-    )
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
+    _add_protocol_options(p, plugin, "serve")
 
 
-def _add_fuzz(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_fuzz(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+) -> None:
     p = sub.add_parser(
         "fuzz",
         help="fuzz a target with malformed frames (default: the embedded reference broker)",
         description="Run cases 0..N-1 of a seeded fuzz campaign against a target; write one "
         "Parquet row per case under --out and a YAML reproducer per finding under --findings.",
     )
-    p.add_argument("--protocol", default="cursus", choices=PROTOCOLS)
+    _add_protocol(p)
     p.add_argument(
         "--target", metavar="HOST:PORT", help="broker to fuzz; omitted: the embedded broker"
     )
@@ -152,9 +183,12 @@ def _add_fuzz(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     _add_quirk(p, "start the embedded broker with this quirk (repeatable; see serve --quirk list)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _add_protocol_options(p, plugin, "fuzz")
 
 
-def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_replay(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+) -> None:
     p = sub.add_parser(
         "replay",
         help="replay a fuzz finding (exit 1 if it still reproduces, 0 if not)",
@@ -167,23 +201,51 @@ def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="broker to replay against; omitted: the embedded broker with the reproducer's quirks",
     )
     p.add_argument("--timeout", type=float, metavar="S", help="override the reproducer's deadline")
+    _add_protocol_options(p, plugin, "fuzz")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser, with the options of the protocol ``argv`` names (see :func:`protocol_named`)."""
+    plugin = _plugin_or_none(protocol_named(argv))
     parser = argparse.ArgumentParser(
         prog="conformance",
         description="Conformance suite and fuzzer for message-broker wire protocols.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_run(sub)
-    _add_serve(sub)
-    _add_fuzz(sub)
-    _add_replay(sub)
+    _add_run(sub, plugin)
+    _add_serve(sub, plugin)
+    _add_fuzz(sub, plugin)
+    _add_replay(sub, plugin)
     return parser
 
 
+def protocol_named(argv: Sequence[str]) -> str:
+    """The protocol a command line is about: its ``--protocol`` value, for ``replay`` the
+    ``protocol`` of the reproducer it names (when readable), else the default."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--protocol" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--protocol="):
+            return arg.split("=", 1)[1]
+    words = [a for a in args if not a.startswith("-")]
+    if len(words) >= 2 and words[0] == "replay":
+        from conformance.fuzz.findings import protocol_of
+
+        return protocol_of(words[1]) or protocols.DEFAULT
+    return protocols.DEFAULT
+
+
+def _plugin_or_none(name: str) -> Plugin | None:
+    try:
+        return protocols.get(name)
+    except protocols.UnknownProtocol:
+        return None  # argparse's choices say so, with the list
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)  # argparse exits 2 on a usage error
     try:
         if args.command == "run":

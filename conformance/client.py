@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from conformance.errors import ProtocolError
+from conformance.plugin import Opening, SessionRefused, open_session
 
 HEX_KEEP = 512
 """Bytes of each wire-log entry kept as hex (the length is always recorded)."""
@@ -192,6 +193,12 @@ class Connection:
         except (ReplyTimeout, BadFraming):
             return False
 
+    def open(self, opening: Opening | None) -> None:
+        """Run the protocol's session opener on this connection (nothing if None);
+        SessionRefused, ReplyTimeout or PeerClosed if it does not complete."""
+        if opening is not None:
+            open_session(opening, lambda data: self.send(data, "session opener"), self.recv_frame)
+
     def close(self) -> None:
         try:
             self.sock.close()
@@ -205,11 +212,20 @@ class Connection:
         self.close()
 
 
-def probe(host: str, port: int, request: bytes, deframer: Deframer, timeout: float) -> str | None:
-    """None when ``request`` on a new connection gets a frame back in time, else why not."""
+def probe(
+    host: str,
+    port: int,
+    request: bytes,
+    deframer: Deframer,
+    timeout: float,
+    opening: Opening | None = None,
+) -> str | None:
+    """None when ``request`` on a new connection (opened by ``opening`` first, if the
+    protocol has a session opener) gets a frame back in time, else why not."""
     log = WireLog()
     try:
         with Connection(host, port, deframer=deframer, log=log, timeout=timeout) as conn:
+            conn.open(opening)
             conn.send(request)
             conn.recv_frame()
     except ConnectFailed as exc:
@@ -218,4 +234,6 @@ def probe(host: str, port: int, request: bytes, deframer: Deframer, timeout: flo
         return f"no reply within {timeout:g}s"
     except (PeerClosed, BadFraming) as exc:
         return str(exc)
+    except SessionRefused as exc:
+        return f"the session was refused: {exc}"
     return None

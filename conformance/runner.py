@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import EXIT_FAIL, EXIT_USAGE, UsageError
-from conformance.protocols import DEFAULT_REVISION, REVISIONS
+from conformance import protocols
+from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
+from conformance.plugin import Plugin, UnknownQuirk
 
 SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
 START_DEADLINE_S = 30.0
@@ -57,15 +58,39 @@ def check_reachable(host: str, port: int, timeout: float) -> None:
         raise UsageError(f"cannot reach target {host}:{port}: {exc.strerror or exc}") from None
 
 
-def _check_quirks(protocol: str, names: list[str]) -> None:
-    if not names:
-        return
-    from conformance.protocols.cursus.quirks import Quirks, UnknownQuirk
-
+def plugin_of(name: str) -> Plugin:
+    """The plug-in of protocol ``name``; a UsageError naming the known ones otherwise."""
     try:
-        Quirks.of(names)
+        return protocols.get(name)
+    except protocols.UnknownProtocol as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_quirks(plugin: Plugin, names: list[str]) -> None:
+    try:
+        plugin.check_quirks(names)
     except UnknownQuirk as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_revision(plugin: Plugin, revision: str | None) -> str:
+    """``revision`` (default: the plug-in's), or a UsageError naming the known ones."""
+    if revision is None:
+        return plugin.default_revision
+    if revision not in plugin.revisions:
+        raise UsageError(
+            f"unknown revision {revision!r} of {plugin.name}; known: "
+            f"{', '.join(plugin.revisions)} (default {plugin.default_revision})"
+        )
+    return revision
+
+
+def protocol_options(
+    plugin: Plugin, command: str, args: argparse.Namespace, embedded: bool
+) -> dict[str, Any]:
+    """The values of ``plugin``'s options of ``command`` on this command line (defaults filled)."""
+    given = {o.dest: getattr(args, o.dest, None) for o in plugin.options_for(command)}
+    return plugin.option_values(command, given, embedded=embedded)
 
 
 def spawn_broker(
@@ -93,12 +118,12 @@ def spawn_broker(
 
 @contextlib.contextmanager
 def embedded_broker(
-    protocol: str, quirks: list[str], compression: str, reports: Path
+    protocol: str, quirks: list[str], reports: Path, *extra: str
 ) -> Iterator[Embedded]:
     """Start ``conformance serve --port 0`` and yield once it says where it listens."""
     log_path = reports / "broker.log"
     log_path.write_text("")
-    proc, address = spawn_broker(protocol, quirks, log_path, "--compression", compression)
+    proc, address = spawn_broker(protocol, quirks, log_path, *extra)
     try:
         yield Embedded(proc, address)
     finally:
@@ -136,11 +161,13 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 def pytest_args(
-    args: argparse.Namespace, target: str | None, compression: str, reports: Path
+    args: argparse.Namespace,
+    plugin: Plugin,
+    target: str | None,
+    options: dict[str, Any],
+    reports: Path,
 ) -> list[str]:
-    import conformance.suite
-
-    suite_dir = str(Path(conformance.suite.__file__).parent / args.protocol)
+    suite_dir = str(plugin.suite_dir())
     out = [
         suite_dir,
         "-c",
@@ -156,9 +183,10 @@ def pytest_args(
         args.protocol,
         "--conformance-timeout",
         str(args.timeout),
-        "--conformance-compression",
-        compression,
     ]
+    for name, value in options.items():
+        if value is not None:
+            out += ["--conformance-option", f"{name}={value}"]
     if args.revision:
         out += ["--conformance-revision", args.revision]
     for sel in args.select:
@@ -196,22 +224,19 @@ def pytest_args(
 def run_command(args: argparse.Namespace) -> int:
     import pytest
 
+    plugin = plugin_of(args.protocol)
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    if args.revision and args.revision not in REVISIONS[args.protocol]:
-        raise UsageError(
-            f"unknown revision {args.revision!r} of {args.protocol}; known: "
-            f"{', '.join(REVISIONS[args.protocol])} (default "
-            f"{DEFAULT_REVISION[args.protocol]})"
-        )
+    revision = check_revision(plugin, args.revision)
     if args.target and args.quirk:
         raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
-    _check_quirks(args.protocol, args.quirk)
+    check_quirks(plugin, args.quirk)
     reports = Path(args.reports)
+    options = protocol_options(plugin, "run", args, embedded=not args.target)
     if args.dry_run:
-        code = int(pytest.main(pytest_args(args, None, "none", reports)))
+        code = int(pytest.main(pytest_args(args, plugin, None, options, reports)))
         return 0 if code in (0, 5) else EXIT_USAGE if code == 4 else EXIT_FAIL
     try:
         reports.mkdir(parents=True, exist_ok=True)
@@ -222,16 +247,15 @@ def run_command(args: argparse.Namespace) -> int:
     if args.target:
         host, port = parse_target(args.target)
         check_reachable(host, port, args.timeout)
-        compression = args.compression or "none"
-        code = int(pytest.main(pytest_args(args, f"{host}:{port}", compression, reports)))
+        code = int(pytest.main(pytest_args(args, plugin, f"{host}:{port}", options, reports)))
     else:
-        compression = args.compression or "gzip"
-        with embedded_broker(args.protocol, args.quirk, compression, reports) as broker:
-            code = int(pytest.main(pytest_args(args, broker.address, compression, reports)))
-    return _finish(results_file, code)
+        serve = ["--revision", revision, *plugin.serve_args("run", options)]
+        with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
+            code = int(pytest.main(pytest_args(args, plugin, broker.address, options, reports)))
+    return _finish(plugin, results_file, code)
 
 
-def _finish(results_file: Path, pytest_code: int) -> int:
+def _finish(plugin: Plugin, results_file: Path, pytest_code: int) -> int:
     if not results_file.exists():
         if pytest_code == 4:  # pytest's usage error: it printed why
             return EXIT_USAGE
@@ -251,7 +275,7 @@ def _finish(results_file: Path, pytest_code: int) -> int:
     from conformance.report.html import write_html
     from conformance.report.table import print_summary
 
-    write_html(results, results_file.with_name("report.html"))
+    write_html(results, results_file.with_name("report.html"), plugin.annotate_frame)
     print_summary(results)
     print(
         f"reports written to {results_file.parent}/ (report.html, junit.xml, results.json, "

@@ -1,9 +1,10 @@
 """``conformance serve``: run the reference broker until SIGINT or SIGTERM.
 
-When listening it prints ``serving PROTOCOL on HOST:PORT`` on stdout (flushed), the
-line ``conformance run`` waits for when it starts the embedded broker with
-``--port 0``.  Bad options and a port that cannot be bound end with one line on
-stderr and exit code 2.
+The protocol's plug-in supplies the front-end; the engine underneath is the shared,
+protocol-neutral one.  When listening it prints ``serving PROTOCOL on HOST:PORT`` on
+stdout (flushed), the line ``conformance run`` waits for when it starts the embedded
+broker with ``--port 0``.  Bad options and a port that cannot be bound end with one line
+on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -14,30 +15,28 @@ import contextlib
 import signal
 import sys
 
-from conformance.cli import EXIT_OK, UsageError
 from conformance.engine import Engine
-from conformance.protocols.cursus.handler import CursusConfig, CursusFrontend
-from conformance.protocols.cursus.messages import DEFAULT_PORT
-from conformance.protocols.cursus.quirks import QUIRKS, Quirks, UnknownQuirk
-from conformance.server import Server
+from conformance.exits import EXIT_OK, UsageError
+from conformance.plugin import Plugin, ServeConfig
+from conformance.runner import check_quirks, check_revision, plugin_of, protocol_options
+from conformance.server import Frontend, Server
 
 
-def _print_quirks() -> None:
-    for q in QUIRKS.values():
+def _print_quirks(plugin: Plugin) -> None:
+    for q in plugin.quirks.values():
         breaks = ", ".join(q.breaks) or "-"
         print(f"{q.name:28} {q.kind:5} {q.area:12} breaks {breaks}: {q.description}")
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    plugin = plugin_of(args.protocol)
     if args.quirk == ["list"]:
-        _print_quirks()
+        _print_quirks(plugin)
         return EXIT_OK
-    try:
-        quirks = Quirks.of(args.quirk)
-    except UnknownQuirk as exc:
-        raise UsageError(str(exc)) from None
-    if args.max_poll_records < 1:
-        raise UsageError("--max-poll-records must be at least 1")
+    check_quirks(plugin, args.quirk)
+    revision = check_revision(plugin, args.revision)
+    if args.session_timeout <= 0:
+        raise UsageError("--session-timeout must be a positive number of seconds")
     try:
         engine = Engine(
             data_dir=args.data_dir,
@@ -47,18 +46,17 @@ def serve_command(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         raise UsageError(f"cannot use --data-dir {args.data_dir}: {exc.strerror or exc}") from None
-    config = CursusConfig(
-        compression=args.compression, max_poll_records=args.max_poll_records, quirks=quirks
-    )
-    frontend = CursusFrontend(engine, config)
-    port = DEFAULT_PORT if args.port is None else args.port
+    options = protocol_options(plugin, "serve", args, embedded=False)
+    config = ServeConfig(revision=revision, quirks=tuple(args.quirk), options=options)
+    frontend = plugin.frontend(engine, config)
+    port = plugin.default_port if args.port is None else args.port
     try:
         return asyncio.run(_serve(frontend, args.host, port))
     finally:
         engine.close()
 
 
-async def _serve(frontend: CursusFrontend, host: str, port: int) -> int:
+async def _serve(frontend: Frontend, host: str, port: int) -> int:
     server = Server(frontend, host=host, port=port)
     try:
         bound_host, bound_port = await server.start()

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from conformance import protocols
 
 LEVELS = ("MUST", "SHOULD", "MAY")
 _HEADING = re.compile(r"^### ([A-Z]+-[A-Z]+-\d+) \| (MUST|SHOULD|MAY) \| ([a-z0-9_,-]+)$")
@@ -89,5 +90,5 @@ def parse(text: str, origin: str = "SPEC.md") -> dict[str, Requirement]:
 @cache
 def requirements(protocol: str) -> dict[str, Requirement]:
     """Every requirement of ``protocol``, by ID."""
-    ref = resources.files(f"conformance.protocols.{protocol}").joinpath("SPEC.md")
-    return parse(ref.read_text(encoding="utf-8"), f"conformance/protocols/{protocol}/SPEC.md")
+    plugin = protocols.get(protocol)
+    return parse(plugin.spec_text(), f"{plugin.package.replace('.', '/')}/SPEC.md")

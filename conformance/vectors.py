@@ -1,86 +1,57 @@
 """Golden vectors: load ``vectors/<protocol>/*.yaml`` and check their schema.
 
-A vector ties the bytes of one whole frame (length prefix included) to the message the
+A vector ties the bytes of one whole frame (its framing included) to the message the
 codec decodes from it, or to the error code it refuses it with, and optionally to the
-reply a broker gives.  The schema is checked strictly on load; anything wrong raises
+reply a broker gives.  This loader knows no protocol: it checks the keys every vector
+has and the framing (through the protocol's deframer), and asks the protocol's
+:class:`~conformance.plugin.VectorSchema` to check the rest.  Anything wrong raises
 :class:`VectorError` naming the file, the vector id and the offending key.
 
-Keys of a vector (``*`` = required)::
+Keys of a vector (``*`` = required), besides the schema's own extra keys::
 
     id*            unique, hierarchical, starts with "<protocol>/"
     requirements*  list of requirement IDs (e.g. CUR-FRAME-1)
     direction*     request | reply
     description*   one line
     hex*           the whole frame in hex; whitespace is ignored
-    decoded        the decoded message, as plain data (see ``to_message``)
+    decoded        the decoded message, as plain data (the schema says what it holds)
     error          instead of ``decoded``: the error code the deframer or codec raises
-    compression    gzip: decode the payload with compression=gzip
-    encode_exact   default true; false: encoding ``decoded`` need not give these bytes
-                   (required for gzip vectors), only bytes that decode to the same message
-    truncated      true: ``hex`` is a length prefix without its payload; the deframer must
-                   wait for more (no ``decoded``), or refuse the prefix (``error``)
+    encode_exact   default true; false: encoding ``decoded`` need not give these bytes,
+                   only bytes that decode to the same message
+    truncated      true: ``hex`` is not a whole frame (a length prefix without its
+                   payload); the deframer must wait for more (no ``decoded``), or refuse
+                   it (``error``)
     setup          request vectors: steps sent to a broker first, each a text command or
                    ``{hex: FRAME}``
     reply          request vectors: the expected reply, compared on the keys given
-
-``to_message`` / ``from_message`` convert between that plain data and the Cursus
-message classes of :mod:`conformance.protocols.cursus.messages`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 import conformance
-from conformance.protocols.cursus.messages import (
-    ACK_FIELDS,
-    COMMANDS,
-    Batch,
-    BatchAck,
-    Command,
-    ErrorReply,
-    Message,
-    OkReply,
-    Reply,
-    Request,
-    SpecialReply,
-    TextReply,
-    TopicList,
-)
+from conformance import protocols
+from conformance.errors import ProtocolError
+from conformance.plugin import Plugin, SchemaError, VectorSchema
 
 VECTOR_ROOT = Path(conformance.__file__).resolve().parent.parent / "vectors"
 """``vectors/`` at the repository root (the package is installed editable)."""
 
 REQUIRED_KEYS = ("id", "requirements", "direction", "description", "hex")
-OPTIONAL_KEYS = ("decoded", "error", "compression", "encode_exact", "truncated", "setup", "reply")
+OPTIONAL_KEYS = ("decoded", "error", "encode_exact", "truncated", "setup", "reply")
 DIRECTIONS = ("request", "reply")
-REQUEST_KINDS = ("command", "batch")
-REPLY_KINDS = ("batch", "ack", "error", "special", "ok", "topics", "text")
-COMPRESSIONS = ("gzip",)
 
 _ID_RE = re.compile(r"[a-z0-9]+(/[a-z0-9._-]+)+")
 _REQ_RE = re.compile(r"[A-Z]+-[A-Z]+-[0-9]+")
 _CODE_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 _HEX_RE = re.compile(r"([0-9a-fA-F]{2})*")
-
-_MESSAGE_INTS = ("offset", "seq_num", "epoch", "schema_version", "aggregate_version")
-_MESSAGE_STRS = ("producer_id", "key", "event_type", "metadata")
-_BATCH_KEYS = ("kind", *(f.name for f in fields(Batch)))
-_REPLY_KEYS: dict[str, tuple[str, ...]] = {
-    "batch": _BATCH_KEYS,
-    "ack": ("kind", *(name for name, _ in ACK_FIELDS)),
-    "error": ("kind", "code", "text"),
-    "special": ("kind", "name", "text"),
-    "ok": ("kind", "fields"),
-    "topics": ("kind", "topics"),
-    "text": ("kind", "text"),
-}
 
 
 class VectorError(ValueError):
@@ -91,188 +62,33 @@ class VectorError(ValueError):
 class Vector:
     id: str
     file: str
+    protocol: str
     requirements: tuple[str, ...]
     direction: str
     description: str
     frame: bytes
+    payload: bytes
+    """The frame without its framing (empty for a truncated vector)."""
     decoded: Mapping[str, Any] | None = None
     error: str | None = None
-    compression: str | None = None
     encode_exact: bool = True
     truncated: bool = False
     setup: tuple[str | bytes, ...] = ()
     reply: Mapping[str, Any] | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """The keys the protocol's schema adds (Cursus: ``compression``)."""
 
     @property
-    def payload(self) -> bytes:
-        """The frame without its 4-byte length prefix."""
-        return self.frame[4:]
+    def compression(self) -> str | None:
+        value = self.extras.get("compression")
+        return None if value is None else str(value)
 
     @property
-    def message(self) -> Request | Reply:
+    def message(self) -> Any:
         """``decoded`` as a message object (only for vectors with ``decoded``)."""
         if self.decoded is None:
             raise ValueError(f"vector {self.id} has no decoded message")
-        return to_message(self.decoded)
-
-
-# ------------------------------------------------------------------- converters
-
-
-def _want(d: Mapping[str, Any], key: str, typ: type, default: Any = None) -> Any:
-    if key not in d:
-        if default is None:
-            raise ValueError(f"missing key {key!r}")
-        return default
-    v = d[key]
-    if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
-        raise ValueError(f"key {key!r} must be an integer, got {v!r}")
-    if not isinstance(v, typ):
-        raise ValueError(f"key {key!r} must be a {typ.__name__}, got {v!r}")
-    return v
-
-
-def _only(d: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
-    for key in d:
-        if key not in allowed:
-            raise ValueError(f"unknown key {key!r} in {what} (allowed: {', '.join(allowed)})")
-
-
-def _message(d: Any) -> Message:
-    if not isinstance(d, Mapping):
-        raise ValueError(f"a message must be a mapping, got {d!r}")
-    allowed = (*_MESSAGE_INTS, *_MESSAGE_STRS, "payload", "payload_hex")
-    _only(d, allowed, "message")
-    if "payload" in d and "payload_hex" in d:
-        raise ValueError("give payload or payload_hex, not both")
-    if "payload_hex" in d:
-        payload = parse_hex(_want(d, "payload_hex", str))
-    else:
-        payload = _want(d, "payload", str, "").encode("utf-8")
-    values: dict[str, Any] = {k: _want(d, k, int, 0) for k in _MESSAGE_INTS}
-    values.update({k: _want(d, k, str, "") for k in _MESSAGE_STRS})
-    return Message(payload=payload, **values)
-
-
-def _batch(d: Mapping[str, Any]) -> Batch:
-    messages = _want(d, "messages", list, [])
-    return Batch(
-        topic=_want(d, "topic", str),
-        partition=_want(d, "partition", str, "0"),
-        acks=_want(d, "acks", str, "1"),
-        idempotent=_want(d, "idempotent", bool, False),
-        seq_start=_want(d, "seq_start", int, 0),
-        seq_end=_want(d, "seq_end", int, 0),
-        messages=tuple(_message(m) for m in messages),
-    )
-
-
-def _command(d: Mapping[str, Any]) -> Command:
-    name = _want(d, "name", str)
-    spec = COMMANDS.get(name)
-    if spec is None:
-        raise ValueError(f"unknown command {name!r}")
-    args = _want(d, "args", list, [])
-    if len(args) != len(spec.args):
-        raise ValueError(f"{name} takes {len(spec.args)} argument(s), the vector gives {len(args)}")
-    values: list[Any] = []
-    for a, v in zip(spec.args, args, strict=True):
-        if a.kind in ("topic", "name"):
-            ok = isinstance(v, str)
-        elif a.kind == "offsets":
-            ok = isinstance(v, list) and all(
-                isinstance(p, list) and len(p) == 2 and all(type(x) is int for x in p) for p in v
-            )
-            v = tuple((p[0], p[1]) for p in v) if ok else v
-        else:
-            ok = type(v) is int
-        if not ok:
-            raise ValueError(f"{name} argument {a.name} ({a.kind}) has the wrong type: {v!r}")
-        values.append(v)
-    return Command(name, tuple(values))
-
-
-def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(v, Mapping):
-        raise ValueError(f"fields must be a mapping, got {v!r}")
-    out = []
-    for k, x in v.items():
-        if isinstance(x, bool) or not isinstance(x, str | int):
-            raise ValueError(f"field {k!r} must be a string or an integer, got {x!r}")
-        out.append((str(k), str(x)))
-    return tuple(out)
-
-
-def to_message(decoded: Mapping[str, Any]) -> Request | Reply:
-    """Build the message a vector's ``decoded`` mapping describes; ValueError if malformed."""
-    if not isinstance(decoded, Mapping):
-        raise ValueError(f"decoded must be a mapping, got {decoded!r}")
-    kind = decoded.get("kind")
-    if kind == "command":
-        _only(decoded, ("kind", "name", "args"), "command")
-        return _command(decoded)
-    if kind not in _REPLY_KEYS:
-        raise ValueError(f"unknown kind {kind!r} (one of command, {', '.join(_REPLY_KEYS)})")
-    _only(decoded, _REPLY_KEYS[kind], kind)
-    if kind == "batch":
-        return _batch(decoded)
-    if kind == "ack":
-        values: dict[str, Any] = {"status": _want(decoded, "status", str)}
-        for name, typ in ACK_FIELDS[1:]:
-            values[name] = _want(decoded, name, typ, getattr(BatchAck("OK"), name))
-        return BatchAck(**values)
-    if kind == "error":
-        return ErrorReply(_want(decoded, "code", str), _want(decoded, "text", str))
-    if kind == "special":
-        return SpecialReply(_want(decoded, "name", str), _want(decoded, "text", str))
-    if kind == "ok":
-        return OkReply(_str_map(decoded.get("fields", {})))
-    if kind == "topics":
-        topics = _want(decoded, "topics", list)
-        if not all(isinstance(t, str) for t in topics):
-            raise ValueError(f"topics must be strings, got {topics!r}")
-        return TopicList(tuple(topics))
-    return TextReply(_want(decoded, "text", str))
-
-
-def _plain_message(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields(Message):
-        v = getattr(m, f.name)
-        if f.name == "payload":
-            try:
-                out["payload"] = v.decode("utf-8")
-            except UnicodeDecodeError:
-                out["payload_hex"] = v.hex()
-        else:
-            out[f.name] = v
-    return out
-
-
-def from_message(msg: Request | Reply) -> dict[str, Any]:
-    """The plain-data form of a message (every field given), as ``decoded`` spells it."""
-    if isinstance(msg, Command):
-        args = [[list(p) for p in a] if isinstance(a, tuple) else a for a in msg.args]
-        return {"kind": "command", "name": msg.name, "args": args}
-    if isinstance(msg, Batch):
-        out: dict[str, Any] = {"kind": "batch"}
-        out.update({k: getattr(msg, k) for k in _BATCH_KEYS[1:-1]})
-        out["messages"] = [_plain_message(m) for m in msg.messages]
-        return out
-    if isinstance(msg, BatchAck):
-        return {"kind": "ack", **{name: getattr(msg, name) for name, _ in ACK_FIELDS}}
-    if isinstance(msg, ErrorReply):
-        return {"kind": "error", "code": msg.code, "text": msg.text}
-    if isinstance(msg, SpecialReply):
-        return {"kind": "special", "name": msg.kind, "text": msg.text}
-    if isinstance(msg, OkReply):
-        return {"kind": "ok", "fields": dict(msg.fields)}
-    if isinstance(msg, TopicList):
-        return {"kind": "topics", "topics": list(msg.topics)}
-    return {"kind": "text", "text": msg.text}
-
-
-# ----------------------------------------------------------------------- loading
+        return protocols.get(self.protocol).vectors().to_message(self.decoded)
 
 
 def parse_hex(text: str) -> bytes:
@@ -285,7 +101,59 @@ def parse_hex(text: str) -> bytes:
     return bytes.fromhex(digits)
 
 
-def _check(raw: Any, file: str, index: int, protocol: str) -> Vector:
+def mismatches(expected: Any, actual: Any, path: str, subset: Sequence[str] = ()) -> list[str]:
+    """Where ``actual`` differs from ``expected``: mappings are compared on expected's
+    keys, lists item by item, except the keys in ``subset``, whose expected items need
+    only be among the actual ones."""
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return [f"{path}: expected a mapping, got {actual!r}"]
+        out = []
+        for key, want in expected.items():
+            if key not in actual:
+                out.append(f"{path}.{key}: missing")
+            elif key in subset and isinstance(want, list):
+                out += [
+                    f"{path}.{key}: {t!r} not in {actual[key]!r}"
+                    for t in want
+                    if t not in actual[key]
+                ]
+            else:
+                out += mismatches(want, actual[key], f"{path}.{key}", subset)
+        return out
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path}: expected {len(expected)} item(s), got {actual!r}"]
+        return [
+            m
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for m in mismatches(e, a, f"{path}[{i}]", subset)
+        ]
+    return [] if expected == actual else [f"{path}: expected {expected!r}, got {actual!r}"]
+
+
+# ----------------------------------------------------------------------- loading
+
+
+def _deframe(plugin: Plugin, frame: bytes) -> tuple[bytes | None, str | None]:
+    """(the payload of ``frame`` if it is exactly one whole frame, why not otherwise)."""
+    deframer = plugin.new_deframer()
+    try:
+        frames = deframer.feed(frame)
+    except ProtocolError as exc:
+        return None, f"the framing refuses it ({exc})"
+    if len(frames) == 1 and plugin.frame(frames[0]) == frame:
+        return frames[0], None
+    if not frames:
+        return None, "it is not a whole frame"
+    return (
+        None,
+        f"it holds {len(frames)} frame(s) and {len(frame) - sum(map(len, frames))} more bytes",
+    )
+
+
+def _check(raw: Any, file: str, index: int, plugin: Plugin, schema: VectorSchema) -> Vector:
+    protocol = plugin.name
     if not isinstance(raw, Mapping):
         raise VectorError(f"{file}: entry {index} is not a mapping")
     vid = raw.get("id")
@@ -294,9 +162,10 @@ def _check(raw: Any, file: str, index: int, protocol: str) -> Vector:
     def bad(key: str, why: str) -> VectorError:
         return VectorError(f"{where}: key {key!r}: {why}")
 
+    allowed = REQUIRED_KEYS + OPTIONAL_KEYS + tuple(schema.extra_keys)
     for key in raw:
-        if key not in REQUIRED_KEYS + OPTIONAL_KEYS:
-            raise bad(key, f"unknown key (allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})")
+        if key not in allowed:
+            raise bad(key, f"unknown key (allowed: {', '.join(allowed)})")
     for key in REQUIRED_KEYS:
         if key not in raw:
             raise bad(key, "missing")
@@ -322,10 +191,14 @@ def _check(raw: Any, file: str, index: int, protocol: str) -> Vector:
     truncated = raw.get("truncated", False)
     if not isinstance(truncated, bool):
         raise bad("truncated", "must be true or false")
-    if truncated and len(frame) != 4:
-        raise bad("hex", f"a truncated vector gives only the 4-byte prefix, not {len(frame)} bytes")
-    if not truncated and (len(frame) < 4 or int.from_bytes(frame[:4], "big") != len(frame) - 4):
-        raise bad("hex", "the length prefix does not match the payload (or set truncated: true)")
+    payload, not_whole = _deframe(plugin, frame)
+    if truncated and payload is not None:
+        raise bad("hex", "a truncated vector must not be a whole frame")
+    if not truncated and payload is None:
+        raise bad(
+            "hex",
+            f"the length prefix does not match the payload: {not_whole} (or set truncated: true)",
+        )
     decoded, error = raw.get("decoded"), raw.get("error")
     if decoded is not None and error is not None:
         raise bad("error", "give decoded or error, not both")
@@ -335,48 +208,32 @@ def _check(raw: Any, file: str, index: int, protocol: str) -> Vector:
         raise bad("decoded", "a truncated vector has no decoded message")
     if error is not None and (not isinstance(error, str) or not _CODE_RE.fullmatch(error)):
         raise bad("error", f"{error!r} is not an upper-case error code")
-    if decoded is not None:
-        try:
-            to_message(decoded)
-        except ValueError as exc:
-            raise bad("decoded", str(exc)) from None
-        kinds = REQUEST_KINDS if direction == "request" else REPLY_KINDS
-        if decoded["kind"] not in kinds:
-            raise bad("decoded", f"kind {decoded['kind']!r} is not a {direction} kind")
-    compression = raw.get("compression")
-    if compression is not None and compression not in COMPRESSIONS:
-        raise bad("compression", f"{compression!r} is not one of {', '.join(COMPRESSIONS)}")
-    if compression is not None and direction != "request":
-        raise bad("compression", "only requests are compressed")
     exact = raw.get("encode_exact", True)
     if not isinstance(exact, bool):
         raise bad("encode_exact", "must be true or false")
-    if compression and decoded is not None and exact:
-        raise bad("encode_exact", "a compressed vector must say encode_exact: false")
     setup = _setup(raw.get("setup", []), direction, bad)
-    reply = raw.get("reply")
-    if reply is not None:
-        if direction != "request":
-            raise bad("reply", "only request vectors have an expected reply")
-        if not isinstance(reply, Mapping) or reply.get("kind") not in REPLY_KINDS:
-            raise bad("reply", f"must be a mapping whose kind is one of {', '.join(REPLY_KINDS)}")
-        for key in reply:
-            if key not in _REPLY_KEYS[reply["kind"]]:
-                raise bad("reply", f"unknown key {key!r} for a {reply['kind']} reply")
+    if raw.get("reply") is not None and direction != "request":
+        raise bad("reply", "only request vectors have an expected reply")
+    try:
+        extras = schema.check(raw, direction)
+    except SchemaError as exc:
+        raise bad(exc.key, exc.why) from None
     return Vector(
         id=vid,
         file=file,
+        protocol=protocol,
         requirements=tuple(reqs),
         direction=direction,
         description=raw["description"],
         frame=frame,
+        payload=payload or b"",
         decoded=decoded,
         error=error,
-        compression=compression,
         encode_exact=exact,
         truncated=truncated,
         setup=setup,
-        reply=reply,
+        reply=raw.get("reply"),
+        extras=extras,
     )
 
 
@@ -401,6 +258,8 @@ def _setup(steps: Any, direction: str, bad: Any) -> tuple[str | bytes, ...]:
 
 def load_file(path: Path, protocol: str) -> list[Vector]:
     """The vectors of one YAML file, checked."""
+    plugin = protocols.get(protocol)
+    schema = plugin.vectors()
     name = path.name
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -408,15 +267,23 @@ def load_file(path: Path, protocol: str) -> list[Vector]:
         raise VectorError(f"{name}: not valid YAML: {exc}") from None
     if not isinstance(raw, list):
         raise VectorError(f"{name}: the file must hold a list of vectors")
-    return [_check(item, name, i, protocol) for i, item in enumerate(raw)]
+    return [_check(item, name, i, plugin, schema) for i, item in enumerate(raw)]
+
+
+def folder(protocol: str, root: Path | None = None) -> Path:
+    """Where the vectors of ``protocol`` are: ``root/<protocol>`` if a root is given, else
+    the plug-in's own folder, else ``vectors/<protocol>`` at the repository root."""
+    if root is not None:
+        return root / protocol
+    return protocols.get(protocol).vector_dir or VECTOR_ROOT / protocol
 
 
 def load(protocol: str, root: Path | None = None) -> list[Vector]:
     """Every vector of ``protocol``, file by file (sorted by name), in file order."""
-    folder = (root or VECTOR_ROOT) / protocol
-    files = sorted(folder.glob("*.yaml"))
+    where = folder(protocol, root)
+    files = sorted(where.glob("*.yaml"))
     if not files:
-        raise VectorError(f"no vector files in {folder}")
+        raise VectorError(f"no vector files in {where}")
     vectors: list[Vector] = []
     seen: dict[str, str] = {}
     for path in files:

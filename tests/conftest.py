@@ -1,4 +1,4 @@
-"""Project-wide test settings: Hypothesis profiles.
+"""Project-wide test settings: Hypothesis profiles; the toy suite is not collected here.
 
 ``ci`` (chosen when the CI variable is set) keeps property tests short; ``dev`` is the
 default; ``long`` (HYPOTHESIS_PROFILE=long) is for a deep run on demand.
@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+
+# The toy protocol's conformance cases are run by `conformance run --protocol toy`
+# (tests/test_toy_protocol.py), not collected as the project's own tests.
+collect_ignore = ["toy/suite"]
 
 settings.register_profile(
     "ci",

@@ -1,17 +1,20 @@
 """The fuzzer: mutators, the harness and its oracle, campaigns (local or on Spark), findings.
 
-:func:`protocol` returns the fuzz plug-in of a protocol (see :mod:`conformance.fuzz.case`).
+:func:`protocol` returns the fuzz plug-in of a protocol (see :mod:`conformance.fuzz.case`),
+made by the protocol's plug-in (:mod:`conformance.protocols`) for the given option values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from conformance import protocols
 from conformance.fuzz.case import FuzzProtocol
-from conformance.protocols import UnknownProtocol
 
 
-def protocol(name: str) -> FuzzProtocol:
-    if name == "cursus":
-        from conformance.protocols.cursus.fuzzing import CursusFuzzing
-
-        return CursusFuzzing()
-    raise UnknownProtocol(f"no fuzzer for protocol {name!r}; choose one of: cursus")
+def protocol(name: str, options: Mapping[str, Any] | None = None) -> FuzzProtocol:
+    """The fuzz plug-in of protocol ``name`` (UnknownProtocol if there is none), with the
+    protocol's ``fuzz`` options: those given, the defaults for the rest."""
+    plugin = protocols.get(name)
+    return plugin.fuzzing(plugin.option_values("fuzz", options or {}))

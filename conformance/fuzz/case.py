@@ -10,7 +10,8 @@ finding replays from its YAML alone.
 ``conformance/protocols/cursus/fuzzing.py``): framing, a pool of valid payloads drawn
 from its Hypothesis strategies, its structure-aware mutators (scapy layers), which
 payloads are silent by design, the canary round trip on a reserved topic, and the
-requirement a finding is filed against.
+requirement a finding is filed against, its frame annotator (for the minimizer) and its
+session opener (run first on every connection).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from conformance.errors import ProtocolError
+from conformance.plugin import FieldSpan, Opening
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,14 @@ class FuzzProtocol(Protocol):
         (``answered``: how many of its frames got their reply before it happened)."""
         ...
 
-    def smaller(self, payload: bytes) -> list[bytes]:
-        """Structurally smaller variants of a payload (tried by the minimizer first)."""
+    def annotate(self, payload: bytes) -> list[FieldSpan]:
+        """The payload's fields (the plug-in's frame annotator): the minimizer derives
+        structurally smaller variants from them (:func:`conformance.plugin.shrinks`)."""
+        ...
+
+    def opening(self) -> Opening | None:
+        """A fresh session opener for a new connection, or None when the protocol needs
+        none (its replies are read with :meth:`new_deframer`)."""
         ...
 
     def describe(self, payload: bytes) -> str: ...

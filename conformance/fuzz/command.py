@@ -19,11 +19,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conformance.cli import EXIT_FAIL, EXIT_OK, UsageError
+from conformance.errors import ProtocolError
+from conformance.exits import EXIT_FAIL, EXIT_OK, UsageError
 from conformance.fuzz import campaign, harness
 from conformance.fuzz import protocol as fuzz_protocol
 from conformance.fuzz.campaign import Options, Row
@@ -39,9 +41,11 @@ from conformance.fuzz.findings import (
 from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import Embedded, External, Target
 from conformance.fuzz.triage import print_triage, triage, write_parquet
+from conformance.plugin import Plugin, SessionRefused
+from conformance.runner import check_quirks, plugin_of, protocol_options
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     if args.cases < 1:
         raise UsageError("--cases must be at least 1")
     if args.seed < 0:
@@ -52,39 +56,36 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--canary-every must be at least 1")
     if args.target and args.quirk:
         raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
-    if args.quirk:
-        from conformance.protocols.cursus.quirks import Quirks, UnknownQuirk
-
-        try:
-            Quirks.of(args.quirk)
-        except UnknownQuirk as exc:
-            raise UsageError(str(exc)) from None
+    check_quirks(plugin, args.quirk)
 
 
-def _target(args: argparse.Namespace, out: Path) -> Target:
+def _target(args: argparse.Namespace, plugin: Plugin, values: dict[str, Any], out: Path) -> Target:
     if args.target:
         target: Target = External.parse(args.target)
         if not harness.accepts(target.host, target.port, args.deadline):
             raise UsageError(f"cannot reach target {target.address}")
         return target
-    return Embedded(args.protocol, list(args.quirk), out / "broker.log")
+    serve = tuple(plugin.serve_args("fuzz", values))
+    return Embedded(args.protocol, list(args.quirk), out / "broker.log", serve)
 
 
 def fuzz_command(args: argparse.Namespace) -> int:
-    _check(args)
+    plugin = plugin_of(args.protocol)
+    _check(args, plugin)
+    values = protocol_options(plugin, "fuzz", args, embedded=not args.target)
     out, findings_dir = Path(args.out), Path(args.findings)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
-    proto = fuzz_protocol(args.protocol)
+    proto = fuzz_protocol(args.protocol, values)
     options = Options(deadline=args.deadline, canary_every=args.canary_every)
     console = Console(stderr=True)
-    target = _target(args, out)
+    target = _target(args, plugin, values, out)
     try:
         try:
             campaign.setup(proto, target, args.deadline)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
             raise UsageError(
                 f"{target.describe()} did not answer the set-up requests: {exc}"
             ) from None
@@ -95,10 +96,11 @@ def fuzz_command(args: argparse.Namespace) -> int:
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
         )
         start = time.monotonic()
-        rows = _run(args, proto, target, options, console)
+        rows = _run(args, proto, target, options, console, values)
         elapsed = time.monotonic() - start
         parquet = _write_rows(args, rows, out)
-        return _report(args, proto, target, rows, elapsed, parquet, findings_dir, console)
+        public = plugin.public(values)
+        return _report(args, proto, target, rows, elapsed, parquet, findings_dir, console, public)
     finally:
         target.close()
 
@@ -109,6 +111,7 @@ def _run(
     target: Target,
     options: Options,
     console: Console,
+    values: dict[str, Any],
 ) -> list[Row]:
     found = 0
     with Progress(
@@ -134,7 +137,7 @@ def _run(
             progress.update(task, advance=len(batch), rate=rate, found=found)
 
         if args.spark_master:
-            return _run_on_spark(args, target, options, advance)
+            return _run_on_spark(args, target, options, advance, values)
         rows: list[Row] = []
         pending: list[Row] = []
 
@@ -155,6 +158,7 @@ def _run_on_spark(
     target: Target,
     options: Options,
     advance: Callable[[list[Row]], None],
+    values: dict[str, Any],
 ) -> list[Row]:
     from conformance.fuzz import spark
 
@@ -168,6 +172,7 @@ def _run_on_spark(
             options,
             Path(args.out),
             on_rows=advance,
+            protocol_options=values,
         )
     except Exception as exc:
         raise UsageError(f"the Spark campaign failed: {_first_line(exc)}") from None
@@ -205,6 +210,7 @@ def _report(
     parquet: Path,
     findings_dir: Path,
     console: Console,
+    public: dict[str, Any],
 ) -> int:
     dummy = FuzzCase(0, "", "frame", (b"",))
     corruption_req = proto.requirement("CORRUPTION", dummy)
@@ -224,7 +230,7 @@ def _report(
         for sig, (event, _count) in by_sig.items():
             cases = {i: generate(proto, pool, args.seed, i) for i in event.window}
             repro = minimize(
-                proto, target, event, cases, args.seed, args.deadline, list(args.quirk)
+                proto, target, event, cases, args.seed, args.deadline, list(args.quirk), public
             )
             try:
                 saved[sig] = repro.save(findings_dir)
@@ -256,14 +262,18 @@ def replay_command(args: argparse.Namespace) -> int:
         repro.deadline_s = args.timeout
     if repro.check == "leak":
         raise UsageError(f"{args.file}: {LEAK_NOT_REPLAYED}")
-    proto = fuzz_protocol(repro.protocol)
+    plugin = plugin_of(repro.protocol)
+    check_quirks(plugin, repro.broker_quirks)
+    values = _replay_options(args, plugin, repro)
+    proto = fuzz_protocol(repro.protocol, values)
     if args.target:
         target: Target = External.parse(args.target)
         if not harness.accepts(target.host, target.port, repro.deadline_s):
             raise UsageError(f"cannot reach target {target.address}")
     else:
         log = Path(tempfile.gettempdir()) / "conformance-replay-broker.log"
-        target = Embedded(repro.protocol, repro.broker_quirks, log)
+        serve = tuple(plugin.serve_args("fuzz", values))
+        target = Embedded(repro.protocol, repro.broker_quirks, log, serve)
     try:
         still, detail = reproduces(proto, repro, target)
     except SetupFailed as exc:
@@ -273,3 +283,14 @@ def replay_command(args: argparse.Namespace) -> int:
     verdict = "REPRODUCES" if still else "does not reproduce"
     print(f"{repro.signature} ({args.file}) on {target.describe()}: {verdict} ({detail})")
     return EXIT_FAIL if still else EXIT_OK
+
+
+def _replay_options(args: argparse.Namespace, plugin: Plugin, repro: Reproducer) -> dict[str, Any]:
+    """The fuzz options for a replay: given on this command line, else as the reproducer
+    recorded them, else the defaults (secret ones are never recorded: give them again)."""
+    known = {o.dest: o for o in plugin.options_for("fuzz")}
+    given = {k: v for k, v in repro.options.items() if k in known}
+    for dest in known:
+        if getattr(args, dest, None) is not None:
+            given[dest] = getattr(args, dest)
+    return plugin.option_values("fuzz", given, embedded=not args.target)

@@ -27,11 +27,13 @@ from typing import Any
 
 import yaml
 
+from conformance import protocols
+from conformance.errors import ProtocolError
 from conformance.fuzz import harness
 from conformance.fuzz.campaign import Event, setup
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.target import Target
-from conformance.protocols import PROTOCOLS
+from conformance.plugin import SessionRefused, shrinks
 
 LEAK_NOT_REPLAYED = (
     "a LEAK is judged over a whole campaign, not one replay: run the campaign again "
@@ -59,6 +61,8 @@ class Reproducer:
     detail: str = ""
     broker_quirks: list[str] = field(default_factory=list)
     original: dict[str, int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """The protocol's fuzz options the finding was made with (secret ones left out)."""
 
     @property
     def signature(self) -> str:
@@ -80,6 +84,7 @@ class Reproducer:
             "check": self.check,
             "deadline_s": self.deadline_s,
             "broker_quirks": self.broker_quirks,
+            "options": self.options,
             "original": self.original,
             "minimized": {
                 "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in self.cases),
@@ -111,10 +116,11 @@ class Reproducer:
                 detail=str(d.get("detail", "")),
                 broker_quirks=[str(q) for q in d.get("broker_quirks") or []],
                 original={str(k): int(v) for k, v in (d.get("original") or {}).items()},
+                options=dict(d.get("options") or {}),
             )
-            if repro.protocol not in PROTOCOLS:
+            if repro.protocol not in protocols.names():
                 raise ValueError(
-                    f"protocol {repro.protocol!r} is not one of {', '.join(PROTOCOLS)}"
+                    f"protocol {repro.protocol!r} is not one of {', '.join(protocols.names())}"
                 )
             if not repro.cases:
                 raise ValueError("it has no cases")
@@ -128,6 +134,16 @@ class Reproducer:
                 f"{path} is not a fuzz reproducer ({type(exc).__name__}: {exc}); "
                 "reproducers are the YAML files a campaign writes under fuzz/findings/"
             ) from None
+
+
+def protocol_of(path: str) -> str | None:
+    """The ``protocol`` a reproducer file names, or None if it cannot be read as one."""
+    try:
+        d = yaml.safe_load(Path(path).read_text())
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    value = d.get("protocol") if isinstance(d, dict) else None
+    return value if isinstance(value, str) else None
 
 
 # --------------------------------------------------------------------------- replay
@@ -163,7 +179,7 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
     deadline = repro.deadline_s
     try:
         setup(proto, target, deadline)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
         raise SetupFailed(f"{target.describe()} did not take the set-up requests: {exc}") from None
     *before, last = repro.cases
     for case in before:
@@ -249,7 +265,7 @@ def shrink(proto: FuzzProtocol, case: FuzzCase, still: Callable[[FuzzCase], bool
         progress = framed
         while progress:
             progress = False
-            for smaller in proto.smaller(data):
+            for smaller in shrinks(data, proto.annotate(data)):
                 trial = [*pieces[:i], (framed, smaller), *pieces[i + 1 :]]
                 if attempt(replace(case, writes=(_join(proto, trial),))):
                     data, pieces, progress = smaller, trial, True
@@ -295,6 +311,7 @@ def minimize(
     seed: int,
     deadline: float,
     quirks: list[str],
+    options: dict[str, Any] | None = None,
 ) -> Reproducer:
     """A saved-ready reproducer for ``event`` (``cases``: the window's cases by index)."""
     first = cases[event.index]
@@ -310,6 +327,7 @@ def minimize(
         cases=window if event.finding in ("CORRUPTION", "LEAK") else [first],
         deadline_s=deadline,
         broker_quirks=quirks,
+        options=dict(options or {}),
         original={
             "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in window),
             "writes": sum(len(c.writes) for c in window),

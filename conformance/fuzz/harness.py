@@ -10,7 +10,10 @@ closes the connection.  Exceptions and their own rules:
   a prefix over the limit) or with a silent request is followed by a half-close of our
   side; the target must then close the connection within the deadline;
 * connections opened with a partial frame and abandoned owe nothing; the case's own
-  connection must still be served.
+  connection must still be served;
+* where the protocol has a session opener (a login), every connection -- the case's, the
+  probe's, the canary's -- runs it first; its replies are owed like any other (silence
+  is a HANG), and a refusal is a BAD_REPLY.
 
 Findings, by class:
 
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 
 from conformance.errors import ProtocolError
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.plugin import SessionRefused, open_session
 
 RECV = 65536
 
@@ -94,6 +98,35 @@ def _connect(host: str, port: int, timeout: float) -> socket.socket:
     return sock
 
 
+class _Replies:
+    """Reply payloads read from ``sock`` one at a time, within one deadline."""
+
+    def __init__(self, proto: FuzzProtocol, sock: socket.socket, deadline: float) -> None:
+        self.sock, self.end = sock, time.monotonic() + deadline
+        self.deframer = proto.new_deframer()
+        self.ready: list[bytes] = []
+
+    def __call__(self) -> bytes:
+        while not self.ready:
+            left = self.end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no reply before the deadline")
+            self.sock.settimeout(left)
+            data = self.sock.recv(RECV)
+            if not data:
+                raise ConnectionError("the target closed the connection")
+            self.ready += self.deframer.feed(data)
+        return self.ready.pop(0)
+
+
+def open_on(proto: FuzzProtocol, sock: socket.socket, deadline: float) -> None:
+    """Run the protocol's session opener on ``sock`` (nothing when it has none).
+    TimeoutError, ConnectionError/OSError, ProtocolError or SessionRefused if it fails."""
+    opening = proto.opening()
+    if opening is not None:
+        open_session(opening, sock.sendall, _Replies(proto, sock, deadline))
+
+
 def accepts(host: str, port: int, timeout: float) -> bool:
     """True if the target accepts a new connection."""
     try:
@@ -115,13 +148,16 @@ def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
             return False
         with sock:
             try:
+                open_on(proto, sock, timeout)
                 sock.sendall(proto.frame(proto.probe_payload))
                 if sock.recv(1):
                     return True
             except TimeoutError:
                 return True  # it accepted and is slow: not a crash (a hang is judged apart)
-            except OSError:
+            except (OSError, ProtocolError):
                 pass
+            except SessionRefused:
+                return True  # it answered: alive
         if attempt == 0:
             time.sleep(0.05)
     return False
@@ -145,10 +181,26 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
     except OSError as exc:
         return Result(REFUSED, 0, time.monotonic() - start, f"connect: {exc}")
     with contextlib.closing(sock):
-        result = _converse(proto, sock, case, deadline)
+        result = _opened(proto, sock, deadline) or _converse(proto, sock, case, deadline)
     if result.outcome in (CLOSED, HANG) and not serves(proto, host, port, deadline):
         return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
     return result
+
+
+def _opened(proto: FuzzProtocol, sock: socket.socket, deadline: float) -> Result | None:
+    """None once the session is open, else the outcome of the failed opening."""
+    t0 = time.monotonic()
+    try:
+        open_on(proto, sock, deadline)
+    except TimeoutError:
+        return Result(HANG, 0, time.monotonic() - t0, "the session opener got no reply")
+    except SessionRefused as exc:
+        return Result(BAD_REPLY, 0, time.monotonic() - t0, f"the session was refused: {exc}")
+    except ProtocolError as exc:
+        return Result(BAD_REPLY, 0, time.monotonic() - t0, f"session opener reply: {exc}")
+    except OSError:
+        return Result(CLOSED, 0, time.monotonic() - t0, "closed while the session was opened")
+    return None
 
 
 def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline: float) -> Result:
@@ -205,6 +257,7 @@ def exchange(
 ) -> list[bytes]:
     """Send each payload framed on one connection and return the replies (one each)."""
     with contextlib.closing(_connect(host, port, deadline)) as sock:
+        open_on(proto, sock, deadline)
         sock.sendall(b"".join(proto.frame(p) for p in payloads))
         deframer = proto.new_deframer()
         out: list[bytes] = []
@@ -247,7 +300,7 @@ class Canary:
                 return f"the canary write was refused: {self.proto.describe(reply)}"
             self.acked[offset] = value
             return self._verify()
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
             return f"the canary round trip failed: {exc}"
 
     def _verify(self) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
@@ -99,12 +99,13 @@ def run_task(
     seed: int,
     options: Options,
     ranges: Iterable[tuple[int, int]],
+    protocol_options: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """The Spark task: run each seed range of its partition, yield one tuple per row."""
     from conformance.fuzz import protocol as fuzz_protocol
     from conformance.fuzz.campaign import run_range
 
-    proto = fuzz_protocol(protocol)
+    proto = fuzz_protocol(protocol, protocol_options)
     names = Row.names()
     for start, stop_ in ranges:
         for row in run_range(proto, External(host, port), seed, start, stop_, options):
@@ -120,6 +121,7 @@ def run_campaign(
     options: Options,
     out: Path,
     on_rows: Callable[[list[Row]], None] | None = None,
+    protocol_options: Mapping[str, Any] | None = None,
 ) -> list[Row]:
     """Run cases ``[0, cases)`` of ``seed`` on Spark against ``address`` (``HOST:PORT``),
     write them to ``out/cases.parquet`` and return them sorted by index.
@@ -135,7 +137,15 @@ def run_campaign(
     rows: list[Row] = []
     if cuts:
         rdd = sc.parallelize(cuts, len(cuts))
-        task = partial(run_task, protocol, target.host, target.port, seed, options)
+        task = partial(
+            run_task,
+            protocol,
+            target.host,
+            target.port,
+            seed,
+            options,
+            protocol_options=dict(protocol_options or {}),
+        )
         threads = min(len(cuts), 2 * parallelism)
         with ThreadPoolExecutor(threads, thread_name_prefix="fuzz-range") as pool:
             jobs = [pool.submit(sc.runJob, rdd, task, [i]) for i in range(len(cuts))]

@@ -52,15 +52,19 @@ class External(Target):
 class Embedded(Target):
     restartable = True
 
-    def __init__(self, protocol: str, quirks: list[str], log_path: Path) -> None:
+    def __init__(
+        self, protocol: str, quirks: list[str], log_path: Path, serve_args: tuple[str, ...] = ()
+    ) -> None:
         self.protocol, self.quirks, self.log_path = protocol, quirks, log_path
+        self.serve_args = serve_args
+        """Further ``serve`` options (the protocol's, shared with ``fuzz``)."""
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         super().__init__("127.0.0.1", 0)
         self._start()
 
     def _start(self) -> None:
-        proc, address = spawn_broker(self.protocol, self.quirks, self.log_path)
+        proc, address = spawn_broker(self.protocol, self.quirks, self.log_path, *self.serve_args)
         self.proc = proc
         self.starts += 1
         self.host, self.port = parse_target(address)

@@ -1,29 +1,58 @@
-"""The protocols the tool speaks, by name.
+"""The registry of protocols: each name maps to its plug-in (:class:`conformance.plugin.Plugin`).
 
-Each protocol package exposes a codec module with ``new_deframer()`` and
-``frame(payload)``; :func:`get` returns that module so protocol-generic code (the
-client, the server shell, the fuzzer) can frame and deframe without knowing the
-protocol.
+The protocols built in are listed in :data:`BUILTIN`, one line each, as
+``"module:attribute"`` of the plug-in object.  A protocol kept outside this package
+registers itself the way Python packages do, with an entry point in the group
+``conformance.protocols`` (name = protocol, value = ``module:attribute``); the tests'
+toy protocol does so.  This is the one module of the generic code that names a
+protocol's module, and it only does so as a string: a plug-in is imported when it is
+first asked for.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from importlib import metadata
 
-PROTOCOLS = ("cursus",)
-"""Protocols implemented so far (DESIGN.md lists five; the rest are later issues)."""
+from conformance.plugin import Plugin
 
-REVISIONS: dict[str, tuple[str, ...]] = {"cursus": ("doc",)}
-DEFAULT_REVISION: dict[str, str] = {"cursus": "doc"}
+BUILTIN: dict[str, str] = {
+    "cursus": "conformance.protocols.cursus.plugin:PLUGIN",
+}
+DEFAULT = "cursus"
+ENTRY_POINT_GROUP = "conformance.protocols"
+
+_loaded: dict[str, Plugin] = {}
 
 
 class UnknownProtocol(ValueError):
     pass
 
 
-def codec(name: str) -> ModuleType:
-    """The sans-IO codec module of protocol ``name``."""
-    if name not in PROTOCOLS:
-        raise UnknownProtocol(f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}")
-    return importlib.import_module(f"conformance.protocols.{name}.codec")
+def _registered() -> dict[str, str]:
+    found = dict(BUILTIN)
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def names() -> tuple[str, ...]:
+    """Every protocol that can be asked for: the built-in ones first, then by name."""
+    found = _registered()
+    return (*BUILTIN, *sorted(n for n in found if n not in BUILTIN))
+
+
+def get(name: str) -> Plugin:
+    """The plug-in of protocol ``name``; UnknownProtocol naming the known ones otherwise."""
+    plugin = _loaded.get(name)
+    if plugin is not None:
+        return plugin
+    where = _registered().get(name)
+    if where is None:
+        raise UnknownProtocol(f"unknown protocol {name!r}; choose one of: {', '.join(names())}")
+    module, _, attribute = where.partition(":")
+    plugin = getattr(importlib.import_module(module), attribute or "PLUGIN")
+    if not isinstance(plugin, Plugin) or plugin.name != name:
+        raise UnknownProtocol(f"{where} is not the plug-in of protocol {name!r}")
+    _loaded[name] = plugin
+    return plugin

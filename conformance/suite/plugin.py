@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from conformance import __version__
+from conformance import __version__, protocols
 from conformance.client import ReplyTimeout, WireLog
-from conformance.protocols import DEFAULT_REVISION, REVISIONS, codec
+from conformance.plugin import Plugin
 from conformance.spec import Requirement, requirements
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.target import CaseContext, Target, TargetUnresponsive
@@ -52,10 +52,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-timeout", type=float, default=5.0, help="deadline of every read (s)")
     g.addoption("--conformance-strict", action="store_true", help="WARN (a broken SHOULD) fails")
     g.addoption(
-        "--conformance-compression",
-        default="none",
-        choices=("none", "gzip"),
-        help="compression the target is configured to accept",
+        "--conformance-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a protocol option of `conformance run` (e.g. compression=gzip; repeatable)",
     )
     g.addoption(
         "--conformance-select",
@@ -74,12 +75,17 @@ class RunState:
     def __init__(self, config: pytest.Config) -> None:
         opt = config.getoption
         self.protocol: str = opt("conformance_protocol")
-        self.revision: str = opt("conformance_revision") or DEFAULT_REVISION[self.protocol]
-        if self.revision not in REVISIONS[self.protocol]:
+        try:
+            plugin = protocols.get(self.protocol)
+        except protocols.UnknownProtocol as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.revision: str = opt("conformance_revision") or plugin.default_revision
+        if self.revision not in plugin.revisions:
             raise pytest.UsageError(
                 f"unknown revision {self.revision!r} of {self.protocol}; "
-                f"known: {', '.join(REVISIONS[self.protocol])}"
+                f"known: {', '.join(plugin.revisions)}"
             )
+        self.options = _options(plugin, opt("conformance_option"))
         self.requirements: dict[str, Requirement] = requirements(self.protocol)
         self.strict: bool = opt("conformance_strict")
         self.select: list[str] = opt("conformance_select")
@@ -94,19 +100,33 @@ class RunState:
             if not host or not port.isdigit():
                 raise pytest.UsageError(f"--conformance-target {target!r} is not HOST:PORT")
             self.target = Target(
-                host,
-                int(port),
-                self.protocol,
-                codec(self.protocol),
-                self.revision,
-                opt("conformance_timeout"),
-                opt("conformance_compression"),
+                host, int(port), plugin, self.revision, opt("conformance_timeout"), self.options
             )
         self.meta = {
             "quirks": opt("conformance_quirk"),
             "embedded": opt("conformance_embedded"),
             "target": target or "",
         }
+
+
+def _options(plugin: Plugin, given: list[str]) -> dict[str, Any]:
+    """The plug-in's ``run`` options: defaults, then each NAME=VALUE given."""
+    known = {o.dest: o for o in plugin.options_for("run")}
+    values = plugin.option_values("run", {})
+    for item in given:
+        name, sep, text = item.partition("=")
+        name = name.strip().lstrip("-").replace("-", "_")
+        if not sep or name not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise pytest.UsageError(
+                f"--conformance-option {item!r} is not NAME=VALUE with a {plugin.name} option "
+                f"of run (known: {names})"
+            )
+        try:
+            values[name] = known[name].convert(text)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return values
 
 
 def _active(config: pytest.Config) -> RunState | None:
@@ -179,8 +199,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     state = _active(request.config)
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
-    codec_mod = state.target.codec
-    log = WireLog(describe=getattr(codec_mod, "describe", None))
+    log = WireLog(describe=state.target.plugin.describe)
     request.node.stash[_WIRE] = log
     _allure_labels(request.node, state)
     state.target.ensure_reachable()
@@ -348,6 +367,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "target": state.meta["target"],
         "embedded": state.meta["embedded"],
         "quirks": state.meta["quirks"],
+        "options": protocols.get(state.protocol).public(state.options),
         "strict": state.strict,
         "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "duration_s": round(time.monotonic() - state.t0, 3),

@@ -15,11 +15,12 @@ fault (a violation) or the target being gone (an error).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from conformance.client import Connection, WireLog, probe
+from conformance.plugin import Plugin
 from conformance.suite.case import Violation
 
 
@@ -31,11 +32,11 @@ class TargetUnresponsive(Exception):
 class Target:
     host: str
     port: int
-    protocol: str
-    codec: ModuleType
+    plugin: Plugin
     revision: str
     timeout: float
-    compression: str = "none"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The protocol's ``run`` options (credentials, what the target is configured for)."""
     dead: str | None = None
     probed: bool = False
     probe_timeout: float = field(init=False)
@@ -47,12 +48,22 @@ class Target:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def protocol(self) -> str:
+        return self.plugin.name
+
     def check_alive(self, first: bool = False) -> None:
         """Raise TargetUnresponsive if the target is known dead or fails a fresh probe."""
         if self.dead is None:
             timeout = self.timeout if first else self.probe_timeout
+            plugin = self.plugin
             why = probe(
-                self.host, self.port, self.codec.PROBE_REQUEST, self.codec.new_deframer(), timeout
+                self.host,
+                self.port,
+                plugin.frame(plugin.probe_request),
+                plugin.new_deframer(),
+                timeout,
+                plugin.open(self.options),
             )
             if why is not None:
                 self.dead = f"target {self.address} is unresponsive: {why}"
@@ -80,18 +91,23 @@ class CaseContext:
         return self.target.timeout
 
     @property
-    def compression(self) -> str:
-        return self.target.compression
+    def options(self) -> Mapping[str, Any]:
+        """The protocol's ``run`` options, e.g. ``options["compression"]`` for Cursus."""
+        return self.target.options
 
-    def connect(self) -> Connection:
+    def connect(self, *, open_session: bool = True) -> Connection:
+        """A new connection to the target, its session opened first (a login) unless
+        ``open_session`` is false (for cases about what comes before it)."""
         conn = Connection(
             self.target.host,
             self.target.port,
-            deframer=self.target.codec.new_deframer(),
+            deframer=self.target.plugin.new_deframer(),
             log=self.log,
             timeout=self.target.timeout,
         )
         self._conns.append(conn)
+        if open_session:
+            conn.open(self.target.plugin.open(self.target.options))
         return conn
 
     def name(self, base: str) -> str:

@@ -36,14 +36,8 @@ from conformance.protocols.cursus.messages import (
     Reply,
     Request,
 )
-from conformance.vectors import (
-    REPLY_KINDS,
-    Vector,
-    VectorError,
-    from_message,
-    load,
-    to_message,
-)
+from conformance.protocols.cursus.vectors import REPLY_KINDS, from_message, to_message
+from conformance.vectors import Vector, VectorError, load
 from tests.support import broker
 from tests.support.cursus_client import CursusTestClient
 

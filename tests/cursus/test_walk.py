@@ -1,4 +1,5 @@
-"""The tolerant batch walk, and the minimizer's structural shrinks built on it."""
+"""The tolerant batch walk, the Cursus frame annotator built on it, and the minimizer's
+structural shrinks derived from the annotation (:func:`conformance.plugin.shrinks`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.plugin import shrinks
 from conformance.protocols.cursus import codec, strategies
-from conformance.protocols.cursus.fuzzing import CursusFuzzing
+from conformance.protocols.cursus.annotate import annotate
 from conformance.protocols.cursus.messages import Batch
 from conformance.protocols.cursus.walk import walk
 
-PROTO = CursusFuzzing()
+
+def smaller(payload: bytes) -> list[bytes]:
+    return shrinks(payload, annotate(payload))
 
 
 @given(strategies.batches())
@@ -40,19 +44,47 @@ def test_walk_is_none_for_text() -> None:
 @given(strategies.batches(max_messages=3))
 def test_dropping_a_message_keeps_the_batch_valid(batch: Batch) -> None:
     data = codec.encode_batch(batch)
-    smaller = PROTO.smaller(data)
-    assert all(len(s) < len(data) for s in smaller)
-    for i in range(len(batch.messages)):  # the first candidates drop message i
-        dropped = replace(batch, messages=batch.messages[:i] + batch.messages[i + 1 :])
-        assert codec.decode_batch(smaller[i]) == dropped
+    found = smaller(data)
+    assert all(len(s) < len(data) for s in found)
+    drops = {
+        replace(batch, messages=batch.messages[:i] + batch.messages[i + 1 :])
+        for i in range(len(batch.messages))
+    }
+    # the first candidates drop one message each (identical messages give one variant)
+    assert {codec.decode_batch(v) for v in found[: len(drops)]} == drops
 
 
 def test_a_command_loses_one_token_at_a_time() -> None:
-    assert PROTO.smaller(b"CONSUME t 0 5") == [b"CONSUME 0 5", b"CONSUME t 5", b"CONSUME t 0"]
+    assert smaller(b"CONSUME t 0 5") == [b"CONSUME 0 5", b"CONSUME t 5", b"CONSUME t 0"]
 
 
 def test_no_shrink_of_a_count_that_cannot_shrink() -> None:
     batch = codec.encode_batch(Batch("t", "0", "1", False, 0, 0, ()))
     at = len(batch) - 4  # messageCount is the last field of an empty batch
     lowest = batch[:at] + (-(2**31)).to_bytes(4, "big", signed=True)
-    assert all(len(s) < len(lowest) for s in PROTO.smaller(lowest))  # and no OverflowError
+    assert all(len(s) < len(lowest) for s in smaller(lowest))  # and no OverflowError
+
+
+@given(strategies.batches(max_messages=3))
+def test_emptying_a_string_keeps_the_batch_valid(batch: Batch) -> None:
+    data = codec.encode_batch(batch)
+    for variant in smaller(data):
+        decoded = codec.decode_batch(variant)  # every length or count rewritten consistently
+        assert len(decoded.messages) in (len(batch.messages), len(batch.messages) - 1)
+
+
+def test_the_annotation_names_and_places_each_field() -> None:
+    data = codec.encode_batch(Batch("orders", "2", "1", False, 0, 0, ()))
+    spans = {s.name: s for s in annotate(data)}
+    assert data[spans["topic"].start : spans["topic"].end] == b"orders"
+    assert spans["topic.len"].value == 6 and spans["topic.len"].counts == (4, 10)
+    assert spans["message_count"].value == 0 and spans["message_count"].end == len(data)
+    tokens = [(s.name, s.value) for s in annotate(b"CONSUME t 0 5")]
+    assert tokens == [("command", "CONSUME"), ("topic", "t"), ("partition", "0"), ("offset", "5")]
+
+
+def test_a_whole_frame_is_annotated_after_its_prefix() -> None:
+    from conformance import protocols
+
+    spans = protocols.get("cursus").annotate_frame(codec.frame(b"LIST"))
+    assert [(s.name, s.start, s.end) for s in spans] == [("length", 0, 4), ("command", 4, 8)]

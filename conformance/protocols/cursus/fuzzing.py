@@ -40,7 +40,9 @@ from scapy.packet import Packet, fuzz
 
 from conformance.errors import ProtocolError
 from conformance.fuzz.case import FuzzCase, Pool, StructureMutator
+from conformance.plugin import FieldSpan, Opening
 from conformance.protocols.cursus import codec, layers, strategies
+from conformance.protocols.cursus.annotate import annotate
 from conformance.protocols.cursus.messages import (
     FRAME_LIMIT,
     MAGIC,
@@ -48,7 +50,6 @@ from conformance.protocols.cursus.messages import (
     Command,
     Message,
 )
-from conformance.protocols.cursus.walk import LENGTH_SIZES, walk
 from conformance.wire.framing import LengthPrefixDeframer
 
 POOL_BATCHES = 48
@@ -307,26 +308,11 @@ class CursusFuzzing:
             return "CUR-ACK-1" if codec.is_batch(payload) else "CUR-TEXT-1"
         return "CUR-FRAME-3" if deframer.error is not None else "CUR-FRAME-4"
 
-    def smaller(self, payload: bytes) -> list[bytes]:
-        """Structurally smaller variants of ``payload``, for the minimizer: a batch without
-        one of its messages (messageCount adjusted) or with a string emptied; a command
-        without one of its tokens."""
-        found = walk(payload)
-        if found is None:
-            tokens = payload.split(b" ")
-            return [b" ".join(tokens[:i] + tokens[i + 1 :]) for i in range(1, len(tokens))]
-        out = []
-        count = found.field("message_count")
-        if count is not None and count.value > 0:
-            new_count = (count.value - 1).to_bytes(4, "big", signed=True)
-            for start, end in found.messages():
-                cut = payload[:start] + payload[end:]
-                out.append(cut[: count.start] + new_count + cut[count.end :])
-        for span in found.spans:
-            if span.kind in LENGTH_SIZES and span.value > 0 and span.end <= len(payload):
-                empty = bytes(LENGTH_SIZES[span.kind])
-                out.append(payload[: span.start] + empty + payload[span.end :])
-        return out
+    def annotate(self, payload: bytes) -> list[FieldSpan]:
+        return annotate(payload)
+
+    def opening(self) -> Opening | None:
+        return None  # a Cursus connection needs nothing before its first request
 
     def describe(self, payload: bytes) -> str:
         return codec.describe("send", payload)

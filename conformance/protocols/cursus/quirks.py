@@ -20,18 +20,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from conformance.plugin import QuirkSpec, UnknownQuirk
 from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
 from conformance.protocols.cursus.walk import has_negative_payload_len
-
-
-@dataclass(frozen=True)
-class QuirkSpec:
-    name: str
-    kind: str  # "spec" or "fault"
-    area: str
-    breaks: tuple[str, ...]
-    description: str
-
 
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
@@ -138,10 +129,6 @@ BURST_FRAMES = 16
 
 CRASH_EXIT_CODE = 70
 """Exit code of the process when ``crash-on-negative-payload-len`` fires."""
-
-
-class UnknownQuirk(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from conformance.suite.target import CaseContext
 
 
 def _needs_gzip(target: CaseContext) -> None:
-    if target.compression != "gzip":
+    if target.options.get("compression") != "gzip":
         unsupported("the target is not configured for gzip (--compression gzip)", "CUR-COMP-1")
 
 

@@ -1,0 +1,71 @@
+"""The Cursus frame annotator: a payload's fields with names and byte spans.
+
+A batch (0xBA7C) is annotated field by field from the tolerant :func:`walk`, so a
+malformed batch is annotated as far as its bytes go: each length-prefixed string is a
+``.len`` field (counting the bytes after it) and the string itself, each message's fields
+are named ``message[i].<field>``, and ``message_count`` lists the messages it counts.  A
+text command is annotated token by token, named after the command's declared arguments;
+every token but the command word can be dropped (with the space before it).  Anything else
+(a gzip body, a JSON ack, a text reply) is one field.
+"""
+
+from __future__ import annotations
+
+from conformance.plugin import FieldSpan
+from conformance.protocols.cursus.messages import COMMANDS, GZIP_MAGIC
+from conformance.protocols.cursus.walk import LENGTH_SIZES, Span, walk
+
+SHOWN = 64
+"""Characters of a string field's value kept in its annotation."""
+
+_SIGNED = ("i32", "i64", "bytes32")
+
+
+def annotate(payload: bytes) -> list[FieldSpan]:
+    found = walk(payload)
+    if found is not None:
+        messages = tuple(found.messages())
+        out: list[FieldSpan] = []
+        for s in found.spans:
+            out += _batch_field(payload, s, messages)
+        return out
+    if payload[:2] == GZIP_MAGIC:
+        return [FieldSpan("gzip body", 0, len(payload), f"{len(payload)} bytes")]
+    if payload[:1] in (b"{", b"[") or not payload:
+        return [FieldSpan("reply", 0, len(payload), _text(payload))] if payload else []
+    return _tokens(payload)
+
+
+def _name(s: Span) -> str:
+    return s.name if s.message < 0 else f"message[{s.message}].{s.name}"
+
+
+def _text(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= SHOWN else text[:SHOWN] + "..."
+
+
+def _batch_field(payload: bytes, s: Span, messages: tuple[tuple[int, int], ...]) -> list[FieldSpan]:
+    signed = s.kind in _SIGNED
+    if s.kind not in LENGTH_SIZES:
+        items = messages if s.name == "message_count" and s.message < 0 else ()
+        return [FieldSpan(_name(s), s.start, s.end, s.value, items=items, signed=signed)]
+    head = s.start + LENGTH_SIZES[s.kind]
+    counts = (head, s.end) if s.value >= 0 else None
+    out = [FieldSpan(_name(s) + ".len", s.start, head, s.value, counts=counts, signed=signed)]
+    if s.end > head:
+        out.append(FieldSpan(_name(s), head, s.end, _text(payload[head : s.end])))
+    return out
+
+
+def _tokens(payload: bytes) -> list[FieldSpan]:
+    tokens = payload.split(b" ")
+    spec = COMMANDS.get(tokens[0].decode("utf-8", "replace"))
+    names = [a.name for a in spec.args] if spec else []
+    out = [FieldSpan("command", 0, len(tokens[0]), _text(tokens[0]))]
+    pos = len(tokens[0])
+    for i, token in enumerate(tokens[1:]):
+        name = names[i] if i < len(names) else f"arg{i + 1}"
+        out.append(FieldSpan(name, pos, pos + 1 + len(token), _text(token), droppable=True))
+        pos += 1 + len(token)
+    return out

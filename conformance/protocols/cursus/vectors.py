@@ -1,0 +1,260 @@
+"""The Cursus vector schema: what a Cursus vector's ``decoded`` and ``reply`` hold.
+
+``decoded`` is the plain-data form of a Cursus message (:func:`to_message` builds the
+message, :func:`from_message` gives the form back), keyed by ``kind``: ``command``
+(``name``, ``args``) and ``batch`` for requests; ``batch``, ``ack``, ``error``,
+``special``, ``ok``, ``topics`` and ``text`` for replies.  A ``reply`` is compared on the
+keys it gives (``topics`` as a subset: other vectors of a file create topics too).  The
+extra key ``compression: gzip`` decodes a request payload with gzip enabled; such a
+vector says ``encode_exact: false`` (gzip output is not unique).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from conformance.plugin import SchemaError
+from conformance.protocols.cursus import codec
+from conformance.protocols.cursus.messages import (
+    ACK_FIELDS,
+    COMMANDS,
+    Batch,
+    BatchAck,
+    Command,
+    ErrorReply,
+    Message,
+    OkReply,
+    Reply,
+    Request,
+    SpecialReply,
+    TextReply,
+    TopicList,
+)
+from conformance.vectors import mismatches, parse_hex
+
+REQUEST_KINDS = ("command", "batch")
+REPLY_KINDS = ("batch", "ack", "error", "special", "ok", "topics", "text")
+COMPRESSIONS = ("gzip",)
+
+_MESSAGE_INTS = ("offset", "seq_num", "epoch", "schema_version", "aggregate_version")
+_MESSAGE_STRS = ("producer_id", "key", "event_type", "metadata")
+_BATCH_KEYS = ("kind", *(f.name for f in fields(Batch)))
+_REPLY_KEYS: dict[str, tuple[str, ...]] = {
+    "batch": _BATCH_KEYS,
+    "ack": ("kind", *(name for name, _ in ACK_FIELDS)),
+    "error": ("kind", "code", "text"),
+    "special": ("kind", "name", "text"),
+    "ok": ("kind", "fields"),
+    "topics": ("kind", "topics"),
+    "text": ("kind", "text"),
+}
+
+# ------------------------------------------------------------------- converters
+
+
+def _want(d: Mapping[str, Any], key: str, typ: type, default: Any = None) -> Any:
+    if key not in d:
+        if default is None:
+            raise ValueError(f"missing key {key!r}")
+        return default
+    v = d[key]
+    if typ is int and (isinstance(v, bool) or not isinstance(v, int)):
+        raise ValueError(f"key {key!r} must be an integer, got {v!r}")
+    if not isinstance(v, typ):
+        raise ValueError(f"key {key!r} must be a {typ.__name__}, got {v!r}")
+    return v
+
+
+def _only(d: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    for key in d:
+        if key not in allowed:
+            raise ValueError(f"unknown key {key!r} in {what} (allowed: {', '.join(allowed)})")
+
+
+def _message(d: Any) -> Message:
+    if not isinstance(d, Mapping):
+        raise ValueError(f"a message must be a mapping, got {d!r}")
+    allowed = (*_MESSAGE_INTS, *_MESSAGE_STRS, "payload", "payload_hex")
+    _only(d, allowed, "message")
+    if "payload" in d and "payload_hex" in d:
+        raise ValueError("give payload or payload_hex, not both")
+    if "payload_hex" in d:
+        payload = parse_hex(_want(d, "payload_hex", str))
+    else:
+        payload = _want(d, "payload", str, "").encode("utf-8")
+    values: dict[str, Any] = {k: _want(d, k, int, 0) for k in _MESSAGE_INTS}
+    values.update({k: _want(d, k, str, "") for k in _MESSAGE_STRS})
+    return Message(payload=payload, **values)
+
+
+def _batch(d: Mapping[str, Any]) -> Batch:
+    messages = _want(d, "messages", list, [])
+    return Batch(
+        topic=_want(d, "topic", str),
+        partition=_want(d, "partition", str, "0"),
+        acks=_want(d, "acks", str, "1"),
+        idempotent=_want(d, "idempotent", bool, False),
+        seq_start=_want(d, "seq_start", int, 0),
+        seq_end=_want(d, "seq_end", int, 0),
+        messages=tuple(_message(m) for m in messages),
+    )
+
+
+def _command(d: Mapping[str, Any]) -> Command:
+    name = _want(d, "name", str)
+    spec = COMMANDS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown command {name!r}")
+    args = _want(d, "args", list, [])
+    if len(args) != len(spec.args):
+        raise ValueError(f"{name} takes {len(spec.args)} argument(s), the vector gives {len(args)}")
+    values: list[Any] = []
+    for a, v in zip(spec.args, args, strict=True):
+        if a.kind in ("topic", "name"):
+            ok = isinstance(v, str)
+        elif a.kind == "offsets":
+            ok = isinstance(v, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(type(x) is int for x in p) for p in v
+            )
+            v = tuple((p[0], p[1]) for p in v) if ok else v
+        else:
+            ok = type(v) is int
+        if not ok:
+            raise ValueError(f"{name} argument {a.name} ({a.kind}) has the wrong type: {v!r}")
+        values.append(v)
+    return Command(name, tuple(values))
+
+
+def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, Mapping):
+        raise ValueError(f"fields must be a mapping, got {v!r}")
+    out = []
+    for k, x in v.items():
+        if isinstance(x, bool) or not isinstance(x, str | int):
+            raise ValueError(f"field {k!r} must be a string or an integer, got {x!r}")
+        out.append((str(k), str(x)))
+    return tuple(out)
+
+
+def to_message(decoded: Mapping[str, Any]) -> Request | Reply:
+    """Build the message a vector's ``decoded`` mapping describes; ValueError if malformed."""
+    if not isinstance(decoded, Mapping):
+        raise ValueError(f"decoded must be a mapping, got {decoded!r}")
+    kind = decoded.get("kind")
+    if kind == "command":
+        _only(decoded, ("kind", "name", "args"), "command")
+        return _command(decoded)
+    if kind not in _REPLY_KEYS:
+        raise ValueError(f"unknown kind {kind!r} (one of command, {', '.join(_REPLY_KEYS)})")
+    _only(decoded, _REPLY_KEYS[kind], kind)
+    if kind == "batch":
+        return _batch(decoded)
+    if kind == "ack":
+        values: dict[str, Any] = {"status": _want(decoded, "status", str)}
+        for name, typ in ACK_FIELDS[1:]:
+            values[name] = _want(decoded, name, typ, getattr(BatchAck("OK"), name))
+        return BatchAck(**values)
+    if kind == "error":
+        return ErrorReply(_want(decoded, "code", str), _want(decoded, "text", str))
+    if kind == "special":
+        return SpecialReply(_want(decoded, "name", str), _want(decoded, "text", str))
+    if kind == "ok":
+        return OkReply(_str_map(decoded.get("fields", {})))
+    if kind == "topics":
+        topics = _want(decoded, "topics", list)
+        if not all(isinstance(t, str) for t in topics):
+            raise ValueError(f"topics must be strings, got {topics!r}")
+        return TopicList(tuple(topics))
+    return TextReply(_want(decoded, "text", str))
+
+
+def _plain_message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(Message):
+        v = getattr(m, f.name)
+        if f.name == "payload":
+            try:
+                out["payload"] = v.decode("utf-8")
+            except UnicodeDecodeError:
+                out["payload_hex"] = v.hex()
+        else:
+            out[f.name] = v
+    return out
+
+
+def from_message(msg: Request | Reply) -> dict[str, Any]:
+    """The plain-data form of a message (every field given), as ``decoded`` spells it."""
+    if isinstance(msg, Command):
+        args = [[list(p) for p in a] if isinstance(a, tuple) else a for a in msg.args]
+        return {"kind": "command", "name": msg.name, "args": args}
+    if isinstance(msg, Batch):
+        out: dict[str, Any] = {"kind": "batch"}
+        out.update({k: getattr(msg, k) for k in _BATCH_KEYS[1:-1]})
+        out["messages"] = [_plain_message(m) for m in msg.messages]
+        return out
+    if isinstance(msg, BatchAck):
+        return {"kind": "ack", **{name: getattr(msg, name) for name, _ in ACK_FIELDS}}
+    if isinstance(msg, ErrorReply):
+        return {"kind": "error", "code": msg.code, "text": msg.text}
+    if isinstance(msg, SpecialReply):
+        return {"kind": "special", "name": msg.kind, "text": msg.text}
+    if isinstance(msg, OkReply):
+        return {"kind": "ok", "fields": dict(msg.fields)}
+    if isinstance(msg, TopicList):
+        return {"kind": "topics", "topics": list(msg.topics)}
+    return {"kind": "text", "text": msg.text}
+
+
+class CursusVectors:
+    """The :class:`conformance.plugin.VectorSchema` of Cursus."""
+
+    extra_keys: tuple[str, ...] = ("compression",)
+
+    def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
+        decoded = raw.get("decoded")
+        if decoded is not None:
+            try:
+                to_message(decoded)
+            except ValueError as exc:
+                raise SchemaError("decoded", str(exc)) from None
+            kinds = REQUEST_KINDS if direction == "request" else REPLY_KINDS
+            if decoded["kind"] not in kinds:
+                raise SchemaError("decoded", f"kind {decoded['kind']!r} is not a {direction} kind")
+        compression = raw.get("compression")
+        if compression is not None and compression not in COMPRESSIONS:
+            raise SchemaError(
+                "compression", f"{compression!r} is not one of {', '.join(COMPRESSIONS)}"
+            )
+        if compression is not None and direction != "request":
+            raise SchemaError("compression", "only requests are compressed")
+        if compression and decoded is not None and raw.get("encode_exact", True):
+            raise SchemaError("encode_exact", "a compressed vector must say encode_exact: false")
+        reply = raw.get("reply")
+        if reply is not None:
+            if not isinstance(reply, Mapping) or reply.get("kind") not in REPLY_KINDS:
+                raise SchemaError(
+                    "reply", f"must be a mapping whose kind is one of {', '.join(REPLY_KINDS)}"
+                )
+            for key in reply:
+                if key not in _REPLY_KEYS[reply["kind"]]:
+                    raise SchemaError("reply", f"unknown key {key!r} for a {reply['kind']} reply")
+        return {"compression": compression} if compression else {}
+
+    def to_message(self, decoded: Mapping[str, Any]) -> Request | Reply:
+        return to_message(decoded)
+
+    def from_message(self, message: Any) -> dict[str, Any]:
+        return from_message(message)
+
+    def reply_mismatch(self, expected: Mapping[str, Any], payload: bytes) -> str | None:
+        try:
+            got = codec.decode_reply(payload)
+        except codec.CursusError as exc:
+            return f"the reply does not decode: {exc}"
+        problems = mismatches(expected, from_message(got), "reply", subset=("topics",))
+        return "; ".join(problems) or None
+
+
+SCHEMA = CursusVectors()

@@ -1,0 +1,149 @@
+"""The toy protocol: codec, broker front-end, session opener, fuzz plug-in (sans-IO)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.engine import Engine, EngineError, NewRecord
+from conformance.errors import ProtocolError
+from conformance.fuzz.case import FuzzCase, Pool
+from conformance.plugin import FieldSpan, Opening, ServeConfig, SessionRefused
+from conformance.server import Outcome
+from conformance.wire.framing import LengthPrefixDeframer
+
+LIMIT = 1 << 20
+CANARY = "__canary"
+
+
+def new_deframer() -> LengthPrefixDeframer:
+    return LengthPrefixDeframer(order="<", includes_self=True, max_frame=LIMIT)
+
+
+def frame(payload: bytes, length: int | None = None) -> bytes:
+    n = len(payload) + 4 if length is None else length
+    return n.to_bytes(4, "little") + payload
+
+
+def describe(direction: str, data: bytes) -> str:
+    return repr(data[:40])
+
+
+def annotate(payload: bytes) -> list[FieldSpan]:
+    words, out, pos = payload.split(b" "), [], 0
+    for i, w in enumerate(words):
+        start = pos if i == 0 else pos - 1
+        out.append(
+            FieldSpan(f"word{i}", start, pos + len(w), w.decode(errors="replace"), droppable=i > 0)
+        )
+        pos += len(w) + 1
+    return out
+
+
+def opening(options: Mapping[str, Any]) -> Opening:
+    reply = yield frame(b"HELLO " + str(options["toy_password"]).encode())
+    if reply != b"OK":
+        raise SessionRefused(f"HELLO was answered {reply!r}")
+
+
+class Session:
+    def __init__(self, front: Frontend) -> None:
+        self.front, self.logged_in = front, False
+
+    def received(self, count: int) -> None: ...
+
+    def closed(self) -> None: ...
+
+    def handle(self, payload: bytes) -> Outcome:
+        return Outcome([frame(self.reply(payload.split(b" ")))])
+
+    def reply(self, words: list[bytes]) -> bytes:
+        engine, quirks = self.front.engine, self.front.config.quirks
+        if words[0] == b"HELLO":
+            self.logged_in = words[1:] == [self.front.config.options["toy_password"].encode()]
+            return b"OK" if self.logged_in else b"NO"
+        if not self.logged_in:
+            return b"ERR login first"
+        try:
+            if words[0] == b"PING" and len(words) == 1:
+                return b"PONG"
+            if words[0] == b"PUT" and len(words) == 3:
+                if b"\0" in words[2] and "crash-on-nul-value" in quirks:
+                    os._exit(70)
+                topic = words[1].decode()
+                if topic not in {t.name for t in engine.list_topics()}:
+                    engine.create_topic(topic, 1)
+                return b"OK %d" % engine.append(topic, 0, [NewRecord(b"", words[2])]).last_offset
+            if words[0] == b"GET" and len(words) == 3:
+                offset = int(words[2]) + ("get-off-by-one" in quirks)
+                got = engine.read(words[1].decode(), 0, offset, 1)
+                return b"VAL " + got[0].value if got else b"NONE"
+        except (EngineError, ValueError) as exc:
+            return b"ERR " + str(exc).encode()
+        return b"ERR unknown request"
+
+
+class Frontend:
+    name = "toy"
+
+    def __init__(self, engine: Engine, config: ServeConfig) -> None:
+        self.engine, self.config = engine, config
+
+    def new_deframer(self) -> LengthPrefixDeframer:
+        return new_deframer()
+
+    def new_session(self, peer: str) -> Session:
+        return Session(self)
+
+    def framing_error(self, exc: ProtocolError) -> Outcome:
+        return Outcome([frame(b"ERR bad frame")], close=True)
+
+    def add_change_listener(self, callback: Any) -> Any:
+        return self.engine.add_listener(lambda _t, _p: callback())
+
+    def set_address(self, host: str, port: int) -> None: ...
+
+
+class Fuzzing:
+    name, frame_limit, canary_topic, probe_payload = "toy", LIMIT, CANARY, b"PING"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self.options = options
+        self.structure_mutators: dict[str, Any] = {}  # the generic mutators only
+
+    frame = staticmethod(frame)
+    new_deframer = staticmethod(new_deframer)
+    describe = staticmethod(lambda payload: repr(payload[:40]))
+    annotate = staticmethod(annotate)
+
+    def pool(self, seed: int) -> Pool:
+        rng = random.Random(seed)
+        return Pool(
+            [b"PING", b"GET fuzz 0"] + [b"PUT fuzz v%d" % rng.randrange(99) for _ in range(6)]
+        )
+
+    def opening(self) -> Opening:
+        return opening(self.options)
+
+    def owes_reply(self, payload: bytes) -> bool:
+        return True
+
+    def setup_payloads(self) -> Sequence[bytes]:
+        return [b"PUT fuzz first", b"PUT " + CANARY.encode() + b" first"]
+
+    def canary_produce(self, values: Sequence[bytes]) -> bytes:
+        return b"PUT " + CANARY.encode() + b" " + values[0].replace(b" ", b"_")
+
+    def canary_acked(self, reply: bytes) -> int | None:
+        return int(reply[3:]) if reply.startswith(b"OK ") else None
+
+    def canary_consume(self, offset: int) -> bytes:
+        return b"GET %s %d" % (CANARY.encode(), offset)
+
+    def canary_values(self, reply: bytes) -> list[bytes]:
+        return [reply[4:].replace(b"_", b" ")] if reply.startswith(b"VAL ") else []
+
+    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
+        return {"CORRUPTION": "TOY-GET-1", "BAD_REPLY": "TOY-FRAME-1"}.get(finding, "TOY-PUT-1")

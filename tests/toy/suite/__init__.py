@@ -1,0 +1,1 @@
+"""The toy protocol's conformance cases (run by `conformance run --protocol toy`)."""
