@@ -1,6 +1,7 @@
 """The broker core: protocol-agnostic, I/O-free but for its optional journal.
 
-Partition logs with high watermarks and idempotent producers, consumer groups (members,
+Partition logs with high watermarks and idempotent producers (under a per-append
+:class:`IdempotencePolicy`: ``STRICT`` or ``DEDUPE_ONLY``), consumer groups (members,
 generations, session expiry, assignors), committed offsets, and a durable journal.  Every
 front-end codes against the names re-exported here.
 """
@@ -8,6 +9,7 @@ front-end codes against the names re-exported here.
 from conformance.engine.engine import Engine
 from conformance.engine.errors import EngineError
 from conformance.engine.groups import ASSIGNORS, range_assign, roundrobin_assign
+from conformance.engine.log import DEDUPE_ONLY, STRICT, IdempotencePolicy
 from conformance.engine.records import (
     AppendResult,
     HeartbeatStatus,
@@ -21,10 +23,13 @@ from conformance.engine.store import JournalError
 
 __all__ = [
     "ASSIGNORS",
+    "DEDUPE_ONLY",
+    "STRICT",
     "AppendResult",
     "Engine",
     "EngineError",
     "HeartbeatStatus",
+    "IdempotencePolicy",
     "JoinResult",
     "JournalError",
     "NewRecord",

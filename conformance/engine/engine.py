@@ -6,6 +6,13 @@ check the request (raising EngineError), build the operation (see ops.py), write
 journal when there is one, then apply it; recovery applies the journal's operations with
 the same code, so what is recovered is what was acknowledged.
 
+Idempotent appends are checked under an :class:`~conformance.engine.log.IdempotencePolicy`
+passed with each call, because one engine serves several protocols at once and each
+document states its own rules.  The default is ``STRICT`` (fencing, sequence order, a range
+that numbers the records: Kafka's idempotent producer); a front-end whose document states
+none of these passes ``DEDUPE_ONLY`` (see log.py).  A committed offset may lie past the
+high watermark (Kafka accepts any committed offset too); it must only be in 0..2**63-1.
+
 Group sessions need no timer: ``expire_members`` runs at the start of every group and
 offset operation and drops members silent for longer than ``session_timeout_s`` by
 ``clock``.  Session times are not durable: after a restart every member's session starts
@@ -33,7 +40,7 @@ from conformance.engine.errors import (
     EngineError,
 )
 from conformance.engine.groups import Group, Member, assignor_named
-from conformance.engine.log import PartitionLog, Topic
+from conformance.engine.log import STRICT, IdempotencePolicy, PartitionLog, Topic
 from conformance.engine.ops import Append, Commit, CreateTopic, DeleteTopic, Op
 from conformance.engine.records import (
     AppendResult,
@@ -48,6 +55,7 @@ from conformance.engine.state import Inconsistent, State, group_state
 from conformance.engine.store import Journal, JournalError, ReplayStats
 
 MAX_PARTITIONS = 10_000
+MAX_OFFSET = 2**63 - 1  # offsets are int64 in the journal and in every protocol
 COMPACT_AFTER_DEAD_OPS = 10_000  # superseded group/offset operations that trigger compaction
 
 Listener = Callable[[str, int], None]
@@ -181,12 +189,19 @@ class Engine:
         partition: int,
         records: Sequence[NewRecord],
         producer: ProducerBatch | None = None,
+        *,
+        policy: IdempotencePolicy = STRICT,
     ) -> AppendResult:
+        """Append ``records``; with ``producer``, idempotently under ``policy``.
+
+        An exact resend of a remembered range is acknowledged with its original offsets
+        (``duplicate=True``) and not stored; ``producer_epoch`` is the highest epoch the
+        partition has seen for the producer (0 without a producer)."""
         log = self._log(topic, partition)
         if not records:
             raise EngineError(INVALID_ARGUMENT, f"an append to {topic}/{partition} needs records")
         if producer is not None:
-            duplicate = log.check_producer(f"{topic}/{partition}", producer, len(records))
+            duplicate = log.check_producer(f"{topic}/{partition}", producer, len(records), policy)
             if duplicate is not None:
                 return duplicate
         base, ts = log.high_watermark, now_ms()
@@ -195,15 +210,16 @@ class Engine:
                 Record(base + i, r.key, r.value, r.headers, ts) for i, r in enumerate(records)
             )
         else:
-            pid, epoch, seq = producer.producer_id, producer.epoch, producer.seq_start
+            pid, epoch = producer.producer_id, producer.epoch
+            seqs = _sequences(producer, len(records))
             stored = tuple(
-                Record(base + i, r.key, r.value, r.headers, ts, pid, epoch, seq + i)
+                Record(base + i, r.key, r.value, r.headers, ts, pid, epoch, seqs[i])
                 for i, r in enumerate(records)
             )
         self._write(Append(topic, partition, base, stored, producer))
         for listener in list(self._listeners):
             listener(topic, partition)
-        epoch = producer.epoch if producer is not None else 0
+        epoch = log.producers[producer.producer_id].epoch if producer is not None else 0
         return AppendResult(base, base + len(stored) - 1, epoch, duplicate=False)
 
     def read(self, topic: str, partition: int, offset: int, max_records: int) -> list[Record]:
@@ -337,12 +353,13 @@ class Engine:
     # ------------------------------------------------------------------ offsets
 
     def _check_offset(self, topic: str, partition: int, offset: int) -> None:
-        hwm = self._log(topic, partition).high_watermark
-        if not 0 <= offset <= hwm:
+        """The partition must exist; the offset may be past its high watermark."""
+        self._log(topic, partition)
+        if not 0 <= offset <= MAX_OFFSET:
             raise EngineError(
                 OFFSET_OUT_OF_RANGE,
-                f"cannot commit offset {offset} for {topic}/{partition}: it must be in 0..{hwm} "
-                "(the high watermark)",
+                f"cannot commit offset {offset} for {topic}/{partition}: a committed offset "
+                f"is in 0..{MAX_OFFSET}",
             )
 
     def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
@@ -368,6 +385,15 @@ class Engine:
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         g = self._groups.get(group)
         return None if g is None else g.offsets.get(topic, {}).get(partition)
+
+
+def _sequences(producer: ProducerBatch, count: int) -> list[int]:
+    """The sequence of each record: seq_start, seq_start + 1, ... when the range numbers the
+    records, else -1 for every record (a policy that lets such a range through stores the
+    batch, but its records have no sequence of their own)."""
+    if producer.seq_end - producer.seq_start + 1 == count:
+        return [producer.seq_start + i for i in range(count)]
+    return [-1] * count
 
 
 def _need_name(what: str, name: str) -> None:

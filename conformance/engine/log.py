@@ -2,14 +2,29 @@
 
 A partition log is a list of records whose offsets run 0, 1, 2, ... with no gaps; its high
 watermark is the next offset to be given.  Beside the records, each partition remembers per
-producer id the current epoch and the last ``REMEMBERED_RANGES`` sequence ranges it appended,
-so that a batch sent again is acknowledged with its original offsets and not stored twice.
+producer id the highest epoch it has seen and the last ``REMEMBERED_RANGES`` sequence ranges
+the producer appended, each with its epoch, so that a batch sent again is acknowledged with
+its original offsets and not stored twice.
 
-Rules for a batch (producer_id, epoch, seq_start..seq_end), checked in this order:
-  * no state for the producer, or a higher epoch: accepted whatever seq_start is;
-  * a lower epoch: PRODUCER_FENCED;
-  * same epoch, range equal to a remembered one: a duplicate (original offsets returned);
-  * same epoch, seq_start != last seq_end + 1: OUT_OF_ORDER_SEQUENCE.
+Which rules an idempotent batch (producer_id, epoch, seq_start..seq_end) is held to is an
+:class:`IdempotencePolicy`, chosen per append by the front-end from what its protocol's
+document states.  Checked in this order:
+
+  * ``range_must_number_records``: seq_end - seq_start + 1 must be the record count
+    (else INVALID_ARGUMENT);
+  * no state for the producer: accepted whatever seq_start is;
+  * ``fence_lower_epochs``: an epoch below the highest seen is PRODUCER_FENCED;
+  * a remembered range with the same epoch, seq_start and seq_end: a duplicate
+    (original offsets returned, nothing stored) -- under every policy;
+  * ``require_next_sequence``: at the highest epoch, seq_start must follow the last
+    seq_end of that epoch (else OUT_OF_ORDER_SEQUENCE); a new epoch starts anywhere.
+
+``STRICT`` holds all three rules (Kafka's idempotent producer); ``DEDUPE_ONLY`` none of
+them, for a document that states no sequence rule (Cursus ``doc``): a gap, an overlap, a
+lower epoch or a range that does not number the records is stored like any batch.  How a
+batch is remembered does not depend on the policy, so replaying the journal (which does
+not record the policy) rebuilds the same state: the tracked epoch only ever goes up, and
+every stored idempotent batch is remembered under its own epoch.
 """
 
 from __future__ import annotations
@@ -30,18 +45,39 @@ REMEMBERED_RANGES = 5
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencePolicy:
+    """The rules an idempotent append is held to beside deduplication of exact resends."""
+
+    fence_lower_epochs: bool
+    require_next_sequence: bool
+    range_must_number_records: bool
+
+
+STRICT = IdempotencePolicy(
+    fence_lower_epochs=True, require_next_sequence=True, range_must_number_records=True
+)
+"""Every rule: the engine's default (Kafka's idempotent producer)."""
+
+DEDUPE_ONLY = IdempotencePolicy(
+    fence_lower_epochs=False, require_next_sequence=False, range_must_number_records=False
+)
+"""No rule: only an exact resend of a remembered (epoch, seq_start, seq_end) is caught."""
+
+
+@dataclass(frozen=True, slots=True)
 class SeqRange:
-    """A remembered append: its sequence numbers and the offsets they were stored at."""
+    """A remembered append: its sequence numbers and epoch, and the offsets it was stored at."""
 
     seq_start: int
     seq_end: int
     base_offset: int
     last_offset: int
+    epoch: int
 
 
 @dataclass
 class ProducerState:
-    epoch: int
+    epoch: int  # the highest epoch seen
     ranges: deque[SeqRange] = field(default_factory=lambda: deque(maxlen=REMEMBERED_RANGES))
 
 
@@ -67,35 +103,38 @@ class PartitionLog:
             )
         return self.records[offset : offset + max_records]
 
-    def check_producer(self, where: str, batch: ProducerBatch, count: int) -> AppendResult | None:
-        """Refuse a fenced or out-of-order batch; return the original result of a duplicate;
+    def check_producer(
+        self, where: str, batch: ProducerBatch, count: int, policy: IdempotencePolicy
+    ) -> AppendResult | None:
+        """Refuse what ``policy`` refuses; return the original result of a duplicate;
         None when the batch is new and may be appended."""
-        if batch.seq_end - batch.seq_start + 1 != count:
+        if policy.range_must_number_records and batch.seq_end - batch.seq_start + 1 != count:
             raise EngineError(
                 INVALID_ARGUMENT,
                 f"sequences {batch.seq_start}..{batch.seq_end} do not number the {count} "
                 f"record(s) of the batch",
             )
         state = self.producers.get(batch.producer_id)
-        if state is None or batch.epoch > state.epoch:
+        if state is None:
             return None
-        if batch.epoch < state.epoch:
+        if policy.fence_lower_epochs and batch.epoch < state.epoch:
             raise EngineError(
                 PRODUCER_FENCED,
                 f"producer {batch.producer_id!r} sent epoch {batch.epoch} to {where}, "
                 f"but epoch {state.epoch} is already in use",
             )
         for r in state.ranges:
-            if r.seq_start == batch.seq_start and r.seq_end == batch.seq_end:
+            if (r.epoch, r.seq_start, r.seq_end) == (batch.epoch, batch.seq_start, batch.seq_end):
                 return AppendResult(r.base_offset, r.last_offset, state.epoch, duplicate=True)
-        expected = state.ranges[-1].seq_end + 1 if state.ranges else batch.seq_start
-        if batch.seq_start != expected:
-            raise EngineError(
-                OUT_OF_ORDER_SEQUENCE,
-                f"producer {batch.producer_id!r} epoch {batch.epoch} sent sequences "
-                f"{batch.seq_start}..{batch.seq_end} to {where}; the next sequence must be "
-                f"{expected}",
-            )
+        if policy.require_next_sequence and batch.epoch == state.epoch:
+            last = next((r for r in reversed(state.ranges) if r.epoch == state.epoch), None)
+            if last is not None and batch.seq_start != last.seq_end + 1:
+                raise EngineError(
+                    OUT_OF_ORDER_SEQUENCE,
+                    f"producer {batch.producer_id!r} epoch {batch.epoch} sent sequences "
+                    f"{batch.seq_start}..{batch.seq_end} to {where}; the next sequence must "
+                    f"be {last.seq_end + 1}",
+                )
         return None
 
     def extend(self, records: tuple[Record, ...], producer: ProducerBatch | None) -> None:
@@ -105,11 +144,13 @@ class PartitionLog:
         if producer is None:
             return
         state = self.producers.get(producer.producer_id)
-        if state is None or state.epoch != producer.epoch:
+        if state is None:
             state = ProducerState(producer.epoch)
             self.producers[producer.producer_id] = state
+        state.epoch = max(state.epoch, producer.epoch)
+        last = base + len(records) - 1
         state.ranges.append(
-            SeqRange(producer.seq_start, producer.seq_end, base, base + len(records) - 1)
+            SeqRange(producer.seq_start, producer.seq_end, base, last, producer.epoch)
         )
 
 

@@ -5,6 +5,10 @@ applied; recovery applies the same operations in the same order.  The encoding i
 little-endian binary: strings are ``[u32 length][UTF-8]``, bytes ``[u32 length][bytes]``,
 and the first byte of a payload names the operation.  Offsets inside an Append are not
 stored per record: they run from ``base_offset``.
+
+A ProducerSnapshot is written as type 7, whose ranges carry their own epoch.  Type 6, the
+older form without per-range epochs, is still read: every range it holds was appended at
+the snapshot's epoch (the engine that wrote it remembered ranges of one epoch only).
 """
 
 from __future__ import annotations
@@ -61,13 +65,15 @@ class ProducerSnapshot:
     topic: str
     partition: int
     producer_id: str
-    epoch: int
+    epoch: int  # the highest epoch seen
     ranges: tuple[SeqRange, ...]
 
 
 Op = CreateTopic | DeleteTopic | Append | Commit | GroupState | ProducerSnapshot
 
-_CREATE, _DELETE, _APPEND, _COMMIT, _GROUP, _PRODUCER = 1, 2, 3, 4, 5, 6
+_CREATE, _DELETE, _APPEND, _COMMIT, _GROUP = 1, 2, 3, 4, 5
+_PRODUCER_V1 = 6  # ranges without their epoch (read only)
+_PRODUCER = 7
 
 _U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
@@ -77,7 +83,8 @@ _PRODUCER_FIELDS = struct.Struct("<qqq")  # epoch, seq_start, seq_end
 _RECORD_HEAD = struct.Struct("<qqqIIII")  # ts, epoch, sequence, len pid/key/value, n headers
 _HEADER_HEAD = struct.Struct("<II")
 _PAIR = struct.Struct("<Iq")
-_RANGE = struct.Struct("<qqqq")
+_RANGE_V1 = struct.Struct("<qqqq")  # seq_start, seq_end, base offset, last offset
+_RANGE = struct.Struct("<qqqqq")  # the same, then the range's epoch
 
 
 class DecodeError(ValueError):
@@ -110,7 +117,10 @@ def encode(op: Op) -> bytes:
         return b"".join(parts)
     parts = [_U8.pack(_PRODUCER), _text(op.topic), _U32.pack(op.partition), _text(op.producer_id)]
     parts += [_I64.pack(op.epoch), _U32.pack(len(op.ranges))]
-    parts += [_RANGE.pack(r.seq_start, r.seq_end, r.base_offset, r.last_offset) for r in op.ranges]
+    parts += [
+        _RANGE.pack(r.seq_start, r.seq_end, r.base_offset, r.last_offset, r.epoch)
+        for r in op.ranges
+    ]
     return b"".join(parts)
 
 
@@ -193,15 +203,23 @@ def decode(payload: bytes) -> Op:
         subscriptions = tuple(r.text() for _ in range(r.u32()))
         members = tuple((r.text(), r.text()) for _ in range(r.u32()))
         op = GroupState(name, generation, counter, subscriptions, members)
-    elif kind == _PRODUCER:
+    elif kind in (_PRODUCER, _PRODUCER_V1):
         topic, partition, producer_id, epoch = r.text(), r.u32(), r.text(), r.i64()
-        ranges = tuple(SeqRange(*r.unpack(_RANGE)) for _ in range(r.u32()))
+        ranges = tuple(_seq_range(r, kind, epoch) for _ in range(r.u32()))
         op = ProducerSnapshot(topic, partition, producer_id, epoch, ranges)
     else:
         raise DecodeError(f"unknown operation type {kind}")
     if r.pos != len(payload):
         raise DecodeError(f"{len(payload) - r.pos} byte(s) left after a {type(op).__name__}")
     return op
+
+
+def _seq_range(r: _Reader, kind: int, snapshot_epoch: int) -> SeqRange:
+    if kind == _PRODUCER:
+        seq_start, seq_end, base, last, epoch = r.unpack(_RANGE)
+        return SeqRange(seq_start, seq_end, base, last, epoch)
+    seq_start, seq_end, base, last = r.unpack(_RANGE_V1)
+    return SeqRange(seq_start, seq_end, base, last, snapshot_epoch)
 
 
 def _decode_append(r: _Reader) -> Append:

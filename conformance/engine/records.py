@@ -21,7 +21,8 @@ class NewRecord:
 @dataclass(frozen=True, slots=True)
 class Record:
     """A stored record.  ``producer_id`` is "" , ``producer_epoch`` 0 and ``sequence`` -1
-    when it was appended without idempotence data."""
+    when it was appended without idempotence data; ``sequence`` is also -1 when the
+    batch's sequence range did not number its records (see engine.append)."""
 
     offset: int
     key: bytes

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conformance.engine import Engine, EngineError, JournalError, NewRecord, ProducerBatch
+from conformance.engine import (
+    DEDUPE_ONLY,
+    STRICT,
+    Engine,
+    EngineError,
+    JournalError,
+    NewRecord,
+    ProducerBatch,
+)
 from conformance.engine.log import SeqRange
 from conformance.engine.ops import (
     Append,
@@ -66,7 +74,7 @@ def test_every_kind_of_state_survives_a_reopen(tmp_path: Path) -> None:
         )
         assert (dup.duplicate, dup.base_offset, dup.last_offset) == (True, 0, 1)
         with pytest.raises(EngineError) as exc:
-            e.append("t", 1, [NewRecord(b"", b"c")], ProducerBatch("p", 1, 0, 0))
+            e.append("t", 1, [NewRecord(b"", b"c")], ProducerBatch("p", 1, 0, 0), policy=STRICT)
         assert exc.value.code == "PRODUCER_FENCED"
         assert e.recovery is not None and e.recovery.truncated_bytes == 0
 
@@ -252,7 +260,7 @@ OPS: list[Op] = [
     Append("t", 0, 0, (), None),
     Commit("g", "t", ((0, 5), (9, 0))),
     GroupState("g", 7, 12, ("a", "b"), (("c-1", "c"), ("d-12", "d"))),
-    ProducerSnapshot("t", 1, "p", 3, (SeqRange(0, 1, 5, 6), SeqRange(2, 2, 9, 9))),
+    ProducerSnapshot("t", 1, "p", 3, (SeqRange(0, 1, 5, 6, 3), SeqRange(2, 2, 9, 9, 1))),
 ]
 
 
@@ -268,3 +276,63 @@ def test_truncated_or_padded_operations_are_refused(op: Op) -> None:
         decode(raw[:-1])
     with pytest.raises(ValueError, match="left after"):
         decode(raw + b"\x00")
+
+
+def test_a_producer_snapshot_of_the_older_form_still_loads() -> None:
+    """Type 6 (ranges without an epoch) was written by earlier versions: its ranges were all
+    appended at the snapshot's epoch."""
+    raw = b"\x06" + struct.pack("<I", 1) + b"t" + struct.pack("<I", 1)
+    raw += struct.pack("<I", 1) + b"p" + struct.pack("<q", 3) + struct.pack("<I", 2)
+    raw += struct.pack("<qqqq", 0, 1, 5, 6) + struct.pack("<qqqq", 2, 2, 9, 9)
+    assert decode(raw) == ProducerSnapshot(
+        "t", 1, "p", 3, (SeqRange(0, 1, 5, 6, 3), SeqRange(2, 2, 9, 9, 3))
+    )
+
+
+def _dedupe_only_history(e: Engine) -> None:
+    e.create_topic("t", 1)
+    e.create_topic("gone", 1)
+    for batch in [
+        ProducerBatch("p", 2, 0, 1),
+        ProducerBatch("p", 2, 10, 10),  # a gap
+        ProducerBatch("p", 1, 0, 0),  # a lower epoch: stored, remembered at epoch 1
+        ProducerBatch("p", 2, 5, 9),  # a range that does not number its one record
+    ]:
+        count = 2 if batch.seq_end - batch.seq_start == 1 else 1
+        records = [NewRecord(b"", b"%d" % i) for i in range(count)]
+        e.append("t", 0, records, batch, policy=DEDUPE_ONLY)
+
+
+def _dedupe_only_state(e: Engine) -> list[tuple[int, int, bool]]:
+    """(base offset, epoch, duplicate) of every remembered batch sent again, then a new one."""
+    out = []
+    for batch in [
+        ProducerBatch("p", 2, 0, 1),
+        ProducerBatch("p", 2, 10, 10),
+        ProducerBatch("p", 1, 0, 0),
+        ProducerBatch("p", 2, 5, 9),
+        ProducerBatch("p", 1, 10, 10),  # new: epoch 1 never sent 10..10
+    ]:
+        r = e.append("t", 0, [NewRecord(b"", b"x")], batch, policy=DEDUPE_ONLY)
+        out.append((r.base_offset, r.producer_epoch, r.duplicate))
+    return out
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_dedupe_only_producer_state_is_recovered(tmp_path: Path, compact: bool) -> None:
+    """The journal does not record the policy: what was stored under DEDUPE_ONLY (gaps, a
+    lower epoch, a range that does not number its records) reopens to the same producer
+    state, from the appends or from a compacted snapshot."""
+    with Engine() as live:
+        _dedupe_only_history(live)
+        want = _dedupe_only_state(live)
+    assert want == [(0, 2, True), (2, 2, True), (3, 2, True), (4, 2, True), (5, 2, False)]
+    with Engine(str(tmp_path)) as e:
+        _dedupe_only_history(e)
+        if compact:
+            e.delete_topic("gone")  # a delete makes the next open compact the journal
+    if compact:
+        Engine(str(tmp_path)).close()
+    with Engine(str(tmp_path)) as e:
+        assert [r.sequence for r in e.read("t", 0, 0, 10)] == [0, 1, 10, 0, -1]
+        assert _dedupe_only_state(e) == want

@@ -210,10 +210,21 @@ def test_commit_and_fetch(engine: Engine) -> None:
     assert engine.group_generation("g") == 0  # commit created the group
 
 
+def test_an_offset_past_the_high_watermark_may_be_committed(engine: Engine) -> None:
+    fill(engine, "t", 0, 2)
+    engine.commit("g", "t", 0, 3)
+    assert engine.committed("g", "t", 0) == 3
+    engine.commit("g", "t", 1, 2**63 - 1)  # the largest int64, on an empty partition
+    assert engine.committed("g", "t", 1) == 2**63 - 1
+    a = engine.join_group("h", "t", "a")
+    engine.commit_many("h", "t", {0: 50, 1: 7}, a.member_id, a.generation)
+    assert (engine.committed("h", "t", 0), engine.committed("h", "t", 1)) == (50, 7)
+
+
 def test_commit_errors(engine: Engine) -> None:
     fill(engine, "t", 0, 2)
-    assert code(lambda: engine.commit("g", "t", 0, 3)) == "OFFSET_OUT_OF_RANGE"
     assert code(lambda: engine.commit("g", "t", 0, -1)) == "OFFSET_OUT_OF_RANGE"
+    assert code(lambda: engine.commit("g", "t", 0, 2**63)) == "OFFSET_OUT_OF_RANGE"
     assert code(lambda: engine.commit("g", "t", 9, 0)) == "UNKNOWN_PARTITION"
     assert code(lambda: engine.commit("g", "nope", 0, 0)) == "UNKNOWN_TOPIC"
     assert code(lambda: engine.group_generation("g")) == "UNKNOWN_GROUP"
@@ -235,7 +246,7 @@ def test_commit_many_checks_member_and_generation(engine: Engine) -> None:
 
 @pytest.mark.parametrize(
     ("offsets", "expected"),
-    [({0: 2, 1: 1}, "OFFSET_OUT_OF_RANGE"), ({0: 2, 7: 0}, "UNKNOWN_PARTITION")],
+    [({0: 2, 1: -1}, "OFFSET_OUT_OF_RANGE"), ({0: 2, 7: 0}, "UNKNOWN_PARTITION")],
 )
 def test_commit_many_is_all_or_nothing(
     engine: Engine, offsets: dict[int, int], expected: str

@@ -1,5 +1,6 @@
-"""Property: any sequence of appends, re-sends and commits, with reopens in between, leaves
-the engine equal to a plain in-memory model of what was acknowledged."""
+"""Property: any sequence of appends (idempotent ones under STRICT or DEDUPE_ONLY, with or
+without a sequence gap), re-sends and commits, with reopens in between, leaves the engine
+equal to a plain in-memory model of what was acknowledged."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.engine import Engine, EngineError, NewRecord, ProducerBatch
+from conformance.engine import DEDUPE_ONLY, STRICT, Engine, EngineError, NewRecord, ProducerBatch
 
 TOPICS = {"a": 2, "b": 1}
 
@@ -33,6 +34,8 @@ class Produce:
     where: Where
     values: Payloads
     idempotent: bool
+    gap: int  # how far seq_start skips past the next sequence
+    dedupe_only: bool  # the policy: DEDUPE_ONLY, else STRICT
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,11 @@ payloads = st.lists(
 )
 steps = st.lists(
     st.one_of(
-        st.builds(Produce, wheres, payloads, st.booleans()),
+        st.builds(
+            Produce, wheres, payloads, st.booleans(), st.sampled_from([0, 0, 3]), st.booleans()
+        ),
         st.builds(Resend, wheres),
-        st.builds(CommitStep, st.sampled_from(["g1", "g2"]), wheres, st.integers(0, 12)),
+        st.builds(CommitStep, st.sampled_from(["g1", "g2"]), wheres, st.integers(-2, 12)),
         st.just(Reopen()),
     ),
     max_size=30,
@@ -108,10 +113,10 @@ def apply(engine: Engine, model: Model, data_dir: str, step: Step) -> Engine:
     if isinstance(step, CommitStep):
         try:
             engine.commit(step.group, topic, partition, step.offset)
-        except EngineError as exc:
-            assert exc.code == "OFFSET_OUT_OF_RANGE" and step.offset > len(log)
+        except EngineError as exc:  # any offset >= 0 may be committed, even past the end
+            assert exc.code == "OFFSET_OUT_OF_RANGE" and step.offset < 0
         else:
-            assert step.offset <= len(log)
+            assert step.offset >= 0
             model.commits[(step.group, topic, partition)] = step.offset
     elif isinstance(step, Resend):
         if step.where in model.last_batch:
@@ -122,10 +127,18 @@ def apply(engine: Engine, model: Model, data_dir: str, step: Step) -> Engine:
     else:
         records = [NewRecord(k, v) for k, v in step.values]
         producer = None
+        policy = DEDUPE_ONLY if step.dedupe_only else STRICT
         if step.idempotent:
-            start = model.next_seq.get(step.where, 0)
+            start = model.next_seq.get(step.where, 0) + step.gap
             producer = ProducerBatch("p", 1, start, start + len(records) - 1)
-        result = engine.append(topic, partition, records, producer)
+        # STRICT refuses a gap once the producer has a sequence; DEDUPE_ONLY stores it
+        refused = bool(producer and policy is STRICT and step.gap and step.where in model.next_seq)
+        try:
+            result = engine.append(topic, partition, records, producer, policy=policy)
+        except EngineError as exc:
+            assert (exc.code, refused) == ("OUT_OF_ORDER_SEQUENCE", True), exc
+            return engine
+        assert not refused
         assert (result.base_offset, result.duplicate) == (len(log), False)
         if producer is not None:
             model.next_seq[step.where] = producer.seq_end + 1

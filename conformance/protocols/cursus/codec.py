@@ -5,6 +5,13 @@ message or raises :class:`CursusError` (a :class:`~conformance.errors.ProtocolEr
 whose ``code`` names what was wrong; the broker turns that code into an
 ``ERROR: <CODE> ...`` reply or a JSON ack with status ``ERROR``.
 
+The codec refuses only what the document, or a convention of SPEC.md, rules out (see
+refusals.py for every code and the requirement it rests on): a text command must be UTF-8
+with single-space separated fields of the documented count; a name is any non-empty token;
+a number is ASCII decimal digits (leading zeros allowed) no larger than the int64 maximum.
+Whether a topic, partition, group or member exists, or a partition count is one the
+broker will allocate (CUR-CONV-11), is for the broker to say, not the codec.
+
 Frames are ``[u32 BE length N][N bytes]``, N excluding the prefix, N <= 64 MiB.
 A payload beginning with the magic 0xBA7C is a batch, anything else a text command
 (with gzip enabled, a payload beginning 0x1F 0x8B is inflated first and must then
@@ -52,9 +59,10 @@ from conformance.wire.framing import LengthPrefixDeframer, frame_u32
 from conformance.wire.primitives import Reader, Writer, decode_utf8
 
 MAGIC_BYTES = MAGIC.to_bytes(2, "big")
-NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
-INT_RE = re.compile(r"0|[1-9][0-9]{0,18}")
+DIGITS_RE = re.compile(r"[0-9]+")  # ASCII only: int() would also take "+1", " 1", "1_0", "١"
 I64_MAX = 2**63 - 1
+PAST_INT64 = I64_MAX + 1
+"""What :func:`decimal` gives for more significant digits than any int64 has."""
 
 
 class CursusError(ProtocolError):
@@ -80,36 +88,54 @@ def frame(payload: bytes) -> bytes:
 # --------------------------------------------------------------- text commands
 
 
+def _shown(token: str) -> str:
+    return repr(token if len(token) <= 40 else token[:40] + "...")
+
+
+def decimal(token: str) -> int | None:
+    """The value of a string of ASCII decimal digits (leading zeros allowed), or None."""
+    if not DIGITS_RE.fullmatch(token):
+        return None
+    digits = token.lstrip("0") or "0"
+    if len(digits) > len(str(I64_MAX)):  # also keeps int() clear of its 4300-digit limit
+        return PAST_INT64
+    return int(digits)
+
+
+def _number(name: str, token: str) -> int:
+    value = decimal(token)
+    if value is None:
+        raise CursusError(
+            "BAD_ARGUMENT", f"{name} {_shown(token)} is not a non-negative decimal integer"
+        )
+    if value > I64_MAX:
+        raise CursusError(
+            "BAD_ARGUMENT", f"{name} {_shown(token)} is larger than {I64_MAX}, the int64 maximum"
+        )
+    return value
+
+
 def _parse_arg(kind: ArgKind, name: str, token: str) -> ArgValue:
+    """Names are any non-empty token (the caller has refused empty ones); numbers are
+    non-negative int64 decimals; offsets the BATCH_COMMIT payload (CUR-CONV-6)."""
     if kind in ("topic", "name"):
-        if not NAME_RE.fullmatch(token):
-            raise CursusError(
-                "BAD_ARGUMENT", f"{name} {token!r} is not a name of 1-249 [A-Za-z0-9._-]"
-            )
         return token
     if kind == "offsets":
         return _parse_offsets(token)
-    if not INT_RE.fullmatch(token) or int(token) > I64_MAX:
-        raise CursusError("BAD_ARGUMENT", f"{name} {token!r} is not a non-negative decimal integer")
-    value = int(token)
-    if kind == "count" and value < 1:
-        raise CursusError("BAD_ARGUMENT", f"{name} must be at least 1, got {value}")
-    if kind in ("count", "index") and value > 2**31 - 1:
-        raise CursusError("BAD_ARGUMENT", f"{name} {value} does not fit in int32")
-    return value
+    return _number(name, token)
 
 
 def _parse_offsets(token: str) -> tuple[tuple[int, int], ...]:
     pairs: list[tuple[int, int]] = []
     for item in token.split(","):
         p, sep, o = item.partition(":")
-        if not sep or not INT_RE.fullmatch(p) or not INT_RE.fullmatch(o):
+        if not sep or decimal(p) is None or decimal(o) is None:
             raise CursusError(
-                "BAD_ARGUMENT", f"offsetsPayload item {item!r} is not <partition>:<offset>"
+                "BAD_ARGUMENT", f"offsetsPayload item {_shown(item)} is not <partition>:<offset>"
             )
-        pairs.append((int(p), int(o)))
+        pairs.append((_number("partition", p), _number("offset", o)))
     if len({p for p, _ in pairs}) != len(pairs):
-        raise CursusError("BAD_ARGUMENT", "offsetsPayload names a partition twice")
+        raise CursusError("BAD_ARGUMENT", "offsetsPayload names a partition more than once")
     return tuple(pairs)
 
 
@@ -234,17 +260,17 @@ def decode_batch(payload: bytes) -> Batch:
 
 
 def partition_number(batch: Batch) -> int:
-    """The header's partition string as an int ("UTF-8 decimal, e.g. \\"0\\"")."""
-    if not INT_RE.fullmatch(batch.partition) or int(batch.partition) > 2**31 - 1:
-        raise CursusError("BAD_PARTITION", f"partition {batch.partition!r} is not a decimal number")
-    return int(batch.partition)
-
-
-def acks_level(batch: Batch) -> int:
-    """The header's acks string as -1, 0 or 1 ("UTF-8, e.g. \\"1\\", \\"0\\", \\"-1\\"")."""
-    if batch.acks not in ("0", "1", "-1"):
-        raise CursusError("BAD_ACKS", f"acks {batch.acks!r} is not one of 1, 0, -1")
-    return int(batch.acks)
+    """The header's partition string as an int ("UTF-8 decimal, e.g. \\"0\\""): ASCII
+    digits, leading zeros allowed; BAD_PARTITION otherwise (CUR-BATCH-8).  A number too
+    large for any topic comes back as it is (at most PAST_INT64) for the engine to answer
+    UNKNOWN_PARTITION.  The acks string is not checked: the document gives "1",
+    "0" and "-1" as examples, and the broker acknowledges every level alike."""
+    value = decimal(batch.partition)
+    if value is None:
+        raise CursusError(
+            "BAD_PARTITION", f"partition {_shown(batch.partition)} is not a decimal number"
+        )
+    return value
 
 
 # ----------------------------------------------------------------- compression

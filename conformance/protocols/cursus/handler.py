@@ -6,11 +6,19 @@ Behaviour (revision ``doc``; SPEC.md lists every rule and convention by ID):
   acks level; a frame beginning 0x1F 0x8B is inflated first when the broker runs with
   ``--compression gzip``; anything else is a text command;
 * text commands reply ``OK [key=value ...]``, a JSON topic list (LIST), a batch
-  (CONSUME), a special reply (REBALANCE_REQUIRED, GEN_MISMATCH), or
-  ``ERROR: <CODE> <description>``; the connection stays open after an error;
-* STREAM turns the connection into a push stream of batches;
+  (CONSUME; an empty one at or past the end, CUR-CONV-3), a special reply
+  (REBALANCE_REQUIRED, GEN_MISMATCH), or ``ERROR: <CODE> <description>``; the
+  connection stays open after an error;
+* STREAM turns the connection into a push stream of batches from its offset on, even
+  an offset past the end: the pushes start once messages reach it (CUR-CONV-10);
 * a frame over the 64 MiB limit is refused from its prefix: ``ERROR: FRAME_TOO_LARGE``
   and the connection is closed.
+
+The broker refuses only what a requirement or a written convention of SPEC.md refuses;
+refusals.py lists every code it sends with the requirement it rests on.  In particular
+idempotent batches are only deduplicated (engine policy ``DEDUPE_ONLY``: the document
+states no sequence, epoch or range rule), any acks string is accepted, COMMIT and
+BATCH_COMMIT take offsets past the high watermark, and names are any non-empty token.
 
 Quirks (deliberate violations, see quirks.py) are consulted where they bend a rule.
 The fault quirks act here too: ``crash-on-negative-payload-len`` ends the process
@@ -29,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from conformance.engine import Engine, EngineError, HeartbeatStatus, ProducerBatch
+from conformance.engine import DEDUPE_ONLY, Engine, EngineError, HeartbeatStatus, ProducerBatch
 from conformance.errors import FrameTooLarge, ProtocolError
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError, error_reply
@@ -50,8 +58,13 @@ from conformance.protocols.cursus.records import consume_batch, to_record
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
 
-# Engine refusal -> Cursus error code (conventions, SPEC.md CUR-ERR-*).
-_ENGINE_CODES = {"INVALID_PARTITIONS": "BAD_ARGUMENT", "INVALID_ARGUMENT": "BAD_ARGUMENT"}
+ENGINE_CODES = {
+    "INVALID_PARTITIONS": "BAD_ARGUMENT",
+    "INVALID_ARGUMENT": "BAD_ARGUMENT",
+    "GENERATION_MISMATCH": GEN_MISMATCH,
+}
+"""Engine refusal -> the Cursus code it is sent as (any other engine code is sent as it is);
+GENERATION_MISMATCH becomes the special reply GEN_MISMATCH."""
 
 
 @dataclass
@@ -151,19 +164,11 @@ class CursusSession:
     def _produce(self, batch: Batch) -> BatchAck:
         try:
             partition = codec.partition_number(batch)
-            codec.acks_level(batch)
         except CursusError as exc:
             return self._error_ack(exc.code, str(exc), batch)
         first = batch.messages[0] if batch.messages else None
         producer = None
-        if batch.idempotent and first is not None:
-            if batch.seq_end - batch.seq_start + 1 != len(batch.messages):
-                return self._error_ack(
-                    "BAD_SEQUENCE",
-                    f"seqStart..seqEnd covers {batch.seq_end - batch.seq_start + 1} numbers "
-                    f"but the batch has {len(batch.messages)} messages",
-                    batch,
-                )
+        if batch.idempotent and first is not None:  # producer and epoch: CUR-CONV-8
             producer = ProducerBatch(first.producer_id, first.epoch, batch.seq_start, batch.seq_end)
         try:
             self.engine.topic(batch.topic)
@@ -176,11 +181,13 @@ class CursusSession:
                 epoch = first.epoch if first else 0
             else:
                 records = [to_record(m) for m in batch.messages]
-                result = self.engine.append(batch.topic, partition, records, producer)
+                result = self.engine.append(
+                    batch.topic, partition, records, producer, policy=DEDUPE_ONLY
+                )
                 last = result.last_offset
                 epoch = result.producer_epoch if producer else first.epoch if first else 0
         except EngineError as exc:
-            return self._error_ack(_ENGINE_CODES.get(exc.code, exc.code), str(exc), batch)
+            return self._error_ack(ENGINE_CODES.get(exc.code, exc.code), str(exc), batch)
         ack = BatchAck(
             status="OK",
             last_offset=last,
@@ -200,8 +207,8 @@ class CursusSession:
         try:
             result = handler(self, cmd)
         except EngineError as exc:
-            code = _ENGINE_CODES.get(exc.code, exc.code)
-            if code == "GENERATION_MISMATCH":
+            code = ENGINE_CODES.get(exc.code, exc.code)
+            if code == GEN_MISMATCH:
                 gen = self.engine.group_generation(cmd.text("group"))
                 return self._reply(SpecialReply(GEN_MISMATCH, f"{GEN_MISMATCH} generation={gen}"))
             return self._reply(error_reply(code, str(exc)))
@@ -224,7 +231,9 @@ class CursusSession:
         return TopicList(tuple(t.name for t in self.engine.list_topics()))
 
     def _read(self, topic: str, partition: int, offset: int) -> Batch:
-        records = self.engine.read(topic, partition, offset, self.config.max_poll_records)
+        """The batch at ``offset``: empty at or past the end (CUR-CONV-3)."""
+        hwm, limit = self.engine.high_watermark(topic, partition), self.config.max_poll_records
+        records = self.engine.read(topic, partition, offset, limit) if offset < hwm else []
         return consume_batch(topic, partition, offset, records)
 
     def consume(self, cmd: Command) -> Reply:
@@ -233,12 +242,8 @@ class CursusSession:
 
     def stream(self, cmd: Command) -> Outcome:
         topic, partition, offset = cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
-        hwm = self.engine.high_watermark(topic, partition)
-        if offset > hwm:
-            raise CursusError(
-                "OFFSET_OUT_OF_RANGE", f"offset {offset} is past the high watermark {hwm}"
-            )
-        return Outcome(stream=_Stream(self, topic, partition, offset))
+        self.engine.high_watermark(topic, partition)  # the topic and partition must exist
+        return Outcome(stream=_Stream(self, topic, partition, offset))  # past the end: waits
 
     def subscribe(self, cmd: Command) -> Reply:
         self.engine.subscribe(cmd.text("group"), cmd.text("topic"))

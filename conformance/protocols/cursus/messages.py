@@ -23,12 +23,16 @@ FRAME_LIMIT = 64 * 1024 * 1024  # "Maximum frame size | 64 MB (64 * 1024 * 1024 
 DEFAULT_PORT = 9000
 
 ArgKind = Literal["topic", "name", "count", "index", "offset", "generation", "offsets"]
-"""How an argument is validated.
+"""How an argument is read.
 
-topic/name: a non-empty token of ``[A-Za-z0-9._-]`` (convention: the document gives
-no rule, the broker needs names it can store); count: integer >= 1; index, offset,
-generation: integer >= 0; offsets: the BATCH_COMMIT payload ``p:o[,p:o...]``
-(convention).
+topic/name: any non-empty token (the document gives no rule; the space separates
+fields, so a name cannot hold one).  count, index, offset, generation: ASCII decimal
+digits, leading zeros allowed ("007" is 7), at most the int64 maximum (offsets are int64
+in the batch layout); the kinds differ only in what they mean (a partition count, a
+partition, an offset, a generation): whether the broker has that partition, or will
+allocate that many (CUR-CONV-11), is its answer, not a parse error.  offsets: the
+BATCH_COMMIT payload ``p:o[,p:o...]``, each partition at most once (convention
+CUR-CONV-6).
 """
 
 
@@ -224,9 +228,9 @@ class Message:
 
 @dataclass(frozen=True)
 class Batch:
-    """A batch as it is on the wire.  ``partition`` and ``acks`` are the decimal
-    strings of the header; :meth:`partition_number` and :meth:`acks_level` check them.
-    ``message_count`` is implied by ``messages`` when encoding."""
+    """A batch as it is on the wire.  ``partition`` and ``acks`` are the strings of the
+    header; ``codec.partition_number`` reads the partition (decimal), the acks string is
+    any text.  ``message_count`` is implied by ``messages`` when encoding."""
 
     topic: str
     partition: str = "0"

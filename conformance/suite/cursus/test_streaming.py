@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from conformance.client import Connection
+from conformance.client import Connection, ReplyTimeout
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
 from conformance.protocols.cursus.messages import Batch, Command, Message
 from conformance.suite.case import Violation, case, require
-from conformance.suite.cursus.verify import create_topic, expect_error, produce, reply_payload, send
+from conformance.suite.cursus.verify import create_topic, produce, reply_payload, send
 from conformance.suite.target import CaseContext
 
+QUIET_S = 0.5
+"""How long a stream that must push nothing yet is watched."""
 
-def pushed(target: CaseContext, conn: Connection, want: int, what: str) -> list[Message]:
-    """Read pushes until ``want`` messages arrived; each push must be a batch (CUR-STREAM-3)."""
+
+def pushed(
+    target: CaseContext,
+    conn: Connection,
+    want: int,
+    what: str,
+    requirement: str = "CUR-STREAM-2",
+) -> list[Message]:
+    """Read pushes until ``want`` messages arrived; each push must be a batch (CUR-STREAM-3).
+    Silence is blamed on ``requirement``."""
     out: list[Message] = []
     for _ in range(want + 50):  # bounded: keepalives and small batches
         if len(out) >= want:
             break
-        payload = reply_payload(target, conn, "CUR-STREAM-2", what)
+        payload = reply_payload(target, conn, requirement, what)
         if not payload:
             continue  # keepalive
         if not codec.is_batch(payload):
@@ -89,10 +99,32 @@ def test_a_stream_keeps_pushing_after_a_quiet_spell(target: CaseContext) -> None
         )
 
 
+def quiet(target: CaseContext, conn: Connection, requirement: str, what: str) -> None:
+    """Nothing but keepalives arrives within a short wait: no error, no messages."""
+    while True:
+        try:
+            payload = conn.recv_frame(timeout=min(QUIET_S, target.timeout))
+        except ReplyTimeout:
+            return
+        if payload:
+            raise Violation(requirement, f"{what}: got {codec.describe('recv', payload)}")
+
+
 @case("cursus/streaming/4", "CUR-CONV-10")
-def test_stream_past_the_end_is_an_error(target: CaseContext) -> None:
-    """STREAM at an offset past the end is answered with ERROR: (convention)."""
+def test_stream_past_the_end_waits_for_that_offset(target: CaseContext) -> None:
+    """STREAM on an offset past the end opens the stream without an error: nothing is pushed
+    until messages reach that offset, and the pushes then start exactly at it (convention)."""
     with target.connect() as conn:
         topic = create_topic(target, conn, "pastend")
-        cmd = Command("STREAM", (topic, 0, 5))
-        expect_error(target, conn, cmd, "CUR-CONV-10", "STREAM at offset 5 of an empty partition")
+        with target.connect() as stream:
+            send(stream, Command("STREAM", (topic, 0, 3)))
+            quiet(target, stream, "CUR-CONV-10", "STREAM at offset 3 of an empty partition")
+            produce(target, conn, topic, b"m0", b"m1")
+            quiet(target, stream, "CUR-CONV-10", "STREAM at offset 3 after offsets 0-1 exist")
+            produce(target, conn, topic, b"m2", b"m3", b"m4")
+            got = pushed(target, stream, 2, "STREAM at offset 3 once 0-4 exist", "CUR-CONV-10")
+        require(
+            [(m.offset, m.payload) for m in got[:2]] == [(3, b"m3"), (4, b"m4")],
+            "CUR-CONV-10",
+            f"pushed {[(m.offset, m.payload) for m in got]}, expected offsets 3 and 4",
+        )
