@@ -158,6 +158,10 @@ class Server:
             await self._converse(reader, writer, session)
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             pass
+        except asyncio.CancelledError:
+            # close() cancels open connections; ending the task quietly matters on 3.11, whose
+            # stream callback calls task.exception() on it and logs a traceback if cancelled
+            pass
         except Exception:  # a bug in a handler must not take the broker down
             log.exception("connection from %s failed", peer)
         finally:
