@@ -59,6 +59,36 @@ def results(reports: Path) -> dict[str, Any]:
     return data
 
 
+def test_a_plugin_installed_by_pip_is_found(tmp_path: Path) -> None:
+    """The entry point written by a real build (pip and setuptools, not this test) works."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61", "wheel"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "conformance-toy"\nversion = "1.0"\n'
+        '[project.entry-points."conformance.protocols"]\ntoy = "conformance_toy:PLUGIN"\n'
+        '[tool.setuptools]\npy-modules = ["conformance_toy"]\n'
+    )
+    (project / "conformance_toy.py").write_text("from tests.toy.plugin import PLUGIN as PLUGIN\n")
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site)]
+    built = subprocess.run([*pip, str(project)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    r = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "--protocol", "toy", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "toy/login/1" in r.stdout and "2 case(s) selected" in r.stdout
+    assert "Warning" not in r.stdout + r.stderr
+
+
 def test_the_toy_is_not_known_without_its_entry_point() -> None:
     assert "toy" not in protocols.names()
     with pytest.raises(protocols.UnknownProtocol, match="choose one of: cursus"):
