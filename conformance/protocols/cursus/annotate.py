@@ -4,7 +4,8 @@ A batch (0xBA7C) is annotated field by field from the tolerant :func:`walk`, so 
 malformed batch is annotated as far as its bytes go: each length-prefixed string is a
 ``.len`` field (counting the bytes after it) and the string itself, each message's fields
 are named ``message[i].<field>``, and ``message_count`` lists the messages it counts.  A
-text command is annotated token by token, named after the command's declared arguments;
+text command is annotated token by token, named after the command's declared arguments
+(any other text, a reply, as ``word0``, ``word1``...);
 every token but the command word can be dropped (with the space before it).  Anything else
 (a gzip body, a JSON ack, a text reply) is one field.
 """
@@ -62,10 +63,11 @@ def _tokens(payload: bytes) -> list[FieldSpan]:
     tokens = payload.split(b" ")
     spec = COMMANDS.get(tokens[0].decode("utf-8", "replace"))
     names = [a.name for a in spec.args] if spec else []
-    out = [FieldSpan("command", 0, len(tokens[0]), _text(tokens[0]))]
+    first = "command" if spec else "word0"  # not a command: a text reply, or garbage
+    out = [FieldSpan(first, 0, len(tokens[0]), _text(tokens[0]))]
     pos = len(tokens[0])
     for i, token in enumerate(tokens[1:]):
-        name = names[i] if i < len(names) else f"arg{i + 1}"
+        name = names[i] if i < len(names) else f"word{i + 1}"
         out.append(FieldSpan(name, pos, pos + 1 + len(token), _text(token), droppable=True))
         pos += 1 + len(token)
     return out
