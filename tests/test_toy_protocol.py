@@ -54,6 +54,23 @@ def conformance(*args: str, cwd: Path, timeout: float = 240) -> subprocess.Compl
     )
 
 
+def toy_fuzz(cwd: Path, cases: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A short toy campaign: rows under ``out/``, reproducers under ``found/``."""
+    options = ["--canary-every", "100", "--deadline", "1", "-q", "--out", "out"]
+    return conformance(
+        "fuzz",
+        "--protocol",
+        "toy",
+        "--cases",
+        cases,
+        *options,
+        "--findings",
+        "found",
+        *extra,
+        cwd=cwd,
+    )
+
+
 def results(reports: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((reports / "results.json").read_text())
     return data
@@ -162,25 +179,7 @@ def test_run_against_a_served_toy_broker_uses_the_password(toy: Path) -> None:
 def test_fuzz_finds_a_crash_behind_the_login_and_replay_reproduces_it(toy: Path) -> None:
     """The fault is reachable only on a connection that logged in: a fuzzer that skipped
     the session opener would get ``ERR login first`` for every case and find nothing."""
-    r = conformance(
-        "fuzz",
-        "--protocol",
-        "toy",
-        "--quirk",
-        "crash-on-nul-value",
-        "--cases",
-        "500",
-        "--canary-every",
-        "100",
-        "--deadline",
-        "1",
-        "-q",
-        "--out",
-        "out",
-        "--findings",
-        "found",
-        cwd=toy,
-    )
+    r = toy_fuzz(toy, "500", "--quirk", "crash-on-nul-value")
     assert r.returncode == 1, r.stdout + r.stderr
     (found,) = sorted((toy / "found").glob("crash-*.yaml"))
     assert "TOY-PUT-1" in found.name
@@ -190,23 +189,7 @@ def test_fuzz_finds_a_crash_behind_the_login_and_replay_reproduces_it(toy: Path)
 
 
 def test_a_clean_toy_campaign_has_no_finding(toy: Path) -> None:
-    r = conformance(
-        "fuzz",
-        "--protocol",
-        "toy",
-        "--cases",
-        "300",
-        "--canary-every",
-        "100",
-        "--deadline",
-        "1",
-        "-q",
-        "--out",
-        "out",
-        "--findings",
-        "found",
-        cwd=toy,
-    )
+    r = toy_fuzz(toy, "300")
     assert r.returncode == 0, r.stdout + r.stderr
     assert not (toy / "found").exists()
 
