@@ -6,7 +6,7 @@ generations, session expiry, assignors), committed offsets, and a durable journa
 front-end codes against the names re-exported here.
 """
 
-from conformance.engine.engine import Engine
+from conformance.engine.engine import MAX_PARTITIONS, Engine
 from conformance.engine.errors import EngineError
 from conformance.engine.groups import ASSIGNORS, range_assign, roundrobin_assign
 from conformance.engine.log import DEDUPE_ONLY, STRICT, IdempotencePolicy
@@ -24,6 +24,7 @@ from conformance.engine.store import JournalError
 __all__ = [
     "ASSIGNORS",
     "DEDUPE_ONLY",
+    "MAX_PARTITIONS",
     "STRICT",
     "AppendResult",
     "Engine",

@@ -8,10 +8,17 @@ the same code, so what is recovered is what was acknowledged.
 
 Idempotent appends are checked under an :class:`~conformance.engine.log.IdempotencePolicy`
 passed with each call, because one engine serves several protocols at once and each
-document states its own rules.  The default is ``STRICT`` (fencing, sequence order, a range
-that numbers the records: Kafka's idempotent producer); a front-end whose document states
-none of these passes ``DEDUPE_ONLY`` (see log.py).  A committed offset may lie past the
-high watermark (Kafka accepts any committed offset too); it must only be in 0..2**63-1.
+document states its own rules.  There is no default: an append with a producer and no
+policy is a programming error (ValueError), so a front-end cannot inherit another
+protocol's refusals by forgetting to choose.  ``STRICT`` is Kafka's idempotent producer
+(fencing, sequence order, a range that numbers the records); a front-end whose document
+states none of these passes ``DEDUPE_ONLY`` (see log.py).
+
+Offsets number a partition's log from 0: a read or a commit at an offset below 0 is
+OFFSET_OUT_OF_RANGE, and no partition or offset below 0 ever indexes a log.  A committed
+offset, and the position a reader waits at, may lie past the high watermark (Kafka accepts
+any committed offset too); it must only be in 0..2**63-1.  How many partitions a topic may
+have is the broker's resource limit, ``max_partitions`` (10000 unless configured).
 
 Group sessions need no timer: ``expire_members`` runs at the start of every group and
 offset operation and drops members silent for longer than ``session_timeout_s`` by
@@ -40,7 +47,7 @@ from conformance.engine.errors import (
     EngineError,
 )
 from conformance.engine.groups import Group, Member, assignor_named
-from conformance.engine.log import STRICT, IdempotencePolicy, PartitionLog, Topic
+from conformance.engine.log import IdempotencePolicy, PartitionLog, Topic
 from conformance.engine.ops import Append, Commit, CreateTopic, DeleteTopic, Op
 from conformance.engine.records import (
     AppendResult,
@@ -77,9 +84,13 @@ class Engine:
         session_timeout_s: float = 10.0,
         assignor: str = "range",
         clock: Callable[[], float] = time.monotonic,
+        max_partitions: int = MAX_PARTITIONS,
     ) -> None:
         if not session_timeout_s > 0:
             raise ValueError(f"session_timeout_s must be positive, not {session_timeout_s}")
+        if max_partitions < 1:
+            raise ValueError(f"max_partitions must be at least 1, not {max_partitions}")
+        self.max_partitions = max_partitions
         self._assign = assignor_named(assignor)
         self._timeout = session_timeout_s
         self._clock = clock
@@ -147,10 +158,16 @@ class Engine:
         _need_name("topic", name)
         if name in self._topics:
             raise EngineError(TOPIC_EXISTS, f"topic {name!r} already exists")
-        if not 1 <= partitions <= MAX_PARTITIONS:
+        if partitions < 1:
             raise EngineError(
                 INVALID_PARTITIONS,
-                f"a topic needs 1..{MAX_PARTITIONS} partitions; {partitions} were asked for",
+                f"a topic needs at least one partition; {partitions} were asked for",
+            )
+        if partitions > self.max_partitions:
+            raise EngineError(
+                INVALID_PARTITIONS,
+                f"{partitions} partitions were asked for; this broker's limit is "
+                f"{self.max_partitions} partitions per topic (serve --max-partitions)",
             )
         self._write(CreateTopic(name, partitions))
         return TopicInfo(name, partitions)
@@ -190,17 +207,25 @@ class Engine:
         records: Sequence[NewRecord],
         producer: ProducerBatch | None = None,
         *,
-        policy: IdempotencePolicy = STRICT,
+        policy: IdempotencePolicy | None = None,
     ) -> AppendResult:
         """Append ``records``; with ``producer``, idempotently under ``policy``.
 
+        ``policy`` is required with a producer (ValueError without one: each front-end
+        chooses the rules its document states, STRICT or DEDUPE_ONLY) and ignored without.
         An exact resend of a remembered range is acknowledged with its original offsets
         (``duplicate=True``) and not stored; ``producer_epoch`` is the highest epoch the
         partition has seen for the producer (0 without a producer)."""
+        if producer is not None and policy is None:
+            raise ValueError(
+                "an append with a producer needs an idempotence policy: pass "
+                "policy=STRICT (Kafka's rules) or policy=DEDUPE_ONLY (only exact resends "
+                "are caught), whichever the front-end's document states"
+            )
         log = self._log(topic, partition)
         if not records:
             raise EngineError(INVALID_ARGUMENT, f"an append to {topic}/{partition} needs records")
-        if producer is not None:
+        if producer is not None and policy is not None:
             duplicate = log.check_producer(f"{topic}/{partition}", producer, len(records), policy)
             if duplicate is not None:
                 return duplicate
@@ -223,7 +248,23 @@ class Engine:
         return AppendResult(base, base + len(stored) - 1, epoch, duplicate=False)
 
     def read(self, topic: str, partition: int, offset: int, max_records: int) -> list[Record]:
+        """Up to ``max_records`` records from ``offset``, which is in 0..high watermark."""
         return self._log(topic, partition).read(f"{topic}/{partition}", offset, max_records)
+
+    def check_offset(self, topic: str, partition: int, offset: int) -> None:
+        """The partition must exist and ``offset`` be a position in its log, 0..2**63-1;
+        it may lie past the high watermark (a reader waits there, a commit may name it)."""
+        self._log(topic, partition)
+        if offset < 0:
+            raise EngineError(
+                OFFSET_OUT_OF_RANGE,
+                f"offset {offset} of {topic}/{partition} is below 0: offsets number the log from 0",
+            )
+        if offset > MAX_OFFSET:
+            raise EngineError(
+                OFFSET_OUT_OF_RANGE,
+                f"offset {offset} of {topic}/{partition} is past {MAX_OFFSET}, the int64 maximum",
+            )
 
     def high_watermark(self, topic: str, partition: int) -> int:
         return self._log(topic, partition).high_watermark
@@ -328,6 +369,12 @@ class Engine:
         self.expire_members()
         g = self._group(group)
         member = self._member(g, member_id)
+        if generation < 0:
+            raise EngineError(
+                GENERATION_MISMATCH,
+                f"member {member_id!r} sent generation {generation}, below 0: no group has "
+                f"it ({group!r} is at generation {g.generation})",
+            )
         if generation > g.generation:
             raise EngineError(
                 GENERATION_MISMATCH,
@@ -352,19 +399,9 @@ class Engine:
 
     # ------------------------------------------------------------------ offsets
 
-    def _check_offset(self, topic: str, partition: int, offset: int) -> None:
-        """The partition must exist; the offset may be past its high watermark."""
-        self._log(topic, partition)
-        if not 0 <= offset <= MAX_OFFSET:
-            raise EngineError(
-                OFFSET_OUT_OF_RANGE,
-                f"cannot commit offset {offset} for {topic}/{partition}: a committed offset "
-                f"is in 0..{MAX_OFFSET}",
-            )
-
     def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
         self.expire_members()
-        self._check_offset(topic, partition, offset)
+        self.check_offset(topic, partition, offset)
         _need_name("group", group)
         self._write(Commit(group, topic, ((partition, offset),)))
 
@@ -378,7 +415,7 @@ class Engine:
         self._topic(topic)
         pairs = tuple(sorted(offsets.items()))
         for partition, offset in pairs:
-            self._check_offset(topic, partition, offset)
+            self.check_offset(topic, partition, offset)
         if pairs:
             self._write(Commit(group, topic, pairs))
 

@@ -56,7 +56,9 @@ class IdempotencePolicy:
 STRICT = IdempotencePolicy(
     fence_lower_epochs=True, require_next_sequence=True, range_must_number_records=True
 )
-"""Every rule: the engine's default (Kafka's idempotent producer)."""
+"""Every rule (Kafka's idempotent producer, as far as it goes).  Not yet held: Kafka also
+requires a producer whose epoch was bumped to restart at sequence 0 (here a new epoch
+starts anywhere); that rule is to be added with the Kafka front-end's issue."""
 
 DEDUPE_ONLY = IdempotencePolicy(
     fence_lower_epochs=False, require_next_sequence=False, range_must_number_records=False
@@ -96,7 +98,12 @@ class PartitionLog:
                 INVALID_ARGUMENT, f"max_records must be at least 1, not {max_records}"
             )
         hwm = len(self.records)
-        if offset < 0 or offset > hwm:
+        if offset < 0:  # never a negative index into the list
+            raise EngineError(
+                OFFSET_OUT_OF_RANGE,
+                f"offset {offset} of {where} is below 0: offsets number the log from 0",
+            )
+        if offset > hwm:
             raise EngineError(
                 OFFSET_OUT_OF_RANGE,
                 f"offset {offset} of {where} is outside 0..{hwm} (the high watermark)",

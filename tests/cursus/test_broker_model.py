@@ -5,7 +5,9 @@ timeout so no member expires during a run) through CREATE, produced batches (ack
 and others; idempotent ones sometimes skipping sequence numbers, sometimes at a lower epoch,
 sometimes sent twice), CONSUME at any offset (past the end: an empty batch), COMMIT,
 BATCH_COMMIT and FETCH_OFFSET (offsets past the end included), and JOIN_GROUP / SYNC_GROUP /
-HEARTBEAT / LEAVE_GROUP.  Every reply is checked against the model: offsets are
+HEARTBEAT / LEAVE_GROUP, and requests that cannot be carried out (an offset or partition
+below 0, CREATE of a topic that exists), which must be refused and change nothing.  Every
+reply is checked against the model: offsets are
 consecutive, CONSUME returns what was produced, every batch the document allows is stored,
 a re-sent idempotent batch is not stored twice, committed offsets read back, each join and leave
 moves the group to a higher generation, and the assignments of one generation partition
@@ -31,6 +33,7 @@ from conformance.protocols.cursus.messages import (
     Batch,
     BatchAck,
     Command,
+    ErrorReply,
     Message,
     OkReply,
     Reply,
@@ -220,6 +223,34 @@ class CursusModel(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(names), label="group")
         got = ok_fields(self.send(Command("FETCH_OFFSET", (topic, name, partition))), "FETCH")
         assert got == {"offset": str(self.commits.get((name, topic, partition), -1))}
+
+    # ---------------------------------------------------------------- refused
+
+    @precondition(lambda self: self.logs)
+    @rule(
+        data=st.data(),
+        below=st.integers(-(2**63), -1),
+        what=st.sampled_from(("consume", "stream", "commit", "partition", "create")),
+    )
+    def refused_request(self, data: st.DataObject, below: int, what: str) -> None:
+        """Refused (CUR-ERR-6, CUR-CONV-12), and nothing changes: the other rules go on
+        checking the same model."""
+        topic, partition = self.pick_partition(data)
+        group = f"o{self.run}-a"
+        requests = {
+            "consume": (Command("CONSUME", (topic, partition, below)), "OFFSET_OUT_OF_RANGE"),
+            "stream": (Command("STREAM", (topic, partition, below)), "OFFSET_OUT_OF_RANGE"),
+            "commit": (Command("COMMIT", (topic, group, partition, below)), "OFFSET_OUT_OF_RANGE"),
+            "partition": (Command("FETCH_OFFSET", (topic, group, below)), "UNKNOWN_PARTITION"),
+            "create": (Command("CREATE", (topic, len(self.logs[topic]) + 1)), "TOPIC_EXISTS"),
+        }
+        req, code = requests[what]
+        got = self.send(req)
+        assert isinstance(got, ErrorReply) and got.code == code, f"{req}: {got}, expected {code}"
+        if what == "create":  # the topic kept its partitions: the next one is still unknown
+            beyond = Command("CONSUME", (topic, len(self.logs[topic]), 0))
+            got = self.send(beyond)
+            assert isinstance(got, ErrorReply) and got.code == "UNKNOWN_PARTITION", got
 
     # ----------------------------------------------------------------- groups
 

@@ -84,6 +84,36 @@ def test_framed_command_round_trip(cmd: Command) -> None:
     assert codec.decode_request(payload) == cmd
 
 
+NUMBER_FIELDS = {  # a command with one number field #, and where it is in the arguments
+    "CREATE t #": 1,
+    "CONSUME t # 0": 1,
+    "STREAM t 0 #": 2,
+    "COMMIT t g 0 #": 3,
+    "SYNC_GROUP t g m #": 3,
+    "BATCH_COMMIT t g m 1 #:0": 4,
+}
+
+
+@given(cs.I64, st.integers(0, 3), st.sampled_from(sorted(NUMBER_FIELDS)))
+def test_a_number_is_any_int64_in_signed_decimal(n: int, zeros: int, template: str) -> None:
+    """-?[0-9]+ with leading zeros ("-007" is -7), over the whole int64 range."""
+    text = ("-" if n < 0 else "") + "0" * zeros + str(abs(n))
+    got = codec.parse_command(template.replace("#", text).encode()).args[NUMBER_FIELDS[template]]
+    assert got == (((n, 0),) if template.startswith("BATCH_COMMIT") else n)
+
+
+def test_minus_zero_is_zero() -> None:
+    assert codec.parse_command(b"CONSUME t -0 -000") == Command("CONSUME", ("t", 0, 0))
+
+
+@pytest.mark.parametrize("n", [2**63, -(2**63) - 1, 10**40, -(10**40), -(10**4000)])
+def test_a_number_outside_int64_is_refused(n: int) -> None:
+    for text in (f"COMMIT t g 0 {n}", f"BATCH_COMMIT t g m 1 0:{n}", f"CONSUME t {n} 0"):
+        with pytest.raises(CursusError, match="outside the int64 range") as info:
+            codec.parse_command(text.encode())
+        assert info.value.code == "BAD_ARGUMENT"
+
+
 # -------------------------------------------------------------- invalid inputs
 
 

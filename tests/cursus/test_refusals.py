@@ -5,10 +5,15 @@
 * complete, read from the source: every code literal the codec and handler refuse with,
   every code of a framing error, every engine error code is a row or an internal code;
 * complete, seen from outside: a few thousand fuzz-like requests through the front-end
-  (in process: CursusFrontend over an Engine, no sockets) get no code that is not a row;
-* every row's trigger gets exactly its code, sent its way, from a fresh front-end;
-* legal requests are served: a batch or command the document allows is not refused
-  (an idempotent batch with a gap, a lower epoch, any acks, offsets past the end, ...).
+  (in process: CursusFrontend over an Engine, no sockets) get no refusal that is not a row:
+  its code, the way it is sent, and a description holding the row's ``says`` (so a new
+  kind of refusal that reuses a code is caught too);
+* every row's trigger gets exactly its code, sent its way, described its way, from a fresh
+  front-end;
+* requests the document allows, with every number drawn over the whole int64 range, are
+  served, or refused only where a row says so (a partition or generation that does not
+  exist, an offset below 0, a partition count outside 1..10000, a topic that exists);
+  an idempotent batch with a gap, a lower epoch, any acks, offsets past the end are served.
 """
 
 from __future__ import annotations
@@ -40,11 +45,20 @@ from conformance.protocols.cursus.messages import (
     Reply,
     SpecialReply,
 )
-from conformance.protocols.cursus.refusals import INTERNAL, REFUSALS, Refusal, Trigger, Wire
+from conformance.protocols.cursus.refusals import (
+    INTERNAL,
+    REFUSALS,
+    Refusal,
+    SentAs,
+    Trigger,
+    Wire,
+    rows_for,
+)
 from conformance.server import Outcome
 
 REQS = spec.requirements("cursus")
-SENT = {(r.code, r.sent_as) for r in REFUSALS}
+Refused = tuple[str, SentAs, str]
+"""(code, how it was sent, description) of a refusal the broker sent."""
 SETUP = (
     Command("CREATE", ("t", 3)),
     Command("CREATE", ("u", 1)),
@@ -81,15 +95,22 @@ def replies(outcome: Outcome) -> list[Reply]:
     return [codec.decode_reply(p) for raw in outcome.replies for p in d.feed(raw)]
 
 
-def refusal_of(reply: Reply, closed: bool = False) -> tuple[str, str] | None:
-    """(code, how it was sent) when ``reply`` refuses, None when it does not."""
+def refusal_of(reply: Reply, closed: bool = False) -> Refused | None:
+    """(code, how it was sent, description) when ``reply`` refuses, None when it does not."""
     if isinstance(reply, ErrorReply):
-        return reply.code, "close" if closed else "error"
+        return reply.code, "close" if closed else "error", reply.text
     if isinstance(reply, BatchAck) and reply.status == "ERROR":
-        return reply.error.split(" ", 1)[0], "ack"
+        return reply.error.split(" ", 1)[0], "ack", reply.error
     if isinstance(reply, SpecialReply) and reply.kind == GEN_MISMATCH:
-        return GEN_MISMATCH, "special"
+        return GEN_MISMATCH, "special", reply.text
     return None
+
+
+def assert_a_row_names(got: Refused, sent: object) -> None:
+    assert rows_for(*got), (
+        f"{sent!r} got {got[0]} ({got[1]}) described {got[2]!r}: no row of refusals.py "
+        f"has that code, sent so, saying so"
+    )
 
 
 def request(f: CursusFrontend, trigger: Trigger) -> Reply:
@@ -110,6 +131,7 @@ def ready(r: Refusal | None = None, setup: tuple[Command, ...] = SETUP) -> Cursu
 
 def test_every_row_rests_on_a_requirement_of_the_doc_revision() -> None:
     for r in REFUSALS:
+        assert r.says.strip() and r.when.strip(), r
         req = REQS.get(r.rests_on)
         assert req is not None, f"{r.code} ({r.when}) rests on unknown {r.rests_on}"
         assert "doc" in req.revisions, f"{r.rests_on} is not a requirement of revision doc"
@@ -171,7 +193,9 @@ def test_every_code_in_the_source_is_in_the_table() -> None:
 def test_the_trigger_of_each_row_gets_exactly_its_code(r: Refusal) -> None:
     outcome = handle(ready(r), r.trigger)
     (reply,) = replies(outcome)
-    assert refusal_of(reply, outcome.close) == (r.code, r.sent_as), reply
+    got = refusal_of(reply, outcome.close)
+    assert got is not None and got[:2] == (r.code, r.sent_as), reply
+    assert r in rows_for(*got), f"{r.when}: {got[2]!r} does not say {r.says!r}"
     assert outcome.close == (r.sent_as == "close")  # CUR-ERR-4: other errors keep it open
 
 
@@ -244,7 +268,7 @@ def test_every_code_the_broker_sends_is_in_the_table(compression: str, sent: lis
         for reply in replies(f.new_session("fuzz").handle(p)):
             got = refusal_of(reply)
             if got is not None:
-                assert got in SENT, f"{p[:60]!r} got {got}, which no row of refusals.py names"
+                assert_a_row_names(got, p[:60])
 
 
 def test_byte_mutations_get_only_codes_of_the_table() -> None:
@@ -265,7 +289,7 @@ def test_byte_mutations_get_only_codes_of_the_table() -> None:
         for reply in replies(f.new_session("fuzz").handle(bytes(data))):
             got = refusal_of(reply)
             if got is not None:
-                assert got in SENT, f"{bytes(data)[:60]!r} got {got}"
+                assert_a_row_names(got, bytes(data)[:60])
                 seen.add(got[0])
     assert len(seen) >= 6, f"the mutations reached only {seen}: the run proves little"
 
@@ -281,50 +305,111 @@ def two(producer: str = "p", epoch: int = 1, seq: int = 0) -> tuple[Message, ...
     )
 
 
-# ------------------------------------------------- legal requests are served
+# ------------------------------------- legal requests: served, or refused by a row
 
 SPECIAL_WORDS = ("NOT_LEADER", "REBALANCE_REQUIRED", GEN_MISMATCH)
 """A name holding one of these makes an OK reply read as a special reply ("Contains ...")."""
+I64 = st.integers(-(2**63), 2**63 - 1)
+PARTITIONS = 3  # of topic t in SETUP; member a-1 of group g is at generation 1
+
+
+def _partition_problem(p: int) -> set[str]:
+    return set() if 0 <= p < PARTITIONS else {"UNKNOWN_PARTITION"}  # below 0 too
+
+
+def _offset_problem(o: int) -> set[str]:
+    return {"OFFSET_OUT_OF_RANGE"} if o < 0 else set()  # past the end is served
 
 
 @st.composite
-def legal_requests(draw: st.DrawFn) -> Command | Batch:
-    """A request the document allows, against the setup's state."""
+def legal_requests(draw: st.DrawFn) -> tuple[Command | Batch, frozenset[str]]:
+    """A request the document allows, against the setup's state, every number drawn over
+    the whole int64 range; and the codes the broker may refuse it with (any of them, so
+    the order of the broker's checks does not matter), empty when it must be served."""
     name = draw(cs.tokens().filter(lambda n: not any(w in n for w in SPECIAL_WORDS)))
-    offset, partition, generation = draw(st.integers(0, 2**63 - 1)), draw(st.integers(0, 2)), 1
-    offsets = draw(st.dictionaries(st.integers(0, 2), st.integers(0, 2**63 - 1), min_size=1))
-    digits = "0" * draw(st.integers(0, 3)) + str(partition)
-    return draw(
-        st.sampled_from(
-            [
-                Command("CREATE", (name if name not in ("t", "u") else "x" + name, 3)),
-                Command("LIST"),
-                Command("DELETE", ("u",)),
-                Command("CONSUME", ("t", partition, offset)),
-                Command("STREAM", ("t", partition, offset)),
-                Command("SUBSCRIBE", ("t", name)),
-                Command("JOIN_GROUP", ("t", name, name)),
-                Command("LEAVE_GROUP", ("t", "g", "a")),
-                Command("COMMIT", ("t", name, partition, offset)),
-                Command("HEARTBEAT", ("t", "g", "a", "a-1", generation)),
-                Command("SYNC_GROUP", ("t", "g", "a-1", generation)),
-                Command("BATCH_COMMIT", ("t", "g", "a-1", generation, tuple(offsets.items()))),
-                Command("FETCH_OFFSET", ("t", name, partition)),
-                replace(draw(cs.batches(max_messages=3)), topic="t", partition=digits),
-            ]
-        )
+    fresh = name if name not in ("t", "u") else "x" + name
+    partition = draw(st.one_of(st.integers(0, PARTITIONS - 1), I64), label="partition")
+    offset = draw(st.one_of(st.integers(0, 9), I64), label="offset")
+    generation = draw(st.one_of(st.just(1), st.just(1), st.just(0), I64), label="generation")
+    count = draw(st.one_of(st.integers(1, 5), st.integers(9_998, 10_002), I64), label="count")
+    topic = draw(st.sampled_from([fresh, fresh, "t", "u"]), label="CREATE topic")
+    offsets = draw(
+        st.dictionaries(
+            st.one_of(st.integers(0, PARTITIONS - 1), I64),
+            st.one_of(st.integers(0, 9), I64),
+            min_size=1,
+            max_size=3,
+        ),
+        label="offsetsPayload",
     )
+    zeros = "0" * draw(st.integers(0, 3))
+    digits = f"-{zeros}{-partition}" if partition < 0 else f"{zeros}{partition}"
+    place = _partition_problem(partition) | _offset_problem(offset)
+    stale = {"GEN_MISMATCH"} if generation != 1 else set()
+    created = set() if 1 <= count <= 10_000 else {"BAD_ARGUMENT"}  # CUR-CONV-11
+    exists = {"TOPIC_EXISTS"} if topic in ("t", "u") else set()  # CUR-CONV-12
+    each = [_partition_problem(p) | _offset_problem(o) for p, o in offsets.items()]
+    choices: list[tuple[Command | Batch, set[str]]] = [
+        (Command("LIST"), set()),
+        (Command("CREATE", (topic, count)), exists | created),
+        (Command("DELETE", ("u",)), set()),
+        (Command("CONSUME", ("t", partition, offset)), place),
+        (Command("STREAM", ("t", partition, offset)), place),
+        (Command("SUBSCRIBE", ("t", name)), set()),
+        (Command("JOIN_GROUP", ("t", name, name)), set()),
+        (Command("LEAVE_GROUP", ("t", "g", "a")), set()),
+        (Command("COMMIT", ("t", name, partition, offset)), place),
+        # generation 0 is out of date (REBALANCE_REQUIRED, not a refusal); below 0 or
+        # ahead of the group's, no group has it (CUR-ERR-6)
+        (
+            Command("HEARTBEAT", ("t", "g", "a", "a-1", generation)),
+            stale if generation != 0 else set(),
+        ),
+        (Command("SYNC_GROUP", ("t", "g", "a-1", generation)), stale),
+        (
+            Command("BATCH_COMMIT", ("t", "g", "a-1", generation, tuple(offsets.items()))),
+            stale.union(*each),
+        ),
+        (Command("FETCH_OFFSET", ("t", name, partition)), _partition_problem(partition)),
+        (
+            replace(draw(cs.batches(max_messages=3)), topic="t", partition=digits),
+            _partition_problem(partition),
+        ),
+    ]
+    req, problems = draw(st.sampled_from(choices))
+    return req, frozenset(problems)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(legal_requests())
-def test_a_request_the_document_allows_is_not_refused(req: Command | Batch) -> None:
+def test_a_request_the_document_allows_is_served_or_refused_by_a_row(
+    case: tuple[Command | Batch, frozenset[str]],
+) -> None:
+    req, may = case
     outcome = handle(ready(), req)
-    for reply in replies(outcome):
-        assert refusal_of(reply) is None, f"{req} was refused: {reply}"
-        if isinstance(reply, BatchAck):
-            assert reply.status == "OK", reply
-    assert outcome.replies or (isinstance(req, Command) and req.name == "STREAM")
+    got = [refusal_of(reply, outcome.close) for reply in replies(outcome)]
+    refused = [g for g in got if g is not None]
+    for g in refused:
+        assert_a_row_names(g, req)
+    if not may:
+        assert not refused, f"{req} was refused: {refused}"
+        for reply in replies(outcome):
+            assert not isinstance(reply, BatchAck) or reply.status == "OK", reply
+        assert outcome.replies or (isinstance(req, Command) and req.name == "STREAM")
+    else:
+        assert len(refused) == 1 and refused[0][0] in may, f"{req}: {got}, expected {set(may)}"
+        assert outcome.stream is None and not outcome.close
+
+
+def test_a_refused_create_leaves_the_topic_as_it_is() -> None:
+    """CUR-CONV-12: CREATE of an existing topic neither empties it nor resizes it."""
+    f = ready()
+    ack(f, Batch("t", "2", "1", messages=two()))
+    for count in (1, 3, 5, 0, -1, 10_001):
+        got = request(f, Command("CREATE", ("t", count)))
+        assert refusal_of(got) == ("TOPIC_EXISTS", "error", "TOPIC_EXISTS topic 't' already exists")
+    assert f.engine.topic("t").partitions == 3
+    assert consumed(f, partition=2) == [b"m0", b"m1"]
 
 
 # ----------------------------------------------------------- the acceptance

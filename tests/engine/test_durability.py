@@ -52,7 +52,8 @@ def test_every_kind_of_state_survives_a_reopen(tmp_path: Path) -> None:
         e.create_topic("t", 2)
         e.create_topic("gone", 1)
         e.append("t", 0, [NewRecord(b"k\x00", b"\xff\x00v", (("h", b"\x01"),))])
-        e.append("t", 1, [NewRecord(b"", b"a"), NewRecord(b"", b"b")], ProducerBatch("p", 2, 7, 8))
+        two = [NewRecord(b"", b"a"), NewRecord(b"", b"b")]
+        e.append("t", 1, two, ProducerBatch("p", 2, 7, 8), policy=STRICT)
         e.commit("g", "t", 1, 2)
         a = e.join_group("g", "t", "a")
         b = e.join_group("g", "t", "b")
@@ -69,9 +70,7 @@ def test_every_kind_of_state_survives_a_reopen(tmp_path: Path) -> None:
         assert e.join_group("g", "t", "c").member_id == "c-3"  # the counter survived
         assert e.group_generation("h") == 0
         # producer state survived: a re-send is recognised, a gap is refused
-        dup = e.append(
-            "t", 1, [NewRecord(b"", b"a"), NewRecord(b"", b"b")], ProducerBatch("p", 2, 7, 8)
-        )
+        dup = e.append("t", 1, two, ProducerBatch("p", 2, 7, 8), policy=STRICT)
         assert (dup.duplicate, dup.base_offset, dup.last_offset) == (True, 0, 1)
         with pytest.raises(EngineError) as exc:
             e.append("t", 1, [NewRecord(b"", b"c")], ProducerBatch("p", 1, 0, 0), policy=STRICT)
@@ -216,7 +215,9 @@ def test_deleted_topic_data_is_compacted_away(tmp_path: Path) -> None:
         e.create_topic("t", 2)
         e.append("big", 0, [NewRecord(b"", bytes(10_000)) for _ in range(20)])
         for i in range(2500):  # more than one compaction chunk
-            e.append("t", 1, [NewRecord(b"", b"%d" % i)], ProducerBatch("p", 1, i, i))
+            e.append(
+                "t", 1, [NewRecord(b"", b"%d" % i)], ProducerBatch("p", 1, i, i), policy=STRICT
+            )
         e.commit("g", "t", 1, 2500)
         e.commit("g", "big", 0, 3)
         a = e.join_group("g", "t", "a")
@@ -228,16 +229,15 @@ def test_deleted_topic_data_is_compacted_away(tmp_path: Path) -> None:
         assert e.members_of("g", "a") == [a.member_id]
         assert e.committed("g", "t", 1) == 2500
         assert e.committed("g", "big", 0) is None
-        dup = e.append("t", 1, [NewRecord(b"", b"2499")], ProducerBatch("p", 1, 2499, 2499))
+        last = ProducerBatch("p", 1, 2499, 2499)
+        dup = e.append("t", 1, [NewRecord(b"", b"2499")], last, policy=STRICT)
         assert (dup.duplicate, dup.base_offset) == (True, 2499)
     assert journal(tmp_path).stat().st_size < size_before - 150_000
     assert not os.path.exists(str(journal(tmp_path)) + ".compact")
     with Engine(str(tmp_path)) as e:  # the compacted journal reopens to the same state
         assert e.read("t", 1, 0, 10_000) == before
-        assert (
-            e.append("t", 1, [NewRecord(b"", b"n")], ProducerBatch("p", 1, 2500, 2500)).base_offset
-            == 2500
-        )
+        after = ProducerBatch("p", 1, 2500, 2500)
+        assert e.append("t", 1, [NewRecord(b"", b"n")], after, policy=STRICT).base_offset == 2500
 
 
 def test_many_superseded_group_records_are_compacted(tmp_path: Path) -> None:

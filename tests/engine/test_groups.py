@@ -131,6 +131,7 @@ def test_sync_errors(engine: Engine) -> None:
     engine.join_group("g", "t", "b")
     assert code(lambda: engine.sync_group("g", a.member_id, 1)) == "GENERATION_MISMATCH"
     assert code(lambda: engine.sync_group("g", a.member_id, 3)) == "GENERATION_MISMATCH"
+    assert code(lambda: engine.sync_group("g", a.member_id, -1)) == "GENERATION_MISMATCH"
 
 
 def test_heartbeat_reports_rebalances(engine: Engine) -> None:
@@ -140,6 +141,10 @@ def test_heartbeat_reports_rebalances(engine: Engine) -> None:
     assert engine.heartbeat("g", a.member_id, 1) is HeartbeatStatus.REBALANCE_REQUIRED
     assert engine.heartbeat("g", a.member_id, 2) is HeartbeatStatus.OK
     assert code(lambda: engine.heartbeat("g", a.member_id, 3)) == "GENERATION_MISMATCH"
+    assert engine.heartbeat("g", a.member_id, 0) is HeartbeatStatus.REBALANCE_REQUIRED
+    # a generation below 0 no group has: not out of date (REBALANCE_REQUIRED), a mismatch
+    assert code(lambda: engine.heartbeat("g", a.member_id, -1)) == "GENERATION_MISMATCH"
+    assert code(lambda: engine.heartbeat("g", a.member_id, -(2**63))) == "GENERATION_MISMATCH"
     assert code(lambda: engine.heartbeat("g", "ghost-1", 2)) == "UNKNOWN_MEMBER"
     assert code(lambda: engine.heartbeat("nope", a.member_id, 2)) == "UNKNOWN_GROUP"
 

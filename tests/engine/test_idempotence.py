@@ -130,11 +130,14 @@ def test_plain_appends_do_not_disturb_producer_state(engine: Engine) -> None:
     )
 
 
-def test_strict_is_the_default_policy(engine: Engine) -> None:
-    engine.append("t", 0, recs(b"a"), ProducerBatch("p", 0, 0, 0))
-    with pytest.raises(EngineError) as exc:
-        engine.append("t", 0, recs(b"b"), ProducerBatch("p", 0, 5, 5))
-    assert exc.value.code == "OUT_OF_ORDER_SEQUENCE"
+def test_an_append_with_a_producer_needs_a_policy(engine: Engine) -> None:
+    """No default: a front-end that forgets the policy must not get Kafka's refusals."""
+    with pytest.raises(ValueError, match=r"policy=STRICT .* policy=DEDUPE_ONLY"):
+        engine.append("t", 0, recs(b"a"), ProducerBatch("p", 0, 0, 0))
+    assert values(engine) == []  # nothing stored
+    assert engine.append("t", 0, recs(b"plain")).base_offset == 0  # no producer: no policy
+    plain = engine.append("t", 0, recs(b"also"), None, policy=STRICT)  # a policy is ignored
+    assert (plain.base_offset, plain.producer_epoch) == (1, 0)
 
 
 def test_the_named_policies() -> None:

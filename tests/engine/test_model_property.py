@@ -122,7 +122,8 @@ def apply(engine: Engine, model: Model, data_dir: str, step: Step) -> Engine:
         if step.where in model.last_batch:
             start, end, base = model.last_batch[step.where]
             records = [NewRecord(k, v) for k, v in log[base : base + end - start + 1]]
-            result = engine.append(topic, partition, records, ProducerBatch("p", 1, start, end))
+            batch = ProducerBatch("p", 1, start, end)
+            result = engine.append(topic, partition, records, batch, policy=STRICT)
             assert (result.duplicate, result.base_offset) == (True, base)
     else:
         records = [NewRecord(k, v) for k, v in step.values]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.engine import Engine, EngineError, NewRecord, Record, TopicInfo
+from conformance.engine import MAX_PARTITIONS, Engine, EngineError, NewRecord, Record, TopicInfo
 
 
 def rec(value: bytes, key: bytes = b"k") -> NewRecord:
@@ -35,12 +35,34 @@ def test_create_existing_topic_is_refused(engine: Engine) -> None:
     assert engine.topic("t").partitions == 1
 
 
-@pytest.mark.parametrize("count", [0, -1, 10_001])
-def test_partition_count_out_of_bounds_is_refused(engine: Engine, count: int) -> None:
+@pytest.mark.parametrize(
+    ("count", "says"),
+    [
+        (0, "at least one partition"),
+        (-1, "at least one partition"),
+        (-(2**63), "at least one partition"),
+        (10_001, "limit is 10000 partitions per topic"),
+        (2**63 - 1, "limit is 10000 partitions per topic"),
+    ],
+)
+def test_partition_count_out_of_bounds_is_refused(engine: Engine, count: int, says: str) -> None:
     with pytest.raises(EngineError, match=str(count)) as exc:
         engine.create_topic("t", count)
-    assert code_of(exc) == "INVALID_PARTITIONS"
+    assert code_of(exc) == "INVALID_PARTITIONS" and says in str(exc.value)
     assert engine.list_topics() == []
+
+
+def test_the_partition_limit_is_configurable() -> None:
+    small = Engine(max_partitions=4)
+    assert small.create_topic("t", 4).partitions == 4
+    with pytest.raises(EngineError, match="limit is 4 partitions per topic") as exc:
+        small.create_topic("u", 5)
+    assert code_of(exc) == "INVALID_PARTITIONS"
+    assert Engine(max_partitions=20_000).create_topic("t", 20_000).partitions == 20_000
+    assert Engine().max_partitions == MAX_PARTITIONS == 10_000
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="max_partitions"):
+            Engine(max_partitions=bad)
 
 
 @pytest.mark.parametrize("count", [1, 10_000])
@@ -72,14 +94,18 @@ def test_unknown_topic_everywhere(engine: Engine) -> None:
         assert code_of(exc) == "UNKNOWN_TOPIC"
 
 
-@pytest.mark.parametrize("partition", [-1, 2, 99])
+@pytest.mark.parametrize("partition", [-1, -2, -(2**63), 2, 99])
 def test_unknown_partition(engine: Engine, partition: int) -> None:
+    """A partition below 0 does not exist: it never indexes the list of logs from its end."""
     engine.create_topic("t", 2)
+    joined = engine.join_group("h", "t", "c")
     for call in (
         lambda: engine.append("t", partition, [rec(b"x")]),
         lambda: engine.read("t", partition, 0, 1),
         lambda: engine.high_watermark("t", partition),
+        lambda: engine.check_offset("t", partition, 0),
         lambda: engine.commit("g", "t", partition, 0),
+        lambda: engine.commit_many("h", "t", {partition: 0}, joined.member_id, 1),
     ):
         with pytest.raises(EngineError, match=r"partitions 0\.\.1") as exc:
             call()
@@ -117,10 +143,35 @@ def test_read_at_high_watermark_is_empty_and_past_it_is_refused(engine: Engine) 
     engine.create_topic("t", 1)
     engine.append("t", 0, [rec(b"1"), rec(b"2")])
     assert engine.read("t", 0, 2, 10) == []
-    for offset in (3, -1):
-        with pytest.raises(EngineError, match=r"outside 0\.\.2") as exc:
-            engine.read("t", 0, offset, 10)
+    with pytest.raises(EngineError, match=r"outside 0\.\.2") as exc:
+        engine.read("t", 0, 3, 10)
+    assert code_of(exc) == "OFFSET_OUT_OF_RANGE"
+
+
+@pytest.mark.parametrize("offset", [-1, -2, -(2**63)])
+def test_an_offset_below_0_is_refused_never_read_from_the_end(engine: Engine, offset: int) -> None:
+    engine.create_topic("t", 2)
+    engine.append("t", 0, [rec(b"1"), rec(b"2")])
+    joined = engine.join_group("h", "t", "c")
+    for call in (
+        lambda: engine.read("t", 0, offset, 10),
+        lambda: engine.check_offset("t", 0, offset),
+        lambda: engine.commit("g", "t", 0, offset),
+        lambda: engine.commit_many("h", "t", {0: 1, 1: offset}, joined.member_id, 1),
+    ):
+        with pytest.raises(EngineError, match="below 0: offsets number the log from 0") as exc:
+            call()
         assert code_of(exc) == "OFFSET_OUT_OF_RANGE"
+    assert engine.committed("g", "t", 0) is None and engine.committed("h", "t", 0) is None
+
+
+def test_check_offset_allows_any_position_from_0_past_the_end(engine: Engine) -> None:
+    engine.create_topic("t", 1)
+    for offset in (0, 1, 2**63 - 1):
+        engine.check_offset("t", 0, offset)
+    with pytest.raises(EngineError, match="int64 maximum") as exc:
+        engine.check_offset("t", 0, 2**63)
+    assert code_of(exc) == "OFFSET_OUT_OF_RANGE"
 
 
 def test_read_needs_a_positive_max(engine: Engine) -> None:

@@ -8,9 +8,11 @@ whose ``code`` names what was wrong; the broker turns that code into an
 The codec refuses only what the document, or a convention of SPEC.md, rules out (see
 refusals.py for every code and the requirement it rests on): a text command must be UTF-8
 with single-space separated fields of the documented count; a name is any non-empty token;
-a number is ASCII decimal digits (leading zeros allowed) no larger than the int64 maximum.
-Whether a topic, partition, group or member exists, or a partition count is one the
-broker will allocate (CUR-CONV-11), is for the broker to say, not the codec.
+a number is a signed int64 in ASCII decimal (``-?[0-9]+``, leading zeros allowed: the
+document types offsets as int64 and FETCH_OFFSET answers -1).  Whether a topic, partition,
+group, member or generation exists, whether an offset is one (not below 0), or whether a
+partition count is one the broker will allocate (CUR-CONV-11), is for the broker to say,
+not the codec.
 
 Frames are ``[u32 BE length N][N bytes]``, N excluding the prefix, N <= 64 MiB.
 A payload beginning with the magic 0xBA7C is a batch, anything else a text command
@@ -59,10 +61,11 @@ from conformance.wire.framing import LengthPrefixDeframer, frame_u32
 from conformance.wire.primitives import Reader, Writer, decode_utf8
 
 MAGIC_BYTES = MAGIC.to_bytes(2, "big")
-DIGITS_RE = re.compile(r"[0-9]+")  # ASCII only: int() would also take "+1", " 1", "1_0", "١"
-I64_MAX = 2**63 - 1
-PAST_INT64 = I64_MAX + 1
-"""What :func:`decimal` gives for more significant digits than any int64 has."""
+DECIMAL_RE = re.compile(r"-?[0-9]+")  # ASCII only: int() also takes "+1", " 1", "1_0", "١"
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+PAST_INT64 = 2**63 + 1
+"""What :func:`decimal` gives, with the sign, for more digits than any int64 has: past
+either end of the range (+-2**63 would not be: -2**63 is the int64 minimum)."""
 
 
 class CursusError(ProtocolError):
@@ -93,31 +96,32 @@ def _shown(token: str) -> str:
 
 
 def decimal(token: str) -> int | None:
-    """The value of a string of ASCII decimal digits (leading zeros allowed), or None."""
-    if not DIGITS_RE.fullmatch(token):
+    """The value of an optionally signed string of ASCII decimal digits (``-?[0-9]+``,
+    leading zeros allowed), or None.  More digits than any int64 has give +-PAST_INT64."""
+    if not DECIMAL_RE.fullmatch(token):
         return None
-    digits = token.lstrip("0") or "0"
+    sign = -1 if token[0] == "-" else 1
+    digits = token.lstrip("-").lstrip("0") or "0"
     if len(digits) > len(str(I64_MAX)):  # also keeps int() clear of its 4300-digit limit
-        return PAST_INT64
-    return int(digits)
+        return sign * PAST_INT64
+    return sign * int(digits)
 
 
 def _number(name: str, token: str) -> int:
     value = decimal(token)
     if value is None:
+        raise CursusError("BAD_ARGUMENT", f"{name} {_shown(token)} is not a decimal integer")
+    if not I64_MIN <= value <= I64_MAX:
         raise CursusError(
-            "BAD_ARGUMENT", f"{name} {_shown(token)} is not a non-negative decimal integer"
-        )
-    if value > I64_MAX:
-        raise CursusError(
-            "BAD_ARGUMENT", f"{name} {_shown(token)} is larger than {I64_MAX}, the int64 maximum"
+            "BAD_ARGUMENT",
+            f"{name} {_shown(token)} is outside the int64 range {I64_MIN}..{I64_MAX}",
         )
     return value
 
 
 def _parse_arg(kind: ArgKind, name: str, token: str) -> ArgValue:
     """Names are any non-empty token (the caller has refused empty ones); numbers are
-    non-negative int64 decimals; offsets the BATCH_COMMIT payload (CUR-CONV-6)."""
+    signed int64 decimals; offsets the BATCH_COMMIT payload (CUR-CONV-6)."""
     if kind in ("topic", "name"):
         return token
     if kind == "offsets":
@@ -221,6 +225,9 @@ def encode_batch(batch: Batch) -> bytes:
     return w.getvalue()
 
 
+LAYOUT = "the batch does not fit the layout"
+
+
 def decode_batch(payload: bytes) -> Batch:
     """Decode a whole batch; the batch must fill the payload exactly."""
     r = Reader(payload, ">")
@@ -232,11 +239,11 @@ def decode_batch(payload: bytes) -> Batch:
             )
         if head["idempotent"] not in (0, 1):
             raise CursusError(
-                "MALFORMED_BATCH", f"idempotent flag is {head['idempotent']}, not 0 or 1"
+                "MALFORMED_BATCH", f"{LAYOUT}: idempotent flag is {head['idempotent']}, not 0 or 1"
             )
         count = head["message_count"]
         if count < 0:
-            raise CursusError("MALFORMED_BATCH", f"messageCount is negative ({count})")
+            raise CursusError("MALFORMED_BATCH", f"{LAYOUT}: messageCount is negative ({count})")
         messages = []
         for i in range(count):
             values: dict[str, Any] = {
@@ -247,7 +254,7 @@ def decode_batch(payload: bytes) -> Batch:
     except CursusError:
         raise
     except ProtocolError as exc:
-        raise CursusError("MALFORMED_BATCH", str(exc)) from exc
+        raise CursusError("MALFORMED_BATCH", f"{LAYOUT}: {exc}") from exc
     return Batch(
         topic=head["topic"],
         partition=head["partition"],
@@ -260,11 +267,12 @@ def decode_batch(payload: bytes) -> Batch:
 
 
 def partition_number(batch: Batch) -> int:
-    """The header's partition string as an int ("UTF-8 decimal, e.g. \\"0\\""): ASCII
-    digits, leading zeros allowed; BAD_PARTITION otherwise (CUR-BATCH-8).  A number too
-    large for any topic comes back as it is (at most PAST_INT64) for the engine to answer
-    UNKNOWN_PARTITION.  The acks string is not checked: the document gives "1",
-    "0" and "-1" as examples, and the broker acknowledges every level alike."""
+    """The header's partition string as an int ("UTF-8 decimal, e.g. \\"0\\""): read as
+    text-command numbers are (``-?[0-9]+``, leading zeros allowed); BAD_PARTITION
+    otherwise (CUR-BATCH-8).  A number no topic has a partition of (below 0, or too large,
+    at most +-PAST_INT64) comes back as it is for the engine to answer UNKNOWN_PARTITION.
+    The acks string is not checked: the document gives "1", "0" and "-1" as examples, and
+    the broker acknowledges every level alike."""
     value = decimal(batch.partition)
     if value is None:
         raise CursusError(
@@ -296,7 +304,9 @@ def inflate_gzip(data: bytes, limit: int = FRAME_LIMIT) -> bytes:
     if not d.eof:
         raise CursusError("BAD_COMPRESSION", "gzip body is truncated")
     if d.unused_data:
-        raise CursusError("BAD_COMPRESSION", f"{len(d.unused_data)} bytes follow the gzip member")
+        raise CursusError(
+            "BAD_COMPRESSION", f"gzip body has {len(d.unused_data)} bytes after the gzip member"
+        )
     return out
 
 

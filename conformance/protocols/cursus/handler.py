@@ -19,6 +19,10 @@ refusals.py lists every code it sends with the requirement it rests on.  In part
 idempotent batches are only deduplicated (engine policy ``DEDUPE_ONLY``: the document
 states no sequence, epoch or range rule), any acks string is accepted, COMMIT and
 BATCH_COMMIT take offsets past the high watermark, and names are any non-empty token.
+Numbers are signed int64 (the codec reads ``-?[0-9]+``); what does not exist is refused
+here or in the engine (CUR-ERR-6): a partition below 0 is UNKNOWN_PARTITION, an offset
+below 0 OFFSET_OUT_OF_RANGE, a generation below 0 GEN_MISMATCH, and a partition count
+below 1 (or above the engine's ``max_partitions``) BAD_ARGUMENT (CUR-CONV-11).
 
 Quirks (deliberate violations, see quirks.py) are consulted where they bend a rule.
 The fault quirks act here too: ``crash-on-negative-payload-len`` ends the process
@@ -237,12 +241,13 @@ class CursusSession:
         return consume_batch(topic, partition, offset, records)
 
     def consume(self, cmd: Command) -> Reply:
-        offset = self.config.quirks.consume_offset(cmd.number("offset"))
-        return self._read(cmd.text("topic"), cmd.number("partition"), offset)
+        topic, partition, offset = cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
+        self.engine.check_offset(topic, partition, offset)  # exists, and not below 0
+        return self._read(topic, partition, self.config.quirks.consume_offset(offset))
 
     def stream(self, cmd: Command) -> Outcome:
         topic, partition, offset = cmd.text("topic"), cmd.number("partition"), cmd.number("offset")
-        self.engine.high_watermark(topic, partition)  # the topic and partition must exist
+        self.engine.check_offset(topic, partition, offset)  # exists, and not below 0
         return Outcome(stream=_Stream(self, topic, partition, offset))  # past the end: waits
 
     def subscribe(self, cmd: Command) -> Reply:

@@ -26,13 +26,14 @@ ArgKind = Literal["topic", "name", "count", "index", "offset", "generation", "of
 """How an argument is read.
 
 topic/name: any non-empty token (the document gives no rule; the space separates
-fields, so a name cannot hold one).  count, index, offset, generation: ASCII decimal
-digits, leading zeros allowed ("007" is 7), at most the int64 maximum (offsets are int64
-in the batch layout); the kinds differ only in what they mean (a partition count, a
-partition, an offset, a generation): whether the broker has that partition, or will
-allocate that many (CUR-CONV-11), is its answer, not a parse error.  offsets: the
-BATCH_COMMIT payload ``p:o[,p:o...]``, each partition at most once (convention
-CUR-CONV-6).
+fields, so a name cannot hold one).  count, index, offset, generation: a signed int64 in
+ASCII decimal, ``-?[0-9]+``, leading zeros allowed ("007" is 7, "-1" is -1): offsets are
+int64 in the batch layout and FETCH_OFFSET answers -1.  The kinds differ only in what they
+mean (a partition count, a partition, an offset, a generation): whether the broker has
+that partition or generation, whether an offset is one (offsets number a log from 0), or
+whether it will allocate that many partitions (CUR-CONV-11), is its answer, not a parse
+error.  offsets: the BATCH_COMMIT payload ``p:o[,p:o...]``, each a number as above, each
+partition at most once (convention CUR-CONV-6).
 """
 
 

@@ -12,6 +12,9 @@ This module writes the promise down, one row per situation the broker refuses:
   ERROR) or ``special`` (a GEN_MISMATCH reply);
 * ``rests_on``: the SPEC.md requirement that refuses it; a MAY (a convention) says in its
   own text what it refuses;
+* ``says``: a fragment of the description (the text after the code) that this situation's
+  refusals carry and tells it from the other situations sent with the same code; the
+  descriptions are ours, so the tests can hold every refusal seen to a row;
 * ``engine``: the engine error code behind it, when the engine is the one refusing;
 * ``trigger``: one request that gets exactly this code from a broker fresh but for
   ``setup`` (run first, in order), configured with ``compression`` and ``frame_limit``.
@@ -19,7 +22,8 @@ This module writes the promise down, one row per situation the broker refuses:
 ``INTERNAL`` lists the codes found in the codec, the handler and the engine that no request
 can make the broker send, each with the reason.  tests/cursus/test_refusals.py checks the
 table against SPEC.md, against the source (every code in it is here), against a few
-thousand fuzz-like requests (every code the broker sends is here) and row by row.
+thousand fuzz-like requests (every refusal the broker sends is a row: its code, the way it
+is sent and a description holding the row's ``says``) and row by row.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Refusal:
     sent_as: SentAs
     rests_on: str
     when: str
+    says: str
     trigger: Trigger
     setup: tuple[Command, ...] = ()
     engine: str | None = None
@@ -69,6 +74,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-TEXT-1",
         when="a text command that is not UTF-8",
+        says="is not valid UTF-8",
         trigger=b"LIST \xff",
     ),
     Refusal(
@@ -76,6 +82,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-3",
         when="an empty payload: no command at all",
+        says="empty command",
         trigger=b"",
     ),
     Refusal(
@@ -83,6 +90,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-3",
         when="a first field that is no command",
+        says="unknown command",
         trigger=b"PUBLISH t hello",
     ),
     Refusal(
@@ -90,6 +98,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-3",
         when="a command with the wrong number of fields",
+        says="argument(s)",
         trigger=b"CREATE t",
     ),
     Refusal(
@@ -97,27 +106,32 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-TEXT-1",
         when="fields not separated by a single space (an empty field)",
+        says="single space",
         trigger=b"CREATE  t 1",
     ),
     Refusal(
         code="BAD_ARGUMENT",
         sent_as="error",
         rests_on="CUR-ERR-3",
-        when="a partition, offset, count or generation that is not decimal digits",
+        when="a partition, offset, count or generation that is not a decimal integer (-?[0-9]+)",
+        says="is not a decimal integer",
         trigger=b"CONSUME t x 0",
     ),
     Refusal(
         code="BAD_ARGUMENT",
         sent_as="error",
         rests_on="CUR-ERR-3",
-        when="a number past the int64 maximum (offsets are int64 in the batch layout)",
-        trigger=b"CONSUME t 0 9223372036854775808",
+        when="a number outside the int64 range (offsets are int64 in the batch layout): "
+        "a malformed field, no int64 holds it",
+        says="outside the int64 range",
+        trigger=b"CONSUME t 0 -9223372036854775809",
     ),
     Refusal(
         code="BAD_ARGUMENT",
         sent_as="error",
         rests_on="CUR-CONV-6",
         when="an offsetsPayload item that is not p:o",
+        says="is not <partition>:<offset>",
         trigger=b"BATCH_COMMIT t g a-1 1 0=5",
         setup=JOINED,
     ),
@@ -126,6 +140,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-CONV-6",
         when="an offsetsPayload naming a partition twice",
+        says="more than once",
         trigger=b"BATCH_COMMIT t g a-1 1 0:5,00:6",
         setup=JOINED,
     ),
@@ -133,15 +148,27 @@ REFUSALS: tuple[Refusal, ...] = (
         code="BAD_ARGUMENT",
         sent_as="error",
         rests_on="CUR-CONV-11",
-        when="CREATE with a count outside 1..10000",
-        trigger=Command("CREATE", ("t", 0)),
+        when="CREATE with a partition count below 1: a topic needs at least one partition",
+        says="at least one partition",
+        trigger=Command("CREATE", ("t", -3)),
+        engine="INVALID_PARTITIONS",
+    ),
+    Refusal(
+        code="BAD_ARGUMENT",
+        sent_as="error",
+        rests_on="CUR-CONV-11",
+        when="CREATE with more partitions than the broker's limit (Engine max_partitions, "
+        "serve --max-partitions; 10000 by default)",
+        says="partitions per topic",
+        trigger=Command("CREATE", ("t", 10_001)),
         engine="INVALID_PARTITIONS",
     ),
     Refusal(
         code="TOPIC_EXISTS",
         sent_as="error",
-        rests_on="CUR-ERR-6",
-        when="CREATE of a topic that already exists",
+        rests_on="CUR-CONV-12",
+        when="CREATE of a topic that already exists (the topic is left as it is)",
+        says="already exists",
         trigger=TOPIC,
         setup=(TOPIC,),
         engine="TOPIC_EXISTS",
@@ -151,6 +178,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-TEXT-11",
         when="a command on a topic that does not exist",
+        says="there is no topic",
         trigger=Command("CONSUME", ("nowhere", 0, 0)),
         engine="UNKNOWN_TOPIC",
     ),
@@ -159,15 +187,38 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-6",
         when="a command naming a partition the topic does not have",
+        says="there is no partition",
         trigger=Command("CONSUME", ("t", 7, 0)),
         setup=(TOPIC,),
         engine="UNKNOWN_PARTITION",
+    ),
+    Refusal(
+        code="UNKNOWN_PARTITION",
+        sent_as="error",
+        rests_on="CUR-ERR-6",
+        when="a command naming a partition below 0 (partitions are numbered from 0)",
+        says="there is no partition",
+        trigger=Command("COMMIT", ("t", "g", -1, 0)),
+        setup=(TOPIC,),
+        engine="UNKNOWN_PARTITION",
+    ),
+    Refusal(
+        code="OFFSET_OUT_OF_RANGE",
+        sent_as="error",
+        rests_on="CUR-ERR-6",
+        when="CONSUME, STREAM, COMMIT or BATCH_COMMIT at an offset below 0: offsets number "
+        "the log from 0 (an offset past the end is served)",
+        says="below 0: offsets number the log from 0",
+        trigger=Command("CONSUME", ("t", 0, -1)),
+        setup=(TOPIC,),
+        engine="OFFSET_OUT_OF_RANGE",
     ),
     Refusal(
         code="UNKNOWN_GROUP",
         sent_as="error",
         rests_on="CUR-ERR-6",
         when="SYNC_GROUP of a group that does not exist",
+        says="there is no group",
         trigger=Command("SYNC_GROUP", ("t", "nogroup", "a-1", 1)),
         setup=(TOPIC,),
         engine="UNKNOWN_GROUP",
@@ -177,6 +228,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-6",
         when="HEARTBEAT of a member the group lacks",
+        says="has no member",
         trigger=Command("HEARTBEAT", ("t", "g", "a", "ghost-1", 1)),
         setup=JOINED,
         engine="UNKNOWN_MEMBER",
@@ -186,6 +238,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-ERR-6",
         when="LEAVE_GROUP of a consumer id that never joined the group",
+        says="joined as",
         trigger=Command("LEAVE_GROUP", ("t", "g", "ghost")),
         setup=JOINED,
     ),
@@ -194,6 +247,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="special",
         rests_on="CUR-GROUP-6",
         when="SYNC_GROUP or BATCH_COMMIT at a generation other than the group's",
+        says="generation=",
         trigger=Command("SYNC_GROUP", ("t", "g", "a-1", 1)),
         setup=REJOINED,
         engine="GENERATION_MISMATCH",
@@ -203,7 +257,19 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="special",
         rests_on="CUR-ERR-6",
         when="HEARTBEAT at a generation the group has not reached",
+        says="generation=",
         trigger=Command("HEARTBEAT", ("t", "g", "a", "a-1", 9)),
+        setup=JOINED,
+        engine="GENERATION_MISMATCH",
+    ),
+    Refusal(
+        code="GEN_MISMATCH",
+        sent_as="special",
+        rests_on="CUR-ERR-6",
+        when="HEARTBEAT (or SYNC_GROUP, BATCH_COMMIT) at a generation below 0, which no "
+        "group has (not an out-of-date one: no REBALANCE_REQUIRED)",
+        says="generation=",
+        trigger=Command("HEARTBEAT", ("t", "g", "a", "a-1", -1)),
         setup=JOINED,
         engine="GENERATION_MISMATCH",
     ),
@@ -213,13 +279,15 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="ack",
         rests_on="CUR-BATCH-6",
         when="a batch that does not fit the layout (here: it ends inside the topic length)",
+        says="does not fit the layout",
         trigger=b"\xba\x7c\x00",
     ),
     Refusal(
         code="BAD_PARTITION",
         sent_as="ack",
         rests_on="CUR-BATCH-8",
-        when="a batch partition that is not decimal",
+        when="a batch partition that is not a decimal integer (-?[0-9]+)",
+        says="is not a decimal number",
         trigger=Batch("t", "x1", messages=ONE),
         setup=(TOPIC,),
     ),
@@ -227,7 +295,8 @@ REFUSALS: tuple[Refusal, ...] = (
         code="UNKNOWN_PARTITION",
         sent_as="ack",
         rests_on="CUR-BATCH-8",
-        when="a batch for a partition the topic does not have",
+        when="a batch for a partition the topic does not have (below 0, or past int64, too)",
+        says="there is no partition",
         trigger=Batch("t", "9223372036854775808", messages=ONE),
         setup=(TOPIC,),
         engine="UNKNOWN_PARTITION",
@@ -237,6 +306,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="ack",
         rests_on="CUR-ERR-6",
         when="a batch for a topic that does not exist",
+        says="there is no topic",
         trigger=Batch("nowhere", messages=ONE),
         engine="UNKNOWN_TOPIC",
     ),
@@ -246,6 +316,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="close",
         rests_on="CUR-FRAME-3",
         when="a length prefix over the 64 MiB limit (refused from the prefix alone)",
+        says="exceeds the limit",
         trigger=Wire((FRAME_LIMIT + 1).to_bytes(4, "big")),
     ),
     Refusal(
@@ -253,6 +324,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-COMP-4",
         when="a gzip body that inflates past the frame limit (here a 1 KiB limit)",
+        says="inflates past",
         trigger=gzip_body(bytes(1025)),
         compression="gzip",
         frame_limit=1024,
@@ -261,7 +333,8 @@ REFUSALS: tuple[Refusal, ...] = (
         code="BAD_COMPRESSION",
         sent_as="error",
         rests_on="CUR-COMP-3",
-        when="a gzip body that does not inflate",
+        when="a gzip body that does not inflate (corrupt, truncated, or bytes after it)",
+        says="gzip body",
         trigger=b"\x1f\x8b\x08\x00junk",
         compression="gzip",
     ),
@@ -270,6 +343,7 @@ REFUSALS: tuple[Refusal, ...] = (
         sent_as="error",
         rests_on="CUR-COMP-3",
         when="a gzip body whose content does not begin with 0xBA7C",
+        says="does not begin with the batch magic",
         trigger=gzip_body(b"LIST"),
         compression="gzip",
     ),
@@ -287,8 +361,6 @@ INTERNAL: dict[str, str] = {
     "are appended under DEDUPE_ONLY (the document states no sequence rule)",
     "PRODUCER_FENCED": "engine: a rule of the STRICT idempotence policy; Cursus batches are "
     "appended under DEDUPE_ONLY (a lower epoch is stored)",
-    "OFFSET_OUT_OF_RANGE": "engine: a read past the high watermark (CONSUME and STREAM read "
-    "only below it) or a committed offset outside 0..2**63-1 (the parser admits no other)",
     "CLOSED": "engine: a change after the engine was closed at shutdown, when the server no "
     "longer serves requests",
 }
@@ -301,3 +373,9 @@ def codes() -> set[str]:
 
 def sent_codes() -> set[str]:
     return {r.code for r in REFUSALS}
+
+
+def rows_for(code: str, sent_as: SentAs, description: str) -> list[Refusal]:
+    """The rows a refusal sent so (``description``: all the text after ``ERROR:``, the ack's
+    error, or the special reply) can be: same code, same way, the row's ``says`` in it."""
+    return [r for r in REFUSALS if (r.code, r.sent_as) == (code, sent_as) and r.says in description]

@@ -6,10 +6,11 @@ UNSUPPORTED, never FAIL.
 
 from __future__ import annotations
 
-from conformance.protocols.cursus.messages import Batch, Command, OkReply, TopicList
+from conformance.protocols.cursus.messages import Batch, Command, ErrorReply, OkReply, TopicList
 from conformance.suite.case import case, require
 from conformance.suite.cursus.verify import (
     batch,
+    consume_from,
     create_topic,
     expect_ack_ok,
     expect_ok,
@@ -97,4 +98,28 @@ def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) 
             (ack.producer_id, ack.producer_epoch) == ("first-producer", 5),
             "CUR-CONV-8",
             f"ack names {ack.producer_id!r} epoch {ack.producer_epoch}",
+        )
+
+
+@case("cursus/conventions/7", "CUR-CONV-12")
+def test_create_of_an_existing_topic_is_refused_and_changes_nothing(target: CaseContext) -> None:
+    """CREATE of a topic that already exists is refused with ERROR: TOPIC_EXISTS and leaves
+    the topic as it is."""
+    with target.connect() as conn:
+        topic = create_topic(target, conn, "exists")
+        produce(target, conn, topic, b"kept")
+        r = request(target, conn, Command("CREATE", (topic, 2)), "CUR-CONV-12", "CREATE again")
+        require(
+            isinstance(r, ErrorReply) and r.code == "TOPIC_EXISTS",
+            "CUR-CONV-12",
+            f"CREATE of an existing topic answered {r!r}, expected ERROR: TOPIC_EXISTS",
+        )
+        kept = [m.payload for m in consume_from(target, conn, topic, 0, 0)]
+        require(kept == [b"kept"], "CUR-CONV-12", f"after CREATE again, partition 0 holds {kept}")
+        second = Command("CONSUME", (topic, 1, 0))
+        r = request(target, conn, second, "CUR-CONV-12", "CONSUME of partition 1")
+        require(
+            isinstance(r, ErrorReply),
+            "CUR-CONV-12",
+            f"CREATE {topic} 2 of an existing 1-partition topic made a partition 1: {r!r}",
         )
