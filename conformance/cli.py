@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from conformance import protocols
+from conformance.engine import MAX_PARTITIONS
 from conformance.exits import EXIT_USAGE, UsageError
 from conformance.plugin import Plugin
 
@@ -31,7 +32,7 @@ def _add_protocol(p: argparse.ArgumentParser) -> None:
         default=protocols.DEFAULT,
         choices=protocols.names(),
         help=f"the wire protocol (default {protocols.DEFAULT}); "
-        "its own options are listed under its name",
+        "its own options, if it has any, are listed under its name",
     )
 
 
@@ -69,6 +70,7 @@ def _add_run(
 ) -> None:
     p = sub.add_parser(
         "run",
+        allow_abbrev=False,
         help="run the conformance suite against a target (default: the embedded reference broker)",
         description="Run every conformance case (or those selected) against a target broker.",
     )
@@ -112,6 +114,7 @@ def _add_serve(
 ) -> None:
     p = sub.add_parser(
         "serve",
+        allow_abbrev=False,
         help="run the reference broker",
         description="Run the reference broker.  With --port 0 the system picks a free port; the "
         "line 'serving PROTOCOL on HOST:PORT' on stdout says which.",
@@ -134,6 +137,13 @@ def _add_serve(
         help="seconds without a heartbeat before a group member is expired",
     )
     p.add_argument("--assignor", choices=("range", "roundrobin"), default="range")
+    p.add_argument(
+        "--max-partitions",
+        type=int,
+        default=MAX_PARTITIONS,
+        metavar="N",
+        help=f"most partitions a topic may have: a resource limit (default {MAX_PARTITIONS})",
+    )
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
     _add_protocol_options(p, plugin, "serve")
 
@@ -143,6 +153,7 @@ def _add_fuzz(
 ) -> None:
     p = sub.add_parser(
         "fuzz",
+        allow_abbrev=False,
         help="fuzz a target with malformed frames (default: the embedded reference broker)",
         description="Run cases 0..N-1 of a seeded fuzz campaign against a target; write one "
         "Parquet row per case under --out and a YAML reproducer per finding under --findings.",
@@ -181,6 +192,9 @@ def _add_fuzz(
         metavar="N",
         help="run the canary round trip every N cases (default 250)",
     )
+    p.add_argument(
+        "--revision", help="protocol revision the target speaks (default: the protocol's)"
+    )
     _add_quirk(p, "start the embedded broker with this quirk (repeatable; see serve --quirk list)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _add_protocol_options(p, plugin, "fuzz")
@@ -191,6 +205,7 @@ def _add_replay(
 ) -> None:
     p = sub.add_parser(
         "replay",
+        allow_abbrev=False,
         help="replay a fuzz finding (exit 1 if it still reproduces, 0 if not)",
         description="Run a YAML reproducer written by 'conformance fuzz' against a target.",
     )
@@ -201,6 +216,7 @@ def _add_replay(
         help="broker to replay against; omitted: the embedded broker with the reproducer's quirks",
     )
     p.add_argument("--timeout", type=float, metavar="S", help="override the reproducer's deadline")
+    p.add_argument("--revision", help="protocol revision of the target (default: the reproducer's)")
     _add_protocol_options(p, plugin, "fuzz")
 
 
@@ -209,6 +225,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     plugin = _plugin_or_none(protocol_named(argv))
     parser = argparse.ArgumentParser(
         prog="conformance",
+        allow_abbrev=False,
         description="Conformance suite and fuzzer for message-broker wire protocols.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -220,8 +237,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def protocol_named(argv: Sequence[str]) -> str:
-    """The protocol a command line is about: its ``--protocol`` value, for ``replay`` the
-    ``protocol`` of the reproducer it names (when readable), else the default."""
+    """The protocol a command line is about: its ``--protocol`` value (abbreviations are
+    off), for ``replay`` the ``protocol`` of the reproducer it names (the first readable
+    ``*.yaml`` among its words), else the default."""
     args = list(argv)
     for i, arg in enumerate(args):
         if arg == "--protocol" and i + 1 < len(args):
@@ -229,10 +247,11 @@ def protocol_named(argv: Sequence[str]) -> str:
         if arg.startswith("--protocol="):
             return arg.split("=", 1)[1]
     words = [a for a in args if not a.startswith("-")]
-    if len(words) >= 2 and words[0] == "replay":
+    if words and words[0] == "replay":  # the file may stand anywhere among the options
         from conformance.fuzz.findings import protocol_of
 
-        return protocol_of(words[1]) or protocols.DEFAULT
+        named = (protocol_of(w) for w in words[1:] if w.endswith((".yaml", ".yml")))
+        return next((p for p in named if p), protocols.DEFAULT)
     return protocols.DEFAULT
 
 
@@ -245,7 +264,15 @@ def _plugin_or_none(name: str) -> Plugin | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except argparse.ArgumentError as exc:  # a plug-in option clashes with a generic one
+        print(
+            f"conformance: the {protocol_named(argv)} plug-in declares an option that "
+            f"cannot be added: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     args = parser.parse_args(argv)  # argparse exits 2 on a usage error
     try:
         if args.command == "run":

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from conformance.errors import ProtocolError
-from conformance.plugin import Opening, SessionRefused, open_session
+from conformance.plugin import FieldSpan, Opening, SessionRefused, open_session
 
 HEX_KEEP = 512
 """Bytes of each wire-log entry kept as hex (the length is always recorded)."""
+FIELDS_KEEP = 64
+"""Fields of each wire-log entry kept (those that start within the kept bytes)."""
 
 
 class Deframer(Protocol):
@@ -60,9 +62,12 @@ class WireEntry:
     len: int
     hex: str
     summary: str
+    fields: list[list[Any]] = field(default_factory=list)
+    """``[name, start, end, value]`` of the protocol's fields in the bytes, from its frame
+    annotator, computed on every byte before the hex was cut."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "t": round(self.t, 6),
             "conn": self.conn,
             "dir": self.dir,
@@ -70,6 +75,9 @@ class WireEntry:
             "hex": self.hex,
             "summary": self.summary,
         }
+        if self.fields:
+            out["fields"] = self.fields
+        return out
 
 
 @dataclass
@@ -77,6 +85,9 @@ class WireLog:
     start: float = field(default_factory=time.monotonic)
     entries: list[WireEntry] = field(default_factory=list)
     describe: Callable[[str, bytes], str] | None = None
+    annotate: Callable[[str, bytes], list[FieldSpan]] | None = None
+    """``annotate(dir, data)``: the fields of what was sent (``send``: raw bytes) or
+    received (``recv``: a frame payload)."""
     _next_conn: int = 0
 
     def new_conn(self) -> int:
@@ -86,6 +97,10 @@ class WireLog:
     def add(self, conn: int, direction: str, data: bytes = b"", summary: str = "") -> None:
         if not summary and data and self.describe is not None:
             summary = self.describe(direction, data)
+        fields: list[list[Any]] = []
+        if data and self.annotate is not None and direction in ("send", "recv"):
+            kept = [s for s in self.annotate(direction, data) if s.start < HEX_KEEP]
+            fields = [[s.name, s.start, s.end, _shown(s.value)] for s in kept[:FIELDS_KEEP]]
         self.entries.append(
             WireEntry(
                 time.monotonic() - self.start,
@@ -94,6 +109,7 @@ class WireLog:
                 len(data),
                 data[:HEX_KEEP].hex(),
                 summary,
+                fields,
             )
         )
 
@@ -106,6 +122,15 @@ class WireLog:
             shown = e.hex if len(e.hex) <= 96 else e.hex[:96] + "..."
             lines.append(f"{e.t:8.4f} #{e.conn} {e.dir:5} {e.len:>9} {e.summary}  {shown}")
         return "\n".join(lines)
+
+
+def _shown(value: object) -> object:
+    """A field value as JSON can hold it (bytes as text, long text cut)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "backslashreplace")
+    if isinstance(value, str) and len(value) > 80:
+        return value[:80] + "..."
+    return value if isinstance(value, int | str | None) else str(value)
 
 
 class Connection:
@@ -126,6 +151,8 @@ class Connection:
         self._deframer = deframer
         self._frames: list[bytes] = []
         self.closed_by_peer = False
+        self.session: Any = None
+        """What the protocol's session opener returned (see :meth:`open`)."""
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
@@ -197,7 +224,8 @@ class Connection:
         """Run the protocol's session opener on this connection (nothing if None);
         SessionRefused, ReplyTimeout or PeerClosed if it does not complete."""
         if opening is not None:
-            open_session(opening, lambda data: self.send(data, "session opener"), self.recv_frame)
+            send = lambda data: self.send(data, "session opener")  # noqa: E731
+            self.session = open_session(opening, send, self.recv_frame)
 
     def close(self) -> None:
         try:

@@ -94,29 +94,34 @@ class Option:
     type: Callable[[str], Any] = str
     metavar: str | None = None
     secret: bool = False
+    minimum: int | None = None
 
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
 
     def convert(self, text: str) -> Any:
-        """``text`` as this option's value; ValueError naming the option if it does not fit."""
+        """``text`` as this option's value; ValueError saying why not if it does not fit."""
         try:
             value = self.type(text)
         except (TypeError, ValueError):
-            raise ValueError(f"{self.flag} {text!r} is not a valid value") from None
+            kind = "a whole number" if self.type is int else "a valid value"
+            raise ValueError(f"{text!r} is not {kind}") from None
         if self.choices is not None and value not in self.choices:
-            raise ValueError(f"{self.flag} {text!r} is not one of {', '.join(self.choices)}")
+            raise ValueError(f"{text!r} is not one of {', '.join(self.choices)}")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"must be at least {self.minimum}, not {value}")
         return value
 
 
 # ---------------------------------------------------------------- session opener
 
-Opening = Generator[bytes, bytes, None]
+Opening = Generator[bytes, bytes, Any]
 """A session opener: yields each framed request to send, is sent back the payload of the
 reply, and returns when the session is open (raising :class:`SessionRefused` if a reply
-refuses it).  It is sans-IO: the suite's connections, the fuzzer's sockets, its canary and
-``replay`` all drive the same generator with :func:`open_session`."""
+refuses it); what it returns is the session's context (a negotiated version, a token),
+kept by the connection that ran it.  It is sans-IO: the suite's connections, the fuzzer's
+sockets, its canary and ``replay`` all drive the same generator with :func:`open_session`."""
 
 
 class SessionRefused(Exception):
@@ -125,20 +130,19 @@ class SessionRefused(Exception):
 
 def open_session(
     opening: Opening | None, send: Callable[[bytes], None], recv: Callable[[], bytes]
-) -> int:
-    """Drive ``opening`` over ``send``/``recv`` (one reply payload per request); the number
-    of requests it took.  Errors of ``send``/``recv`` and SessionRefused propagate."""
+) -> Any:
+    """Drive ``opening`` over ``send``/``recv`` (one reply payload per request) and return
+    what it returns (None without an opener).  Errors of ``send``/``recv`` and
+    SessionRefused propagate."""
     if opening is None:
-        return 0
-    sent = 0
+        return None
     try:
         request = next(opening)
         while True:
             send(request)
-            sent += 1
             request = opening.send(recv())
-    except StopIteration:
-        return sent
+    except StopIteration as done:
+        return done.value
 
 
 # ----------------------------------------------------------------- the annotator
@@ -172,7 +176,12 @@ class FieldSpan:
             return None
 
 
-Annotator = Callable[[bytes], list[FieldSpan]]
+Annotator = Callable[[bytes, str], list[FieldSpan]]
+"""``annotate(payload, direction)``: the fields of a frame payload going in ``direction``
+(``request``: to the broker; ``reply``: from it).  It may raise on bytes it cannot place;
+:meth:`Plugin.annotate_payload` turns that into no fields."""
+
+DIRECTIONS = ("request", "reply")
 
 
 def shrinks(payload: bytes, spans: Sequence[FieldSpan]) -> list[bytes]:
@@ -237,8 +246,11 @@ class VectorSchema(Protocol):
         """The plain-data form of a message, as ``decoded`` spells it."""
         ...
 
-    def reply_mismatch(self, expected: Mapping[str, Any], payload: bytes) -> str | None:
-        """None if the reply ``payload`` matches ``expected`` on the keys it gives, else why."""
+    def reply_mismatch(
+        self, expected: Mapping[str, Any], payload: bytes, request: bytes
+    ) -> str | None:
+        """None if the reply ``payload`` to the ``request`` payload matches ``expected`` on
+        the keys it gives, else why (the request tells e.g. a Kafka reply's API and version)."""
         ...
 
 
@@ -268,7 +280,9 @@ class Plugin:
     default_revision: str
     default_port: int
     new_deframer: Callable[[], Deframer]
+    """Reads requests (and replies, unless ``new_reply_deframer`` is given)."""
     frame: Callable[[bytes], bytes]
+    """Frames a request (and a reply, unless ``frame_reply`` is given)."""
     probe_request: bytes
     """A harmless request payload any live target answers."""
     describe: Callable[[str, bytes], str]
@@ -281,6 +295,35 @@ class Plugin:
     opening: Callable[[Mapping[str, Any]], Opening | None] | None = None
     vector_dir: Path | None = None
     """Where the golden vectors are; default ``vectors/<name>/`` at the repository root."""
+    new_reply_deframer: Callable[[], Deframer] | None = None
+    """For a protocol whose replies are framed unlike its requests (Iggy: a status first)."""
+    frame_reply: Callable[[bytes], bytes] | None = None
+    variant: Callable[[Plugin, str], Plugin] | None = None
+    """The plug-in as a revision other than the default sees the wire (framing, limits,
+    annotator, fuzzing...): :meth:`at` calls it; None when every revision shares them."""
+
+    def at(self, revision: str) -> Plugin:
+        """This plug-in for ``revision`` (ValueError naming the known ones if unknown)."""
+        if revision not in self.revisions:
+            raise ValueError(
+                f"unknown revision {revision!r} of {self.name}; known: "
+                f"{', '.join(self.revisions)} (default {self.default_revision})"
+            )
+        if self.variant is None or revision == self.default_revision:
+            return self
+        return self.variant(self, revision)
+
+    def deframer(self, direction: str) -> Deframer:
+        """A deframer for frames going in ``direction`` (``request`` or ``reply``)."""
+        if direction == "reply" and self.new_reply_deframer is not None:
+            return self.new_reply_deframer()
+        return self.new_deframer()
+
+    def framed(self, payload: bytes, direction: str) -> bytes:
+        """``payload`` framed as it travels in ``direction``."""
+        if direction == "reply" and self.frame_reply is not None:
+            return self.frame_reply(payload)
+        return self.frame(payload)
 
     def check_quirks(self, names: Sequence[str]) -> tuple[str, ...]:
         unknown = [n for n in names if n not in self.quirks]
@@ -336,22 +379,28 @@ class Plugin:
             raise LookupError(f"the {self.name} suite package {self.suite_package} is not found")
         return Path(next(iter(spec.submodule_search_locations)))
 
-    def annotate_frame(self, data: bytes) -> list[FieldSpan]:
-        """The fields of ``data`` when it is one whole frame (the prefix as ``length``),
-        else of ``data`` taken as a bare payload.  Never raises."""
+    def annotate_frame(self, data: bytes, direction: str) -> list[FieldSpan]:
+        """The fields of ``data`` when it is one whole frame going in ``direction`` (its
+        framing bytes as ``length`` before the payload or ``terminator`` after it), else of
+        ``data`` taken as a bare payload.  Never raises."""
         try:
-            frames = self.new_deframer().feed(data)
+            frames = self.deframer(direction).feed(data)
         except ProtocolError:
             frames = []
-        if len(frames) == 1 and self.frame(frames[0]) == data:
-            head = len(data) - len(frames[0])
-            spans = self._annotate(frames[0])
-            return [FieldSpan("length", 0, head, len(frames[0])), *_shifted(spans, head)]
-        return self._annotate(data)
+        if len(frames) != 1 or self.framed(frames[0], direction) != data:
+            return self.annotate_payload(data, direction)
+        payload = frames[0]
+        if not payload:
+            return [FieldSpan("framing", 0, len(data), "an empty frame")]
+        spans = self.annotate_payload(payload, direction)
+        if data.startswith(payload):  # framing after the payload: a line's terminator
+            return [*spans, FieldSpan("terminator", len(payload), len(data), data[len(payload) :])]
+        head = len(data) - len(payload)  # framing before it: a length prefix, a header
+        return [FieldSpan("length", 0, head, len(payload)), *_shifted(spans, head)]
 
-    def _annotate(self, payload: bytes) -> list[FieldSpan]:
+    def annotate_payload(self, payload: bytes, direction: str) -> list[FieldSpan]:
         try:
-            return self.annotate(payload)
+            return self.annotate(payload, direction)
         except Exception:  # an annotator must not break a report over a strange frame
             return []
 

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance import protocols
+from conformance.client import ClientError, Connection, WireLog
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
-from conformance.plugin import Plugin, UnknownQuirk
+from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
 
 SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
 START_DEADLINE_S = 30.0
@@ -77,12 +78,34 @@ def check_revision(plugin: Plugin, revision: str | None) -> str:
     """``revision`` (default: the plug-in's), or a UsageError naming the known ones."""
     if revision is None:
         return plugin.default_revision
-    if revision not in plugin.revisions:
-        raise UsageError(
-            f"unknown revision {revision!r} of {plugin.name}; known: "
-            f"{', '.join(plugin.revisions)} (default {plugin.default_revision})"
-        )
+    try:
+        plugin.at(revision)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return revision
+
+
+def check_session(
+    plugin: Plugin, host: str, port: int, timeout: float, values: dict[str, Any]
+) -> None:
+    """A UsageError when the target refuses the protocol's session (wrong credentials):
+    every case would end in ERROR for a reason only the user can fix.  Nothing to check
+    for a protocol without a session opener; an unresponsive target is the suite's to find."""
+    opening = plugin.open(values)
+    if opening is None:
+        return
+    try:
+        with Connection(
+            host, port, deframer=plugin.deframer("reply"), log=WireLog(), timeout=timeout
+        ) as conn:
+            conn.open(opening)
+    except SessionRefused as exc:
+        flags = " ".join(o.flag for o in plugin.options_for("run")) or "its options"
+        raise UsageError(
+            f"{host}:{port} refused the {plugin.name} session: {exc}; check {flags}"
+        ) from None
+    except ClientError:
+        pass
 
 
 def protocol_options(
@@ -251,6 +274,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.target:
         host, port = parse_target(args.target)
         check_reachable(host, port, args.timeout)
+        check_session(plugin.at(revision), host, port, args.timeout, options)
         code = int(pytest.main(pytest_args(args, plugin, f"{host}:{port}", options, reports)))
     else:
         serve = ["--revision", revision, *plugin.serve_args("run", options)]
@@ -279,7 +303,7 @@ def _finish(plugin: Plugin, results_file: Path, pytest_code: int) -> int:
     from conformance.report.html import write_html
     from conformance.report.table import print_summary
 
-    write_html(results, results_file.with_name("report.html"), plugin.annotate_frame)
+    write_html(results, results_file.with_name("report.html"))
     print_summary(results)
     print(
         f"reports written to {results_file.parent}/ (report.html, junit.xml, results.json, "

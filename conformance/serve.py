@@ -37,18 +37,21 @@ def serve_command(args: argparse.Namespace) -> int:
     revision = check_revision(plugin, args.revision)
     if args.session_timeout <= 0:
         raise UsageError("--session-timeout must be a positive number of seconds")
+    if args.max_partitions < 1:
+        raise UsageError("--max-partitions must be at least 1")
     try:
         engine = Engine(
             data_dir=args.data_dir,
             fsync=args.fsync,
             session_timeout_s=args.session_timeout,
             assignor=args.assignor,
+            max_partitions=args.max_partitions,
         )
     except OSError as exc:
         raise UsageError(f"cannot use --data-dir {args.data_dir}: {exc.strerror or exc}") from None
     options = protocol_options(plugin, "serve", args, embedded=False)
     config = ServeConfig(revision=revision, quirks=tuple(args.quirk), options=options)
-    frontend = plugin.frontend(engine, config)
+    frontend = plugin.at(revision).frontend(engine, config)
     port = plugin.default_port if args.port is None else args.port
     try:
         return asyncio.run(_serve(frontend, args.host, port))

@@ -21,7 +21,9 @@ from functools import cache
 from conformance import protocols
 
 LEVELS = ("MUST", "SHOULD", "MAY")
-_HEADING = re.compile(r"^### ([A-Z]+-[A-Z]+-\d+) \| (MUST|SHOULD|MAY) \| ([a-z0-9_,-]+)$")
+_HEADING = re.compile(
+    r"^### ([A-Z][A-Z0-9]*-[A-Z0-9]+-\d+) \| (MUST|SHOULD|MAY) \| ([a-z0-9_.,-]+)$"
+)
 _FIELDS = {"Requirement": "text", "Source": "source", "Not checkable": "not_checkable"}
 
 

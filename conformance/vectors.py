@@ -49,7 +49,7 @@ OPTIONAL_KEYS = ("decoded", "error", "encode_exact", "truncated", "setup", "repl
 DIRECTIONS = ("request", "reply")
 
 _ID_RE = re.compile(r"[a-z0-9]+(/[a-z0-9._-]+)+")
-_REQ_RE = re.compile(r"[A-Z]+-[A-Z]+-[0-9]+")
+_REQ_RE = re.compile(r"[A-Z][A-Z0-9]*-[A-Z0-9]+-[0-9]+")
 _CODE_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 _HEX_RE = re.compile(r"([0-9a-fA-F]{2})*")
 
@@ -77,11 +77,6 @@ class Vector:
     reply: Mapping[str, Any] | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     """The keys the protocol's schema adds (Cursus: ``compression``)."""
-
-    @property
-    def compression(self) -> str | None:
-        value = self.extras.get("compression")
-        return None if value is None else str(value)
 
     @property
     def message(self) -> Any:
@@ -135,14 +130,14 @@ def mismatches(expected: Any, actual: Any, path: str, subset: Sequence[str] = ()
 # ----------------------------------------------------------------------- loading
 
 
-def _deframe(plugin: Plugin, frame: bytes) -> tuple[bytes | None, str | None]:
+def _deframe(plugin: Plugin, frame: bytes, direction: str) -> tuple[bytes | None, str | None]:
     """(the payload of ``frame`` if it is exactly one whole frame, why not otherwise)."""
-    deframer = plugin.new_deframer()
+    deframer = plugin.deframer(direction)
     try:
         frames = deframer.feed(frame)
     except ProtocolError as exc:
         return None, f"the framing refuses it ({exc})"
-    if len(frames) == 1 and plugin.frame(frames[0]) == frame:
+    if len(frames) == 1 and plugin.framed(frames[0], direction) == frame:
         return frames[0], None
     if not frames:
         return None, "it is not a whole frame"
@@ -191,7 +186,7 @@ def _check(raw: Any, file: str, index: int, plugin: Plugin, schema: VectorSchema
     truncated = raw.get("truncated", False)
     if not isinstance(truncated, bool):
         raise bad("truncated", "must be true or false")
-    payload, not_whole = _deframe(plugin, frame)
+    payload, not_whole = _deframe(plugin, frame, direction)
     if truncated and payload is not None:
         raise bad("hex", "a truncated vector must not be a whole frame")
     if not truncated and payload is None:

@@ -167,10 +167,9 @@ def test_run_against_a_served_toy_broker_uses_the_password(toy: Path) -> None:
         bad = conformance(
             "run", "--protocol", "toy", "--target", b.address, "--reports", "bad", cwd=toy
         )
-        assert bad.returncode == 1
-        data = results(toy / "bad")
-        assert {c["verdict"] for c in data["cases"]} == {"ERROR"}
-        assert "the session was refused" in data["cases"][0]["message"]
+        assert bad.returncode == 2, bad.stdout + bad.stderr  # only the user can fix it
+        assert "refused the toy session" in bad.stderr and "--toy-password" in bad.stderr
+        assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
         with socket.create_connection((b.host, b.port), timeout=5) as raw:  # the real wire
             raw.sendall(b"\x0d\x00\x00\x00HELLO toy")  # length 13 counts its own 4 bytes
             assert raw.recv(64) == b"\x06\x00\x00\x00NO"
@@ -186,6 +185,11 @@ def test_fuzz_finds_a_crash_behind_the_login_and_replay_reproduces_it(toy: Path)
     replay = conformance("replay", str(found), cwd=toy)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "REPRODUCES" in replay.stdout
+    # the toy's own options are taken wherever the reproducer stands among the words
+    again = conformance("replay", "--timeout", "1", "--toy-password", "toy", str(found), cwd=toy)
+    assert again.returncode == 1 and "REPRODUCES" in again.stdout, again.stdout + again.stderr
+    prefix = conformance("fuzz", "--proto", "toy", "--cases", "1", cwd=toy)
+    assert prefix.returncode == 2 and "unrecognized arguments: --proto" in prefix.stderr
 
 
 def test_a_clean_toy_campaign_has_no_finding(toy: Path) -> None:
@@ -200,8 +204,8 @@ def test_the_vector_loader_uses_the_toy_schema(toy: Path) -> None:
     ping = loaded[0]
     assert ping.payload == b"PING" and ping.message == b"PING"
     schema = protocols.get("toy").vectors()
-    assert schema.reply_mismatch(ping.reply or {}, b"PONG") is None
-    assert schema.reply_mismatch(ping.reply or {}, b"PANG") is not None
+    assert schema.reply_mismatch(ping.reply or {}, b"PONG", ping.payload) is None
+    assert schema.reply_mismatch(ping.reply or {}, b"PANG", ping.payload) is not None
     folder = toy / "bad" / "toy"
     folder.mkdir(parents=True)
     (folder / "a.yaml").write_text(
@@ -229,4 +233,4 @@ def test_each_toy_vector_gets_its_reply_from_the_toy_broker(toy: Path) -> None:
                 got: list[bytes] = []
                 while not got:
                     got = deframer.feed(sock.recv(4096))
-                assert schema.reply_mismatch(v.reply, got[0]) is None, (v.id, got)
+                assert schema.reply_mismatch(v.reply, got[0], v.payload) is None, (v.id, got)

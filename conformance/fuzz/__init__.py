@@ -13,8 +13,12 @@ from conformance import protocols
 from conformance.fuzz.case import FuzzProtocol
 
 
-def protocol(name: str, options: Mapping[str, Any] | None = None) -> FuzzProtocol:
-    """The fuzz plug-in of protocol ``name`` (UnknownProtocol if there is none), with the
-    protocol's ``fuzz`` options: those given, the defaults for the rest."""
+def protocol(
+    name: str, options: Mapping[str, Any] | None = None, revision: str | None = None
+) -> FuzzProtocol:
+    """The fuzz plug-in of protocol ``name`` (UnknownProtocol if there is none) as
+    ``revision`` (default: the protocol's) sees the wire, with the protocol's ``fuzz``
+    options: those given, the defaults for the rest."""
     plugin = protocols.get(name)
+    plugin = plugin.at(revision or plugin.default_revision)
     return plugin.fuzzing(plugin.option_values("fuzz", options or {}))

@@ -17,7 +17,7 @@ session opener (run first on every connection).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,6 +71,11 @@ class Deframer(Protocol):
     @property
     def error(self) -> ProtocolError | None: ...
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as a frame (a partial frame when > 0)."""
+        ...
+
 
 @dataclass
 class Pool:
@@ -84,6 +89,9 @@ class Pool:
 StructureMutator = Callable[[random.Random, Pool], bytes]
 """Returns a mutated payload; the generic code frames it with a correct length."""
 
+FrameMutator = Callable[[random.Random, "FuzzProtocol", Pool], tuple[tuple[bytes, ...], float]]
+"""Returns the writes of a case that breaks the framing, and the pause between them."""
+
 
 class FuzzProtocol(Protocol):
     name: str
@@ -92,12 +100,22 @@ class FuzzProtocol(Protocol):
     probe_payload: bytes
     """A harmless request any live target answers (the CRASH probe)."""
     structure_mutators: dict[str, StructureMutator]
+    frame_mutators: Mapping[str, FrameMutator]
+    """The frame-breaking mutators that mean something for this framing: a length-prefixed
+    protocol takes :data:`conformance.fuzz.mutators.FRAME_MUTATORS` (lying lengths among
+    them); a line protocol would pick its own (an overlong line, a missing newline)."""
 
     def frame(self, payload: bytes, length: int | None = None) -> bytes:
         """``payload`` framed; ``length`` overrides the length the prefix says."""
         ...
 
-    def new_deframer(self) -> Deframer: ...
+    def new_deframer(self) -> Deframer:
+        """Reads the requests a case sends (to count the replies they are owed)."""
+        ...
+
+    def new_reply_deframer(self) -> Deframer:
+        """Reads the target's replies."""
+        ...
 
     def pool(self, seed: int) -> Pool: ...
 

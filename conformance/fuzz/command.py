@@ -42,7 +42,7 @@ from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import Embedded, External, Target
 from conformance.fuzz.triage import print_triage, triage, write_parquet
 from conformance.plugin import Plugin, SessionRefused
-from conformance.runner import check_quirks, plugin_of, protocol_options
+from conformance.runner import check_quirks, check_revision, plugin_of, protocol_options
 
 
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
@@ -59,29 +59,32 @@ def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     check_quirks(plugin, args.quirk)
 
 
-def _target(args: argparse.Namespace, plugin: Plugin, values: dict[str, Any], out: Path) -> Target:
+def _target(
+    args: argparse.Namespace, plugin: Plugin, revision: str, values: dict[str, Any], out: Path
+) -> Target:
     if args.target:
         target: Target = External.parse(args.target)
         if not harness.accepts(target.host, target.port, args.deadline):
             raise UsageError(f"cannot reach target {target.address}")
         return target
-    serve = tuple(plugin.serve_args("fuzz", values))
+    serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
     return Embedded(args.protocol, list(args.quirk), out / "broker.log", serve)
 
 
 def fuzz_command(args: argparse.Namespace) -> int:
     plugin = plugin_of(args.protocol)
     _check(args, plugin)
+    revision = check_revision(plugin, args.revision)
     values = protocol_options(plugin, "fuzz", args, embedded=not args.target)
     out, findings_dir = Path(args.out), Path(args.findings)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
-    proto = fuzz_protocol(args.protocol, values)
+    proto = fuzz_protocol(args.protocol, values, revision)
     options = Options(deadline=args.deadline, canary_every=args.canary_every)
     console = Console(stderr=True)
-    target = _target(args, plugin, values, out)
+    target = _target(args, plugin, revision, values, out)
     try:
         try:
             campaign.setup(proto, target, args.deadline)
@@ -96,11 +99,13 @@ def fuzz_command(args: argparse.Namespace) -> int:
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
         )
         start = time.monotonic()
-        rows = _run(args, proto, target, options, console, values)
+        rows = _run(args, proto, target, options, console, values, revision)
         elapsed = time.monotonic() - start
         parquet = _write_rows(args, rows, out)
-        public = plugin.public(values)
-        return _report(args, proto, target, rows, elapsed, parquet, findings_dir, console, public)
+        made_with = (plugin.public(values), revision)
+        return _report(
+            args, proto, target, rows, elapsed, parquet, findings_dir, console, made_with
+        )
     finally:
         target.close()
 
@@ -112,6 +117,7 @@ def _run(
     options: Options,
     console: Console,
     values: dict[str, Any],
+    revision: str,
 ) -> list[Row]:
     found = 0
     with Progress(
@@ -137,7 +143,7 @@ def _run(
             progress.update(task, advance=len(batch), rate=rate, found=found)
 
         if args.spark_master:
-            return _run_on_spark(args, target, options, advance, values)
+            return _run_on_spark(args, target, options, advance, values, revision)
         rows: list[Row] = []
         pending: list[Row] = []
 
@@ -159,6 +165,7 @@ def _run_on_spark(
     options: Options,
     advance: Callable[[list[Row]], None],
     values: dict[str, Any],
+    revision: str,
 ) -> list[Row]:
     from conformance.fuzz import spark
 
@@ -173,6 +180,7 @@ def _run_on_spark(
             Path(args.out),
             on_rows=advance,
             protocol_options=values,
+            revision=revision,
         )
     except Exception as exc:
         raise UsageError(f"the Spark campaign failed: {_first_line(exc)}") from None
@@ -210,8 +218,9 @@ def _report(
     parquet: Path,
     findings_dir: Path,
     console: Console,
-    public: dict[str, Any],
+    made_with: tuple[dict[str, Any], str],
 ) -> int:
+    public, revision = made_with
     dummy = FuzzCase(0, "", "frame", (b"",))
     corruption_req = proto.requirement("CORRUPTION", dummy)
     leak_req = proto.requirement("LEAK", dummy)
@@ -230,7 +239,15 @@ def _report(
         for sig, (event, _count) in by_sig.items():
             cases = {i: generate(proto, pool, args.seed, i) for i in event.window}
             repro = minimize(
-                proto, target, event, cases, args.seed, args.deadline, list(args.quirk), public
+                proto,
+                target,
+                event,
+                cases,
+                args.seed,
+                args.deadline,
+                list(args.quirk),
+                public,
+                revision,
             )
             try:
                 saved[sig] = repro.save(findings_dir)
@@ -264,15 +281,16 @@ def replay_command(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: {LEAK_NOT_REPLAYED}")
     plugin = plugin_of(repro.protocol)
     check_quirks(plugin, repro.broker_quirks)
+    revision = check_revision(plugin, args.revision or repro.revision or None)
     values = _replay_options(args, plugin, repro)
-    proto = fuzz_protocol(repro.protocol, values)
+    proto = fuzz_protocol(repro.protocol, values, revision)
     if args.target:
         target: Target = External.parse(args.target)
         if not harness.accepts(target.host, target.port, repro.deadline_s):
             raise UsageError(f"cannot reach target {target.address}")
     else:
         log = Path(tempfile.gettempdir()) / "conformance-replay-broker.log"
-        serve = tuple(plugin.serve_args("fuzz", values))
+        serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
         target = Embedded(repro.protocol, repro.broker_quirks, log, serve)
     try:
         still, detail = reproduces(proto, repro, target)

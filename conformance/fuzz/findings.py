@@ -63,6 +63,9 @@ class Reproducer:
     original: dict[str, int] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     """The protocol's fuzz options the finding was made with (secret ones left out)."""
+    revision: str = ""
+    """The protocol revision the campaign fuzzed ('' in reproducers older than the field:
+    the protocol's default)."""
 
     @property
     def signature(self) -> str:
@@ -77,6 +80,7 @@ class Reproducer:
             "signature": self.signature,
             "requirement": self.requirement,
             "protocol": self.protocol,
+            "revision": self.revision,
             "seed": self.seed,
             "index": self.index,
             "mutator": self.mutator,
@@ -117,6 +121,7 @@ class Reproducer:
                 broker_quirks=[str(q) for q in d.get("broker_quirks") or []],
                 original={str(k): int(v) for k, v in (d.get("original") or {}).items()},
                 options=dict(d.get("options") or {}),
+                revision=str(d.get("revision") or ""),
             )
             if repro.protocol not in protocols.names():
                 raise ValueError(
@@ -312,6 +317,7 @@ def minimize(
     deadline: float,
     quirks: list[str],
     options: dict[str, Any] | None = None,
+    revision: str = "",
 ) -> Reproducer:
     """A saved-ready reproducer for ``event`` (``cases``: the window's cases by index)."""
     first = cases[event.index]
@@ -328,6 +334,7 @@ def minimize(
         deadline_s=deadline,
         broker_quirks=quirks,
         options=dict(options or {}),
+        revision=revision,
         original={
             "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in window),
             "writes": sum(len(c.writes) for c in window),

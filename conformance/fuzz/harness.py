@@ -76,7 +76,7 @@ def expectation(proto: FuzzProtocol, sent: bytes) -> Expectation:
         if not proto.owes_reply(payload):
             return Expectation(owed, True)
         owed += 1
-    tail = deframer.error is not None or getattr(deframer, "buffered", 0) > 0
+    tail = deframer.error is not None or deframer.buffered > 0
     return Expectation(owed, tail)
 
 
@@ -103,7 +103,7 @@ class _Replies:
 
     def __init__(self, proto: FuzzProtocol, sock: socket.socket, deadline: float) -> None:
         self.sock, self.end = sock, time.monotonic() + deadline
-        self.deframer = proto.new_deframer()
+        self.deframer = proto.new_reply_deframer()
         self.ready: list[bytes] = []
 
     def __call__(self) -> bytes:
@@ -225,7 +225,7 @@ def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline
 def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadline: float) -> Result:
     t0 = time.monotonic()
     end = t0 + deadline
-    deframer = proto.new_deframer()
+    deframer = proto.new_reply_deframer()
     replies = 0
     while True:
         if replies >= expect.owed and not expect.must_close:
@@ -259,7 +259,7 @@ def exchange(
     with contextlib.closing(_connect(host, port, deadline)) as sock:
         open_on(proto, sock, deadline)
         sock.sendall(b"".join(proto.frame(p) for p in payloads))
-        deframer = proto.new_deframer()
+        deframer = proto.new_reply_deframer()
         out: list[bytes] = []
         end = time.monotonic() + deadline
         while len(out) < len(payloads):

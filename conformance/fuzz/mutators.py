@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
 
-from conformance.fuzz.case import FuzzCase, FuzzProtocol, Pool
+from conformance.fuzz.case import FrameMutator, FuzzCase, FuzzProtocol, Pool
 
 DRIP_GAP_S = 0.0002
 DRIP_MAX_WRITES = 8
 BURST_MAX = 32
 SPLIT_MAX = 16
 ABANDON_MAX = 8
-
-FrameMutator = Callable[[random.Random, FuzzProtocol, Pool], tuple[tuple[bytes, ...], float]]
 
 
 def length_lies(limit: int, exact: int) -> list[int]:
@@ -150,7 +147,7 @@ ABANDON = "abandon"
 
 def mutator_names(proto: FuzzProtocol) -> list[str]:
     """Every mutator, in the order a case's index is mapped onto them (stable)."""
-    return [*GENERIC_STRUCTURE, *proto.structure_mutators, *FRAME_MUTATORS, ABANDON]
+    return [*GENERIC_STRUCTURE, *proto.structure_mutators, *proto.frame_mutators, ABANDON]
 
 
 def case_rng(seed: int, index: int) -> random.Random:
@@ -165,12 +162,12 @@ def generate(proto: FuzzProtocol, pool: Pool, seed: int, index: int) -> FuzzCase
         name = rng.choice(list(structure))
         case = FuzzCase(index, name, "structure", (proto.frame(structure[name](rng, pool)),))
     else:
-        name = rng.choice([*FRAME_MUTATORS, ABANDON])
+        name = rng.choice([*proto.frame_mutators, ABANDON])
         if name == ABANDON:
             abandon = _abandoned(rng, proto, pool)
             case = FuzzCase(index, name, "frame", (proto.frame(_payload(rng, pool)),), 0, abandon)
         else:
-            writes, gap = FRAME_MUTATORS[name](rng, proto, pool)
+            writes, gap = proto.frame_mutators[name](rng, proto, pool)
             case = FuzzCase(index, name, "frame", writes, gap)
     return _spare_canary(proto, case)
 

@@ -100,12 +100,13 @@ def run_task(
     options: Options,
     ranges: Iterable[tuple[int, int]],
     protocol_options: Mapping[str, Any] | None = None,
+    revision: str | None = None,
 ) -> Iterator[tuple[Any, ...]]:
     """The Spark task: run each seed range of its partition, yield one tuple per row."""
     from conformance.fuzz import protocol as fuzz_protocol
     from conformance.fuzz.campaign import run_range
 
-    proto = fuzz_protocol(protocol, protocol_options)
+    proto = fuzz_protocol(protocol, protocol_options, revision)
     names = Row.names()
     for start, stop_ in ranges:
         for row in run_range(proto, External(host, port), seed, start, stop_, options):
@@ -122,6 +123,7 @@ def run_campaign(
     out: Path,
     on_rows: Callable[[list[Row]], None] | None = None,
     protocol_options: Mapping[str, Any] | None = None,
+    revision: str | None = None,
 ) -> list[Row]:
     """Run cases ``[0, cases)`` of ``seed`` on Spark against ``address`` (``HOST:PORT``),
     write them to ``out/cases.parquet`` and return them sorted by index.
@@ -145,6 +147,7 @@ def run_campaign(
             seed,
             options,
             protocol_options=dict(protocol_options or {}),
+            revision=revision,
         )
         threads = min(len(cuts), 2 * parallelism)
         with ThreadPoolExecutor(threads, thread_name_prefix="fuzz-range") as pool:

@@ -51,7 +51,13 @@ def get(name: str) -> Plugin:
     if where is None:
         raise UnknownProtocol(f"unknown protocol {name!r}; choose one of: {', '.join(names())}")
     module, _, attribute = where.partition(":")
-    plugin = getattr(importlib.import_module(module), attribute or "PLUGIN")
+    try:
+        plugin = getattr(importlib.import_module(module), attribute or "PLUGIN")
+    except Exception as exc:  # a broken third-party plug-in: one line, not a traceback
+        raise UnknownProtocol(
+            f"the plug-in of protocol {name!r} ({where}) cannot be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
     if not isinstance(plugin, Plugin) or plugin.name != name:
         raise UnknownProtocol(f"{where} is not the plug-in of protocol {name!r}")
     _loaded[name] = plugin

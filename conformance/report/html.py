@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import binascii
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from conformance.plugin import FieldSpan
 from conformance.report import (
     NOT_CHECKABLE,
     NOT_RUN,
@@ -88,28 +87,23 @@ def hex_lines(data: bytes) -> list[str]:
     return lines
 
 
-Annotate = Callable[[bytes], list[FieldSpan]]
-#: Fields listed per wire-log entry (a frame with many messages has hundreds).
+#: Fields listed per wire-log entry.
 FIELDS_LIMIT = 64
 
 
-def field_labels(data: bytes, annotate: Annotate | None) -> list[str]:
-    """``name=value @start-end`` for each field the protocol's annotator finds in ``data``."""
-    if annotate is None or not data:
-        return []
-    spans = annotate(data)
-    out = [
-        printable(f"{s.name}={s.value!r} @{s.start}-{s.end}", one_line=True, limit=120)
-        for s in spans[:FIELDS_LIMIT]
-    ]
-    if len(spans) > FIELDS_LIMIT:
-        out.append(f"... {len(spans) - FIELDS_LIMIT} more fields")
-    return out
+def field_labels(entry: Mapping[str, Any]) -> list[str]:
+    """``name=value @start-end`` for each field the protocol's annotator found in the entry."""
+    out = []
+    for f in entry.get("fields") or []:
+        if isinstance(f, list) and len(f) == 4:
+            name, start, end, value = f
+            out.append(printable(f"{name}={value!r} @{start}-{end}", one_line=True, limit=120))
+    return out[:FIELDS_LIMIT]
 
 
-def wire_entry(entry: Mapping[str, Any], annotate: Annotate | None = None) -> dict[str, Any]:
+def wire_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     """View data for one wire-log entry: hex lines cut at :data:`HEX_ENTRY_LIMIT`, notes,
-    and the fields of the bytes kept (when the protocol's annotator is given)."""
+    and the protocol's fields, as the wire log recorded them."""
     raw = str(entry.get("hex") or "")
     notes = []
     try:
@@ -134,7 +128,7 @@ def wire_entry(entry: Mapping[str, Any], annotate: Annotate | None = None) -> di
         "summary": printable(entry.get("summary"), limit=500),
         "hex": hex_lines(data),
         "notes": notes,
-        "fields": field_labels(data, annotate) if direction in ("send", "recv") else [],
+        "fields": field_labels(entry),
     }
 
 
@@ -159,7 +153,6 @@ def _case_view(
     index: int,
     case: Mapping[str, Any],
     registry: Mapping[str, Mapping[str, Any]],
-    annotate: Annotate | None = None,
 ) -> dict[str, Any]:
     verdict = verdict_of(case)
     log = [e for e in case.get("wire_log") or [] if isinstance(e, dict)]
@@ -189,12 +182,12 @@ def _case_view(
         "message": printable(case.get("message") or ""),
         "duration": _seconds(case.get("duration_s")),
         "requirements": checked,
-        "wire_log": [wire_entry(e, annotate) for e in log[:WIRE_ENTRY_LIMIT]],
+        "wire_log": [wire_entry(e) for e in log[:WIRE_ENTRY_LIMIT]],
         "wire_log_cut": max(len(log) - WIRE_ENTRY_LIMIT, 0),
     }
 
 
-def report_view(results: Mapping[str, Any], annotate: Annotate | None = None) -> dict[str, Any]:
+def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain strings, lists and dicts."""
     listed = cases(results)
     by_id: dict[str, Mapping[str, Any]] = {}
@@ -228,7 +221,7 @@ def report_view(results: Mapping[str, Any], annotate: Annotate | None = None) ->
         "broken": [_text(r) for r in broken_requirements(results)],
         "counts": [{"verdict": v, "n": counted[v], "class": _CSS_CLASS[v]} for v in VERDICTS],
         "requirements": [_requirement_view(r, by_id, anchors) for r in requirements],
-        "cases": [_case_view(i, c, registry, annotate) for i, c in enumerate(listed)],
+        "cases": [_case_view(i, c, registry) for i, c in enumerate(listed)],
     }
 
 
@@ -243,18 +236,18 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_html(results: Mapping[str, Any], annotate: Annotate | None = None) -> str:
+def render_html(results: Mapping[str, Any]) -> str:
     """The HTML report of ``results`` as a string."""
-    return _environment().get_template(TEMPLATE_NAME).render(report=report_view(results, annotate))
+    return _environment().get_template(TEMPLATE_NAME).render(report=report_view(results))
 
 
-def write_html(results: dict[str, Any], path: Path, annotate: Annotate | None = None) -> None:
+def write_html(results: dict[str, Any], path: Path) -> None:
     """Write the HTML report of ``results`` to ``path``, creating its folder.
 
     The file is written next to ``path`` first and then moved into place, so a
     reader never sees half a report.
     """
-    page = render_html(results, annotate)
+    page = render_html(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(page, encoding="utf-8", errors="backslashreplace")

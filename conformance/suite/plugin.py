@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ import pytest
 
 from conformance import __version__, protocols
 from conformance.client import ReplyTimeout, WireLog
-from conformance.plugin import Plugin
+from conformance.plugin import FieldSpan, Plugin
 from conformance.spec import Requirement, requirements
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.target import CaseContext, Target, TargetUnresponsive
@@ -80,11 +80,10 @@ class RunState:
         except protocols.UnknownProtocol as exc:
             raise pytest.UsageError(str(exc)) from None
         self.revision: str = opt("conformance_revision") or plugin.default_revision
-        if self.revision not in plugin.revisions:
-            raise pytest.UsageError(
-                f"unknown revision {self.revision!r} of {self.protocol}; "
-                f"known: {', '.join(plugin.revisions)}"
-            )
+        try:
+            plugin = plugin.at(self.revision)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.options = _options(plugin, opt("conformance_option"))
         self.requirements: dict[str, Requirement] = requirements(self.protocol)
         self.strict: bool = opt("conformance_strict")
@@ -125,7 +124,7 @@ def _options(plugin: Plugin, given: list[str]) -> dict[str, Any]:
         try:
             values[name] = known[name].convert(text)
         except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(f"--conformance-option {name}: {exc}") from None
     return values
 
 
@@ -199,7 +198,8 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     state = _active(request.config)
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
-    log = WireLog(describe=state.target.plugin.describe)
+    plugin = state.target.plugin
+    log = WireLog(describe=plugin.describe, annotate=_wire_fields(plugin))
     request.node.stash[_WIRE] = log
     _allure_labels(request.node, state)
     state.target.ensure_reachable()
@@ -211,6 +211,18 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
 
 
 _WIRE = pytest.StashKey[WireLog]()
+
+
+def _wire_fields(plugin: Plugin) -> Callable[[str, bytes], list[FieldSpan]]:
+    """The wire log's annotator: what we send is raw bytes (a whole request frame when it
+    is one), what we receive a reply payload."""
+
+    def fields(direction: str, data: bytes) -> list[FieldSpan]:
+        if direction == "send":
+            return plugin.annotate_frame(data, "request")
+        return plugin.annotate_payload(data, "reply")
+
+    return fields
 
 
 def _allure_labels(item: pytest.Item, state: RunState) -> None:

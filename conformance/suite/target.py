@@ -60,8 +60,8 @@ class Target:
             why = probe(
                 self.host,
                 self.port,
-                plugin.frame(plugin.probe_request),
-                plugin.new_deframer(),
+                plugin.framed(plugin.probe_request, "request"),
+                plugin.deframer("reply"),
                 timeout,
                 plugin.open(self.options),
             )
@@ -101,7 +101,7 @@ class CaseContext:
         conn = Connection(
             self.target.host,
             self.target.port,
-            deframer=self.target.plugin.new_deframer(),
+            deframer=self.target.plugin.deframer("reply"),
             log=self.log,
             timeout=self.target.timeout,
         )

@@ -54,7 +54,7 @@ def ids(v: Vector) -> str:
 
 def decode(v: Vector, payload: bytes) -> Request | Reply:
     if v.direction == "request":
-        return codec.decode_request(payload, compression=v.compression)
+        return codec.decode_request(payload, compression=v.extras.get("compression"))
     return codec.decode_reply(payload)
 
 
@@ -125,7 +125,7 @@ def test_encode(v: Vector) -> None:
     msg = v.message
     if v.direction == "request":
         assert isinstance(msg, Command | Batch)
-        payload = codec.encode_request(msg, compression=v.compression)
+        payload = codec.encode_request(msg, compression=v.extras.get("compression"))
     else:
         assert not isinstance(msg, Command)
         payload = codec.encode_reply(msg)

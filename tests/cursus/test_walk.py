@@ -81,10 +81,3 @@ def test_the_annotation_names_and_places_each_field() -> None:
     assert spans["message_count"].value == 0 and spans["message_count"].end == len(data)
     tokens = [(s.name, s.value) for s in annotate(b"CONSUME t 0 5")]
     assert tokens == [("command", "CONSUME"), ("topic", "t"), ("partition", "0"), ("offset", "5")]
-
-
-def test_a_whole_frame_is_annotated_after_its_prefix() -> None:
-    from conformance import protocols
-
-    spans = protocols.get("cursus").annotate_frame(codec.frame(b"LIST"))
-    assert [(s.name, s.start, s.end) for s in spans] == [("length", 0, 4), ("command", 4, 8)]

@@ -10,6 +10,7 @@ from typing import Any
 from conformance.engine import Engine, EngineError, NewRecord
 from conformance.errors import ProtocolError
 from conformance.fuzz.case import FuzzCase, Pool
+from conformance.fuzz.mutators import FRAME_MUTATORS
 from conformance.plugin import FieldSpan, Opening, ServeConfig, SessionRefused
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
@@ -31,7 +32,7 @@ def describe(direction: str, data: bytes) -> str:
     return repr(data[:40])
 
 
-def annotate(payload: bytes) -> list[FieldSpan]:
+def annotate(payload: bytes, direction: str = "request") -> list[FieldSpan]:
     words, out, pos = payload.split(b" "), [], 0
     for i, w in enumerate(words):
         start = pos if i == 0 else pos - 1
@@ -113,8 +114,10 @@ class Fuzzing:
         self.options = options
         self.structure_mutators: dict[str, Any] = {}  # the generic mutators only
 
+    frame_mutators = FRAME_MUTATORS
     frame = staticmethod(frame)
     new_deframer = staticmethod(new_deframer)
+    new_reply_deframer = staticmethod(new_deframer)
     describe = staticmethod(lambda payload: repr(payload[:40]))
     annotate = staticmethod(annotate)
 

@@ -5,7 +5,7 @@ malformed batch is annotated as far as its bytes go: each length-prefixed string
 ``.len`` field (counting the bytes after it) and the string itself, each message's fields
 are named ``message[i].<field>``, and ``message_count`` lists the messages it counts.  A
 text command is annotated token by token, named after the command's declared arguments
-(any other text, a reply, as ``word0``, ``word1``...);
+(a text reply, or a request that is no command, as ``word0``, ``word1``...);
 every token but the command word can be dropped (with the space before it).  Anything else
 (a gzip body, a JSON ack, a text reply) is one field.
 """
@@ -22,7 +22,8 @@ SHOWN = 64
 _SIGNED = ("i32", "i64", "bytes32")
 
 
-def annotate(payload: bytes) -> list[FieldSpan]:
+def annotate(payload: bytes, direction: str = "request") -> list[FieldSpan]:
+    """The fields of a Cursus frame payload sent as a ``request`` or received as a ``reply``."""
     found = walk(payload)
     if found is not None:
         messages = tuple(found.messages())
@@ -34,7 +35,7 @@ def annotate(payload: bytes) -> list[FieldSpan]:
         return [FieldSpan("gzip body", 0, len(payload), f"{len(payload)} bytes")]
     if payload[:1] in (b"{", b"[") or not payload:
         return [FieldSpan("reply", 0, len(payload), _text(payload))] if payload else []
-    return _tokens(payload)
+    return _tokens(payload, commands=direction == "request")
 
 
 def _name(s: Span) -> str:
@@ -59,9 +60,9 @@ def _batch_field(payload: bytes, s: Span, messages: tuple[tuple[int, int], ...])
     return out
 
 
-def _tokens(payload: bytes) -> list[FieldSpan]:
+def _tokens(payload: bytes, commands: bool) -> list[FieldSpan]:
     tokens = payload.split(b" ")
-    spec = COMMANDS.get(tokens[0].decode("utf-8", "replace"))
+    spec = COMMANDS.get(tokens[0].decode("utf-8", "replace")) if commands else None
     names = [a.name for a in spec.args] if spec else []
     first = "command" if spec else "word0"  # not a command: a text reply, or garbage
     out = [FieldSpan(first, 0, len(tokens[0]), _text(tokens[0]))]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -39,7 +39,8 @@ from scapy.fields import FieldLenField, StrLenField
 from scapy.packet import Packet, fuzz
 
 from conformance.errors import ProtocolError
-from conformance.fuzz.case import FuzzCase, Pool, StructureMutator
+from conformance.fuzz.case import FrameMutator, FuzzCase, Pool, StructureMutator
+from conformance.fuzz.mutators import FRAME_MUTATORS
 from conformance.plugin import FieldSpan, Opening
 from conformance.protocols.cursus import codec, layers, strategies
 from conformance.protocols.cursus.annotate import annotate
@@ -237,6 +238,7 @@ class CursusFuzzing:
     canary_topic = CANARY_TOPIC
     probe_payload = b"LIST"
     structure_mutators = STRUCTURE_MUTATORS
+    frame_mutators: Mapping[str, FrameMutator] = FRAME_MUTATORS  # lying lengths mean something
 
     def frame(self, payload: bytes, length: int | None = None) -> bytes:
         n = len(payload) if length is None else length
@@ -244,6 +246,9 @@ class CursusFuzzing:
 
     def new_deframer(self) -> LengthPrefixDeframer:
         return codec.new_deframer(FRAME_LIMIT)
+
+    def new_reply_deframer(self) -> LengthPrefixDeframer:
+        return codec.new_deframer(FRAME_LIMIT)  # replies are framed as requests are
 
     def pool(self, seed: int) -> Pool:
         return _pool(seed)

@@ -24,13 +24,6 @@ if TYPE_CHECKING:
     from conformance.server import Frontend
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
 OPTIONS = (
     Option(
         "--compression",
@@ -53,7 +46,8 @@ OPTIONS = (
         "most messages returned by one CONSUME (default 100)",
         ("serve",),
         default=100,
-        type=_positive,
+        type=int,
+        minimum=1,
         metavar="N",
     ),
 )

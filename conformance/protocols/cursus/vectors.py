@@ -248,7 +248,9 @@ class CursusVectors:
     def from_message(self, message: Any) -> dict[str, Any]:
         return from_message(message)
 
-    def reply_mismatch(self, expected: Mapping[str, Any], payload: bytes) -> str | None:
+    def reply_mismatch(
+        self, expected: Mapping[str, Any], payload: bytes, request: bytes
+    ) -> str | None:
         try:
             got = codec.decode_reply(payload)
         except codec.CursusError as exc:

@@ -31,7 +31,9 @@ class ToyVectors:
     def from_message(self, message: Any) -> dict[str, Any]:
         return {"words": bytes(message).decode(errors="replace").split(" ")}
 
-    def reply_mismatch(self, expected: Mapping[str, Any], payload: bytes) -> str | None:
+    def reply_mismatch(
+        self, expected: Mapping[str, Any], payload: bytes, request: bytes
+    ) -> str | None:
         return "; ".join(mismatches(expected, self.from_message(payload), "reply")) or None
 
 
