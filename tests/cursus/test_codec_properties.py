@@ -144,22 +144,7 @@ def test_every_strict_prefix_of_a_batch_is_malformed(batch: Batch, data: st.Data
 
 def _mutations(base: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
     """Valid encodings with a byte changed, a slice cut out, or bytes inserted."""
-
-    @st.composite
-    def mutate(draw: st.DrawFn) -> bytes:
-        data = bytearray(draw(base))
-        for _ in range(draw(st.integers(1, 3))):
-            i = draw(st.integers(0, len(data)))
-            how = draw(st.sampled_from(("set", "cut", "insert")))
-            if how == "set" and i < len(data):
-                data[i] = draw(st.integers(0, 255))
-            elif how == "cut":
-                del data[i : i + draw(st.integers(1, 8))]
-            else:
-                data[i:i] = draw(st.binary(min_size=1, max_size=4))
-        return bytes(data)
-
-    return mutate()
+    return cs.mutated(base)
 
 
 REQUEST_BYTES = st.one_of(

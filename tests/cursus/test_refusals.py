@@ -229,21 +229,6 @@ def aimed_batches(draw: st.DrawFn) -> bytes:
     return codec.encode_batch(replace(batch, topic=topic, partition=partition))
 
 
-@st.composite
-def mutated(draw: st.DrawFn, base: st.SearchStrategy[bytes]) -> bytes:
-    data = bytearray(draw(base))
-    for _ in range(draw(st.integers(1, 3))):
-        i = draw(st.integers(0, len(data)))
-        how = draw(st.sampled_from(("set", "cut", "insert")))
-        if how == "set" and i < len(data):
-            data[i] = draw(st.integers(0, 255))
-        elif how == "cut":
-            del data[i : i + draw(st.integers(1, 8))]
-        else:
-            data[i:i] = draw(st.binary(min_size=1, max_size=4))
-    return bytes(data)
-
-
 VALID = st.one_of(
     aimed_commands(),
     aimed_batches(),
@@ -252,7 +237,7 @@ VALID = st.one_of(
 )
 FUZZ = st.one_of(
     VALID,
-    mutated(VALID),
+    cs.mutated(VALID),
     cs.invalid_commands().map(lambda c: c[0]),
     cs.invalid_batches().map(lambda c: c[0]),
     st.binary(max_size=64),

@@ -308,3 +308,20 @@ def invalid_batches(draw: st.DrawFn) -> tuple[bytes, str]:
 def frames_payloads() -> st.SearchStrategy[list[bytes]]:
     """Payloads of a sequence of frames (empty payloads included)."""
     return st.lists(st.binary(max_size=40), max_size=6)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: st.SearchStrategy[bytes]) -> bytes:
+    """Bytes of ``base`` with one to three edits: a byte changed, a slice cut out, or a few
+    bytes inserted."""
+    data = bytearray(draw(base))
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(data)))
+        how = draw(st.sampled_from(("set", "cut", "insert")))
+        if how == "set" and i < len(data):
+            data[i] = draw(st.integers(0, 255))
+        elif how == "cut":
+            del data[i : i + draw(st.integers(1, 8))]
+        else:
+            data[i:i] = draw(st.binary(min_size=1, max_size=4))
+    return bytes(data)
