@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conformance import protocols, vectors
+from conformance.plugin import Deframer
 from tests.support import broker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,6 +217,16 @@ def test_the_vector_loader_uses_the_toy_schema(toy: Path) -> None:
         vectors.load("toy", toy / "bad")
 
 
+def next_frame(sock: socket.socket, deframer: Deframer) -> bytes:
+    """The next frame on ``sock`` (whose timeout bounds each read); a close fails."""
+    got: list[bytes] = []
+    while not got:
+        data = sock.recv(4096)
+        assert data, "the toy broker closed the connection"
+        got = deframer.feed(data)
+    return got[0]
+
+
 def test_each_toy_vector_gets_its_reply_from_the_toy_broker(toy: Path) -> None:
     plugin = protocols.get("toy")
     schema = plugin.vectors()
@@ -227,10 +238,7 @@ def test_each_toy_vector_gets_its_reply_from_the_toy_broker(toy: Path) -> None:
                 deframer = plugin.new_deframer()
                 for step in v.setup:
                     sock.sendall(plugin.frame(step.encode()) if isinstance(step, str) else step)
-                    while not deframer.feed(sock.recv(4096)):
-                        pass
+                    next_frame(sock, deframer)
                 sock.sendall(v.frame)
-                got: list[bytes] = []
-                while not got:
-                    got = deframer.feed(sock.recv(4096))
+                got = [next_frame(sock, deframer)]
                 assert schema.reply_mismatch(v.reply, got[0], v.payload) is None, (v.id, got)
