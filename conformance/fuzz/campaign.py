@@ -37,6 +37,8 @@ class Options:
     leak_bound_mb: float = LEAK_BOUND_MB
     range_cases: int = RANGE_CASES
     """Cases per seed range (rounded down to a multiple of ``canary_every``)."""
+    connections: int = 1
+    """Cases in flight at once, each on its own connection (``--connections``)."""
 
 
 def seed_ranges(cases: int, options: Options) -> list[tuple[int, int]]:
