@@ -148,6 +148,11 @@ def _add_serve(
     _add_protocol_options(p, plugin, "serve")
 
 
+DEFAULT_CONNECTIONS = 8
+"""Measured against the reference broker on 2 cores (bench/fuzz_throughput.py): past 8
+connections cases/s stop growing."""
+
+
 def _add_fuzz(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
 ) -> None:
@@ -159,9 +164,7 @@ def _add_fuzz(
         "Parquet row per case under --out and a YAML reproducer per finding under --findings.",
     )
     _add_protocol(p)
-    p.add_argument(
-        "--target", metavar="HOST:PORT", help="broker to fuzz; omitted: the embedded broker"
-    )
+    _add_targets(p, "broker to fuzz; omitted: the embedded broker")
     p.add_argument("--cases", type=int, default=10_000, help="number of cases (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
     p.add_argument(
@@ -193,11 +196,43 @@ def _add_fuzz(
         help="run the canary round trip every N cases (default 250)",
     )
     p.add_argument(
+        "--connections",
+        type=int,
+        default=DEFAULT_CONNECTIONS,
+        metavar="N",
+        help="cases in flight at once, each on its own connection: a target that stalls holds "
+        f"up one of them, not the campaign (default {DEFAULT_CONNECTIONS})",
+    )
+    p.add_argument(
+        "--max-time",
+        type=float,
+        metavar="S",
+        help="start no case after S seconds; the campaign ends with what it has",
+    )
+    p.add_argument(
         "--revision", help="protocol revision the target speaks (default: the protocol's)"
     )
     _add_quirk(p, "start the embedded broker with this quirk (repeatable; see serve --quirk list)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _add_protocol_options(p, plugin, "fuzz")
+
+
+def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--target", metavar="HOST:PORT", help=target_help)
+    where.add_argument(
+        "--target-cmd",
+        metavar="CMD",
+        help="start your broker with CMD (split like a shell, run without one; {port} is "
+        "replaced by a free port) and restart it after a crash or a stop",
+    )
+    p.add_argument(
+        "--target-start-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds --target-cmd has to serve after each start (default 30)",
+    )
 
 
 def _add_replay(
@@ -210,10 +245,13 @@ def _add_replay(
         description="Run a YAML reproducer written by 'conformance fuzz' against a target.",
     )
     p.add_argument("file", metavar="FILE", help="a reproducer (fuzz/findings/*.yaml)")
+    _add_targets(
+        p, "broker to replay against; omitted: the embedded broker with the reproducer's quirks"
+    )
     p.add_argument(
-        "--target",
-        metavar="HOST:PORT",
-        help="broker to replay against; omitted: the embedded broker with the reproducer's quirks",
+        "--minimize",
+        action="store_true",
+        help="minimize the reproducer against the target and save it over FILE",
     )
     p.add_argument("--timeout", type=float, metavar="S", help="override the reproducer's deadline")
     p.add_argument("--revision", help="protocol revision of the target (default: the reproducer's)")

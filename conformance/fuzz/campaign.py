@@ -14,13 +14,17 @@ range there (its remaining cases get no row).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, fields, replace
 
+from conformance.errors import ProtocolError
 from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.mutators import generate
-from conformance.fuzz.target import Target
+from conformance.fuzz.target import Target, TargetLost
+from conformance.plugin import SessionRefused
 
 LEAK_BOUND_MB = 256.0
 REFUSED_LOOKBACK = 3
@@ -88,6 +92,35 @@ def setup(proto: FuzzProtocol, target: Target, deadline: float) -> None:
     harness.exchange(proto, target.host, target.port, list(proto.setup_payloads()), deadline)
 
 
+class _Flight:
+    """Cases in flight over ``connections`` worker threads; results come back as they end."""
+
+    def __init__(self, connections: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=connections, thread_name_prefix="fuzz-case")
+        self.size = connections
+        self.running: dict[Future[harness.Result], FuzzCase] = {}
+
+    def __enter__(self) -> _Flight:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def full(self) -> bool:
+        return len(self.running) >= self.size
+
+    def start(self, proto: FuzzProtocol, case: FuzzCase, target: Target, deadline: float) -> None:
+        job = self.pool.submit(harness.execute, proto, case, target.host, target.port, deadline)
+        self.running[job] = case
+
+    def ended(self) -> list[tuple[FuzzCase, harness.Result]]:
+        """Wait for at least one case in flight to end; all that have ended, by index."""
+        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        out = [(self.running.pop(job), job.result()) for job in done]
+        return sorted(out, key=lambda pair: pair[0].index)
+
+
 def run_range(
     proto: FuzzProtocol,
     target: Target,
@@ -95,58 +128,120 @@ def run_range(
     start: int,
     stop: int,
     options: Options,
-    on_row: Callable[[Row], None] | None = None,
+    on_rows: Callable[[list[Row]], None] | None = None,
+    until: float | None = None,
 ) -> list[Row]:
+    """Rows of cases ``[start, stop)``, sorted by index.
+
+    Up to ``options.connections`` cases are in flight at once; which cases a seed makes
+    does not depend on it.  A canary check runs with no case in flight, after the case
+    whose position in the range is a multiple of ``canary_every`` and after the last.
+    When a case shows the target down (CRASH, STOPPED), no case is started until those
+    in flight have ended (the ones that saw the same thing are ABORTED rows); then a
+    restartable target is restarted and the range goes on, any other ends the range.
+    No case is started once ``time.monotonic()`` passes ``until``.  ``on_rows`` gets the
+    rows at each pause (a canary check, the target down), before any restart; a restart
+    that fails ends the range with ``target.lost`` saying why."""
     rows: list[Row] = []
+    held: list[Row] = []
     pool = proto.pool(seed)
     canary = harness.Canary(proto, target.host, target.port, f"{seed}:{start}", options.deadline)
     base_rss = _rss_mb(target)
     leaked = False
-    for index in range(start, stop):
-        case = generate(proto, pool, seed, index)
-        result = harness.execute(proto, case, target.host, target.port, options.deadline)
-        finding = result.finding
-        outcome = result.outcome
-        ended = outcome in (harness.CRASH, harness.REFUSED)
-        canary_state, leak, rss = "", False, -1.0
-        last = index == stop - 1
-        if not ended and (last or (index - start + 1) % options.canary_every == 0):
-            problem = canary.check()
-            canary_state = "lost" if problem else "ok"
-            rss = _rss_mb(target)
-            if base_rss >= 0 and rss - base_rss > options.leak_bound_mb and not leaked:
-                leak = leaked = True
-        row = Row(
-            index=index,
-            task=start,
-            mutator=case.mutator,
-            mode=case.mode,
-            sent=case.sent,
-            writes=len(case.writes),
-            outcome=outcome,
-            replies=result.replies,
-            finding=finding,
-            requirement=proto.requirement(finding, case, result.replies) if finding else "",
-            canary=canary_state,
-            leak=leak,
-            latency_ms=round(result.latency_s * 1000, 3),
-            rss_mb=rss,
-        )
-        rows.append(row)
-        if on_row is not None:
-            on_row(row)
-        if ended or canary_state == "lost":
-            if not target.restartable:
-                if ended:
-                    return rows
+    index = start
+    with _Flight(max(options.connections, 1)) as flight:
+        while flight.running or (index < stop and not _late(until)):
+            checkpoint = _checkpoint(index, start, stop, options)
+            while not flight.full and index < checkpoint and not _late(until):
+                flight.start(proto, generate(proto, pool, seed, index), target, options.deadline)
+                index += 1
+            ended = flight.ended()
+            down = any(r.outcome in harness.DOWN for _, r in ended)
+            while down and flight.running:  # nothing new starts until they have ended
+                ended += flight.ended()
+            held += _rows(proto, ended, start, down)
+            if flight.running or not (down or index == checkpoint or _late(until)):
                 continue
-            target.restart()
-            setup(proto, target, options.deadline)
+            if not held:
+                continue
+            # a pause with no case in flight: a canary check, or the target went down
+            held.sort(key=lambda r: r.index)
+            lost = False
+            if not down:
+                problem = canary.check()
+                rss = _rss_mb(target)
+                leak = base_rss >= 0 and rss - base_rss > options.leak_bound_mb and not leaked
+                leaked, lost = leaked or leak, bool(problem)
+                held[-1] = replace(held[-1], canary="lost" if lost else "ok", leak=leak, rss_mb=rss)
+            rows += held
+            if on_rows is not None:
+                on_rows(held)
+            last, held = held[-1].index, []
+            if not (down or lost):
+                continue
+            if not target.restartable:
+                if down:
+                    break
+                continue
+            try:
+                target.bring_back(proto, 0.0, options.deadline)
+                setup(proto, target, options.deadline)
+            except (TargetLost, OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
+                target.lost = f"{target.describe()} did not come back: {exc}"
+                break
             canary = harness.Canary(
-                proto, target.host, target.port, f"{seed}:{start}:{index}", options.deadline
+                proto, target.host, target.port, f"{seed}:{start}:{last}", options.deadline
             )
             base_rss = _rss_mb(target)
-    return rows
+    return sorted(rows, key=lambda r: r.index)
+
+
+def _late(until: float | None) -> bool:
+    return until is not None and time.monotonic() >= until
+
+
+def _checkpoint(index: int, start: int, stop: int, options: Options) -> int:
+    """The index after the next canary check: cases up to it may be in flight together."""
+    every = options.canary_every
+    return min(start + ((index - start) // every + 1) * every, stop)
+
+
+def _rows(
+    proto: FuzzProtocol, ended: list[tuple[FuzzCase, harness.Result]], task: int, went_down: bool
+) -> list[Row]:
+    """Rows of cases that ended, by index.  When the target went down, the first case that
+    showed it (lowest index) keeps its finding; the others that saw the target down, or
+    closed or hung with it, are ABORTED."""
+    ended = sorted(ended, key=lambda pair: pair[0].index)
+    shown = False
+    out = []
+    for case, result in ended:
+        outcome = result.outcome
+        if went_down and outcome in (*harness.DOWN, harness.CLOSED, harness.HANG):
+            if outcome in harness.DOWN and not shown:
+                shown = True
+            else:
+                outcome = harness.ABORTED
+        finding = harness.FINDING_OF.get(outcome, "")
+        out.append(
+            Row(
+                index=case.index,
+                task=task,
+                mutator=case.mutator,
+                mode=case.mode,
+                sent=case.sent,
+                writes=len(case.writes),
+                outcome=outcome,
+                replies=result.replies,
+                finding=finding,
+                requirement=proto.requirement(finding, case, result.replies) if finding else "",
+                canary="",
+                leak=False,
+                latency_ms=round(result.latency_s * 1000, 3),
+                rss_mb=-1.0,
+            )
+        )
+    return out
 
 
 def _rss_mb(target: Target) -> float:
@@ -173,8 +268,14 @@ class Event:
         return f"{self.finding}:{self.requirement}"
 
 
-def events(proto: FuzzProtocol, rows: list[Row]) -> list[Event]:
-    """Every finding in ``rows`` (ordered by index), with its window of suspect cases."""
+def events(proto: FuzzProtocol, rows: list[Row], connections: int = 1) -> list[Event]:
+    """Every finding in ``rows`` (ordered by index), with its window of suspect cases.
+
+    The window of a CRASH or STOPPED holds the cases that may have brought the target
+    down: the ``connections - 1`` cases before it (in flight with it), or when its own
+    connection was refused or it may have met a target that had already stopped,
+    :data:`REFUSED_LOOKBACK` more; and the cases after it up to the last ABORTED one
+    (in flight with it: any of them may be the culprit)."""
     out: list[Event] = []
     by_task: dict[int, list[Row]] = {}
     for row in sorted(rows, key=lambda r: r.index):
@@ -182,15 +283,21 @@ def events(proto: FuzzProtocol, rows: list[Row]) -> list[Event]:
     for task_rows in by_task.values():
         since = 0
         for pos, row in enumerate(task_rows):
-            if row.outcome == harness.REFUSED:  # died after an earlier case: suspects
-                before = task_rows[max(pos - REFUSED_LOOKBACK, 0) : pos]
-                window = (*(r.index for r in before), row.index)
+            if row.outcome in harness.DOWN:
+                back = connections - 1
+                if row.outcome != harness.CRASH:
+                    back += REFUSED_LOOKBACK
+                after = pos + 1  # past the last ABORTED case that was in flight with it
+                for j in range(pos + 1, min(pos + connections, len(task_rows))):
+                    if task_rows[j].outcome == harness.ABORTED:
+                        after = j + 1
+                window = (*(r.index for r in task_rows[max(pos - back, 0) : after]),)
                 out.append(Event(row.finding, row.requirement, row.index, row.mutator, window))
             elif row.finding:
                 out.append(
                     Event(row.finding, row.requirement, row.index, row.mutator, (row.index,))
                 )
-            if row.canary or row.outcome in (harness.CRASH, harness.REFUSED):
+            if row.canary or row.outcome in harness.DOWN:
                 window = tuple(r.index for r in task_rows[since : pos + 1])
                 case = FuzzCase(row.index, row.mutator, row.mode, (row.sent,))
                 if row.canary == "lost":

@@ -1,20 +1,25 @@
 """``conformance fuzz`` and ``conformance replay``.
 
-``fuzz`` runs cases ``0..N-1`` of a seed against a target (default: the embedded
-reference broker, as a subprocess), in this process or, with ``--spark-master``, as Spark
-tasks over seed ranges.  It writes one Parquet row per case under ``--out``, minimizes
-the first finding of each signature and saves it as a YAML reproducer under
-``--findings``, and prints the triage.  Exit 0 no finding, 1 findings, 2 usage error or
-unreachable target.
+``fuzz`` runs cases ``0..N-1`` of a seed against a target -- the embedded reference broker
+(a subprocess), ``--target HOST:PORT``, or a broker the fuzzer starts and restarts itself
+(``--target-cmd``) -- over ``--connections`` concurrent connections, in this process or,
+with ``--spark-master``, as Spark tasks over seed ranges.  It writes one Parquet row per
+case under ``--out`` and, the first time a finding's signature is seen, its reproducer
+under ``--findings``; at the end it minimizes each one (when the target still serves or
+can be restarted) and prints the triage.  A target that goes down and cannot be
+restarted ends the campaign there, with one finding saved unminimized.  Exit 0 no
+finding, 1 findings, 2 usage error, unreachable target or a ``--target-cmd`` that does
+not serve.
 
-``replay`` runs one reproducer against ``--target`` (default: the embedded broker with the
-quirks the reproducer was found with).  Exit 1 it still reproduces, 0 it does not, 2 a bad
-file or an unreachable target.
+``replay`` runs one reproducer against a target (default: the embedded broker with the
+quirks the reproducer was found with); ``--minimize`` minimizes it and saves it over the
+file.  Exit 1 it still reproduces, 0 it does not, 2 a bad file or an unreachable target.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,21 +33,27 @@ from conformance.errors import ProtocolError
 from conformance.exits import EXIT_FAIL, EXIT_OK, UsageError
 from conformance.fuzz import campaign, harness
 from conformance.fuzz import protocol as fuzz_protocol
-from conformance.fuzz.campaign import Options, Row
+from conformance.fuzz.campaign import Event, Options, Row
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.findings import (
     LEAK_NOT_REPLAYED,
+    MINIMIZE_LATER,
     BadReproducer,
     Reproducer,
     SetupFailed,
+    draft,
     minimize,
     reproduces,
 )
 from conformance.fuzz.mutators import generate
+from conformance.fuzz.owned import Owned, TargetFailed
 from conformance.fuzz.target import Embedded, External, Target
 from conformance.fuzz.triage import print_triage, triage, write_parquet
 from conformance.plugin import Plugin, SessionRefused
 from conformance.runner import check_quirks, check_revision, plugin_of, protocol_options
+
+PROGRESS_EVERY_S = 10.0
+"""Without a terminal, one progress line this often."""
 
 
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
@@ -54,19 +65,56 @@ def _check(args: argparse.Namespace, plugin: Plugin) -> None:
         raise UsageError("--deadline must be a positive number of seconds")
     if args.canary_every < 1:
         raise UsageError("--canary-every must be at least 1")
-    if args.target and args.quirk:
-        raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
+    if args.connections < 1:
+        raise UsageError("--connections must be at least 1")
+    if args.max_time is not None and args.max_time <= 0:
+        raise UsageError("--max-time must be a positive number of seconds")
+    if args.max_time is not None and args.spark_master:
+        raise UsageError("--max-time is for campaigns in this process; drop it or --spark-master")
+    _check_targets(args)
+    if args.target_cmd and args.spark_master and not _local(args.spark_master):
+        raise UsageError(
+            f"--target-cmd starts the broker on this machine, which Spark master "
+            f"{args.spark_master} cannot reach: use --spark-master 'local[*]' or --target"
+        )
     check_quirks(plugin, args.quirk)
 
 
+def _check_targets(args: argparse.Namespace) -> None:
+    if args.target_start_timeout <= 0:
+        raise UsageError("--target-start-timeout must be a positive number of seconds")
+    if (args.target or args.target_cmd) and getattr(args, "quirk", None):
+        raise UsageError(
+            "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
+        )
+
+
+def _local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def _owned(args: argparse.Namespace, proto: FuzzProtocol, deadline: float, log: Path) -> Owned:
+    try:
+        return Owned(args.target_cmd, proto, args.target_start_timeout, deadline, log)
+    except (ValueError, TargetFailed) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _target(
-    args: argparse.Namespace, plugin: Plugin, revision: str, values: dict[str, Any], out: Path
+    args: argparse.Namespace,
+    plugin: Plugin,
+    proto: FuzzProtocol,
+    revision: str,
+    values: dict[str, Any],
+    out: Path,
 ) -> Target:
     if args.target:
         target: Target = External.parse(args.target)
         if not harness.accepts(target.host, target.port, args.deadline):
             raise UsageError(f"cannot reach target {target.address}")
         return target
+    if args.target_cmd:
+        return _owned(args, proto, args.deadline, out / "target.log")
     serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
     return Embedded(args.protocol, list(args.quirk), out / "broker.log", serve)
 
@@ -75,16 +123,19 @@ def fuzz_command(args: argparse.Namespace) -> int:
     plugin = plugin_of(args.protocol)
     _check(args, plugin)
     revision = check_revision(plugin, args.revision)
-    values = protocol_options(plugin, "fuzz", args, embedded=not args.target)
+    embedded = not (args.target or args.target_cmd)
+    values = protocol_options(plugin, "fuzz", args, embedded=embedded)
     out, findings_dir = Path(args.out), Path(args.findings)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     proto = fuzz_protocol(args.protocol, values, revision)
-    options = Options(deadline=args.deadline, canary_every=args.canary_every)
+    options = Options(
+        deadline=args.deadline, canary_every=args.canary_every, connections=args.connections
+    )
     console = Console(stderr=True)
-    target = _target(args, plugin, revision, values, out)
+    target = _target(args, plugin, proto, revision, values, out)
     try:
         try:
             campaign.setup(proto, target, args.deadline)
@@ -95,19 +146,112 @@ def fuzz_command(args: argparse.Namespace) -> int:
         if args.spark_master:
             _start_spark(args.spark_master)
         console.print(
-            f"fuzzing {target.describe()}: {args.cases} cases, seed {args.seed}"
+            f"fuzzing {target.describe()}: {args.cases} cases, seed {args.seed}, "
+            f"{args.connections} connection(s)"
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
         )
+        saver = _Saver(
+            args, proto, target, findings_dir, console, (plugin.public(values), revision)
+        )
         start = time.monotonic()
-        rows = _run(args, proto, target, options, console, values, revision)
+        rows = _run(args, proto, target, options, console, values, revision, saver)
         elapsed = time.monotonic() - start
         parquet = _write_rows(args, rows, out)
-        made_with = (plugin.public(values), revision)
-        return _report(
-            args, proto, target, rows, elapsed, parquet, findings_dir, console, made_with
-        )
+        return _report(args, proto, target, rows, elapsed, parquet, saver, console)
     finally:
         target.close()
+
+
+class _Saver:
+    """Saves each finding's reproducer the first time its signature is seen (not
+    minimized yet), then, at the end, minimizes it in place."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        proto: FuzzProtocol,
+        target: Target,
+        folder: Path,
+        console: Console,
+        made_with: tuple[dict[str, Any], str],
+    ) -> None:
+        self.args, self.proto, self.target, self.folder = args, proto, target, folder
+        self.console, (self.public, self.revision) = console, made_with
+        self.pool = proto.pool(args.seed)
+        self.rows: list[Row] = []
+        self.drafts: dict[str, Reproducer] = {}
+        self.saved: dict[str, Path] = {}
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def add(self, batch: list[Row]) -> None:
+        self.rows += batch
+        for r in batch:
+            for name in _classes(r):
+                self.counts[name] += 1
+        if not any(_classes(r) for r in batch):
+            return
+        for event in campaign.events(self.proto, self.rows, self.args.connections):
+            if event.signature not in self.drafts:
+                self._first(event)
+
+    def _first(self, event: Event) -> None:
+        cases = {i: generate(self.proto, self.pool, self.args.seed, i) for i in event.window}
+        repro = draft(
+            self.proto,
+            event,
+            cases,
+            self.args.seed,
+            self.args.deadline,
+            list(self.args.quirk),
+            self.public,
+            self.revision,
+        )
+        if event.finding in ("CRASH", "STOPPED"):
+            repro.target_output = self.target.output()
+        repro.note = "not minimized yet: the campaign minimizes it when it ends"
+        self.drafts[event.signature] = repro
+        self._save(event.signature, repro)
+
+    def _save(self, signature: str, repro: Reproducer) -> None:
+        old = self.saved.get(signature)
+        try:
+            path = repro.save(self.folder)
+        except OSError as exc:
+            self.console.print(
+                f"cannot save the reproducer of {signature} under --findings {self.folder}: "
+                f"{exc.strerror or exc}"
+            )
+            return
+        if old is not None and old != path:
+            old.unlink(missing_ok=True)
+        self.saved[signature] = path
+
+    def finish(self, usable: bool, why_not: str) -> None:
+        """Minimize every reproducer if the target is ``usable``; else say why not."""
+        if not self.drafts:
+            return
+        if usable:
+            self.console.print(f"minimizing {len(self.drafts)} finding signature(s)...")
+        for sig, repro in self.drafts.items():
+            if repro.check == "leak":
+                repro.note = ""
+            elif usable:
+                repro, _ = minimize(self.proto, self.target, repro, self.args.target_start_timeout)
+            else:
+                path = self.saved.get(sig, Path("FILE"))
+                repro.note = f"not minimized: {why_not}; " + MINIMIZE_LATER.replace(
+                    "FILE", str(path)
+                )
+            self._save(sig, repro)
+
+
+def _classes(row: Row) -> list[str]:
+    out = [row.finding] if row.finding else []
+    if row.canary == "lost":
+        out.append("CORRUPTION")
+    if row.leak:
+        out.append("LEAK")
+    return out
 
 
 def _run(
@@ -118,45 +262,71 @@ def _run(
     console: Console,
     values: dict[str, Any],
     revision: str,
+    saver: _Saver,
 ) -> list[Row]:
-    found = 0
+    ticker = _Ticker(console, args.cases, saver, quiet=args.quiet or console.is_terminal)
     with Progress(
         TextColumn("[bold]fuzz"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]:>7.0f} cases/s"),
-        TextColumn("findings {task.fields[found]}"),
+        TextColumn("{task.fields[found]}"),
         TimeElapsedColumn(),
         console=console,
         transient=False,
         refresh_per_second=2,
-        disable=args.quiet,
+        disable=args.quiet or not console.is_terminal,
     ) as progress:
-        task = progress.add_task("fuzz", total=args.cases, rate=0.0, found=0)
+        task = progress.add_task("fuzz", total=args.cases, rate=0.0, found="findings 0")
         t0 = time.monotonic()
 
         def advance(batch: list[Row]) -> None:
-            nonlocal found
-            found += sum(1 for r in batch if r.finding or r.canary == "lost" or r.leak)
-            done = progress.tasks[0].completed + len(batch)
+            saver.add(batch)
+            done = len(saver.rows)
             rate = done / max(time.monotonic() - t0, 1e-6)
-            progress.update(task, advance=len(batch), rate=rate, found=found)
+            progress.update(task, completed=done, rate=rate, found=_found(saver.counts))
+            ticker.tick()
 
         if args.spark_master:
             return _run_on_spark(args, target, options, advance, values, revision)
+        until = None if args.max_time is None else t0 + args.max_time
         rows: list[Row] = []
-        pending: list[Row] = []
-
-        def on_row(row: Row) -> None:
-            pending.append(row)
-            if len(pending) >= 200 or row.finding:
-                advance(pending)
-                pending.clear()
-
         for start, stop in campaign.seed_ranges(args.cases, options):
-            rows += campaign.run_range(proto, target, args.seed, start, stop, options, on_row)
-        advance(pending)
+            got = campaign.run_range(proto, target, args.seed, start, stop, options, advance, until)
+            rows += got
+            if target.lost or (until is not None and time.monotonic() >= until):
+                break
+            if not target.restartable and any(r.outcome in harness.DOWN for r in got):
+                break
+        ticker.tick(final=True)
         return rows
+
+
+def _found(counts: collections.Counter[str]) -> str:
+    if not counts:
+        return "findings 0"
+    return "findings " + ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
+
+
+class _Ticker:
+    """Without a terminal (CI logs), one progress line every :data:`PROGRESS_EVERY_S`."""
+
+    def __init__(self, console: Console, total: int, saver: _Saver, quiet: bool) -> None:
+        self.console, self.total, self.saver, self.quiet = console, total, saver, quiet
+        self.t0 = self.last = time.monotonic()
+
+    def tick(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if self.quiet or (not final and now - self.last < PROGRESS_EVERY_S):
+            return
+        self.last = now
+        done = len(self.saver.rows)
+        rate = done / max(now - self.t0, 1e-6)
+        self.console.print(
+            f"fuzz: {done}/{self.total} cases, {rate:.0f} cases/s, {now - self.t0:.0f} s, "
+            + _found(self.saver.counts),
+            soft_wrap=True,
+        )
 
 
 def _run_on_spark(
@@ -216,11 +386,9 @@ def _report(
     rows: list[Row],
     elapsed: float,
     parquet: Path,
-    findings_dir: Path,
+    saver: _Saver,
     console: Console,
-    made_with: tuple[dict[str, Any], str],
 ) -> int:
-    public, revision = made_with
     dummy = FuzzCase(0, "", "frame", (b"",))
     corruption_req = proto.requirement("CORRUPTION", dummy)
     leak_req = proto.requirement("LEAK", dummy)
@@ -230,47 +398,39 @@ def _report(
         triaged = spark.triage(Path(args.out), corruption_req, leak_req)
     else:
         triaged = triage(rows, corruption_req, leak_req)
-    events = campaign.events(proto, rows)
-    saved: dict[str, Path] = {}
-    if events:
-        pool = proto.pool(args.seed)
-        by_sig = campaign.first_by_signature(events)
-        console.print(f"minimizing {len(by_sig)} finding signature(s)...")
-        for sig, (event, _count) in by_sig.items():
-            cases = {i: generate(proto, pool, args.seed, i) for i in event.window}
-            repro = minimize(
-                proto,
-                target,
-                event,
-                cases,
-                args.seed,
-                args.deadline,
-                list(args.quirk),
-                public,
-                revision,
-            )
-            try:
-                saved[sig] = repro.save(findings_dir)
-            except OSError as exc:
-                console.print(
-                    f"cannot save the reproducer of {sig} under --findings {findings_dir}: "
-                    f"{exc.strerror or exc}"
-                )
+    down = next((r for r in rows if r.outcome in harness.DOWN), None)
+    gone = target.lost
+    if down is not None and not target.restartable and not gone:
+        what = "serving" if down.outcome == harness.STOPPED else "accepting connections"
+        gone = f"{target.describe()} stopped {what} after case {down.index}"
+    saver.finish(usable=not gone, why_not=gone)
     not_run = args.cases - len(rows)
-    print_triage(triaged, saved, console)
+    print_triage(triaged, saver.saved, console)
     rate = len(rows) / max(elapsed, 1e-6)
+    timed_out = args.max_time is not None and not gone and not_run > 0
+    reason = "the --max-time was reached" if timed_out else "the target went down"
     console.print(
         f"{len(rows)} cases in {elapsed:.1f} s ({rate:.0f} cases/s); rows: {parquet}"
-        + (f"; {not_run} cases not run (the target stopped accepting)" if not_run else "")
+        + (f"; {not_run} cases not run ({reason})" if not_run else "")
     )
-    if saved:
-        console.print(f"replay a finding with: conformance replay {next(iter(saved.values()))}")
-    return EXIT_FAIL if events or not_run else EXIT_OK
+    if gone:
+        console.print(f"the campaign stopped: {gone}; the fuzzer cannot restart it")
+        for path in saver.saved.values():
+            console.print(
+                f"saved unminimized: {path}; once the target serves again, minimize it with: "
+                f"conformance replay --minimize {path} --target {target.address}"
+            )
+    elif saver.saved:
+        console.print(
+            f"replay a finding with: conformance replay {next(iter(saver.saved.values()))}"
+        )
+    return EXIT_FAIL if saver.drafts or gone else EXIT_OK
 
 
 def replay_command(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    _check_targets(args)
     try:
         repro = Reproducer.load(Path(args.file))
     except BadReproducer as exc:
@@ -284,15 +444,10 @@ def replay_command(args: argparse.Namespace) -> int:
     revision = check_revision(plugin, args.revision or repro.revision or None)
     values = _replay_options(args, plugin, repro)
     proto = fuzz_protocol(repro.protocol, values, revision)
-    if args.target:
-        target: Target = External.parse(args.target)
-        if not harness.accepts(target.host, target.port, repro.deadline_s):
-            raise UsageError(f"cannot reach target {target.address}")
-    else:
-        log = Path(tempfile.gettempdir()) / "conformance-replay-broker.log"
-        serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
-        target = Embedded(repro.protocol, repro.broker_quirks, log, serve)
+    target = _replay_target(args, plugin, proto, repro, revision, values)
     try:
+        if args.minimize:
+            return _minimize_file(args, proto, target, repro)
         still, detail = reproduces(proto, repro, target)
     except SetupFailed as exc:
         raise UsageError(str(exc)) from None
@@ -301,6 +456,45 @@ def replay_command(args: argparse.Namespace) -> int:
     verdict = "REPRODUCES" if still else "does not reproduce"
     print(f"{repro.signature} ({args.file}) on {target.describe()}: {verdict} ({detail})")
     return EXIT_FAIL if still else EXIT_OK
+
+
+def _replay_target(
+    args: argparse.Namespace,
+    plugin: Plugin,
+    proto: FuzzProtocol,
+    repro: Reproducer,
+    revision: str,
+    values: dict[str, Any],
+) -> Target:
+    log = Path(tempfile.gettempdir()) / "conformance-replay-broker.log"
+    if args.target:
+        target: Target = External.parse(args.target)
+        if not harness.accepts(target.host, target.port, repro.deadline_s):
+            raise UsageError(f"cannot reach target {target.address}")
+        return target
+    if args.target_cmd:
+        return _owned(args, proto, repro.deadline_s, log)
+    serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
+    return Embedded(repro.protocol, repro.broker_quirks, log, serve)
+
+
+def _minimize_file(
+    args: argparse.Namespace, proto: FuzzProtocol, target: Target, repro: Reproducer
+) -> int:
+    before = sum(len(c.sent) for c in repro.cases), len(repro.cases)
+    repro, still = minimize(proto, target, repro, args.target_start_timeout)
+    try:
+        repro.save_as(Path(args.file))
+    except OSError as exc:
+        raise UsageError(f"cannot save {args.file}: {exc.strerror or exc}") from None
+    after = sum(len(c.sent) for c in repro.cases), len(repro.cases)
+    print(
+        f"{repro.signature} ({args.file}) on {target.describe()}: {before[1]} case(s), "
+        f"{before[0]} bytes -> {after[1]} case(s), {after[0]} bytes; "
+        + ("minimized" if repro.minimized else f"not fully minimized ({repro.note})")
+        + f"; {repro.detail}; saved over {args.file}"
+    )
+    return EXIT_FAIL if still or still is None else EXIT_OK
 
 
 def _replay_options(args: argparse.Namespace, plugin: Plugin, repro: Reproducer) -> dict[str, Any]:

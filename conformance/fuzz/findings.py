@@ -19,6 +19,7 @@ target given by address is used as it is.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,7 @@ from conformance.errors import ProtocolError
 from conformance.fuzz import harness
 from conformance.fuzz.campaign import Event, setup
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
-from conformance.fuzz.target import Target
+from conformance.fuzz.target import Target, TargetLost
 from conformance.plugin import SessionRefused, shrinks
 
 LEAK_NOT_REPLAYED = (
@@ -66,6 +67,11 @@ class Reproducer:
     revision: str = ""
     """The protocol revision the campaign fuzzed ('' in reproducers older than the field:
     the protocol's default)."""
+    minimized: bool = False
+    note: str = ""
+    """Why it is not minimized, and how to minimize it."""
+    target_output: list[str] = field(default_factory=list)
+    """The last lines a target started by the fuzzer printed before the crash or stop."""
 
     @property
     def signature(self) -> str:
@@ -90,17 +96,25 @@ class Reproducer:
             "broker_quirks": self.broker_quirks,
             "options": self.options,
             "original": self.original,
-            "minimized": {
+            "minimized": self.minimized,
+            **({"note": self.note} if self.note else {}),
+            "size": {
                 "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in self.cases),
                 "writes": sum(len(c.writes) for c in self.cases),
             },
             "cases": [c.as_dict() for c in self.cases],
+            **({"target_output": self.target_output} if self.target_output else {}),
         }
 
     def save(self, folder: Path) -> Path:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / self.filename()
-        path.write_text(yaml.safe_dump(self.as_dict(), sort_keys=False, width=100))
+        return self.save_as(folder / self.filename())
+
+    def save_as(self, path: Path) -> Path:
+        """Write it to ``path`` whole (a reader never sees half a file)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(yaml.safe_dump(self.as_dict(), sort_keys=False, width=100))
+        os.replace(partial, path)
         return path
 
     @classmethod
@@ -122,6 +136,9 @@ class Reproducer:
                 original={str(k): int(v) for k, v in (d.get("original") or {}).items()},
                 options=dict(d.get("options") or {}),
                 revision=str(d.get("revision") or ""),
+                minimized=bool(d.get("minimized") is not False),
+                note=str(d.get("note") or ""),
+                target_output=[str(line) for line in d.get("target_output") or []],
             )
             if repro.protocol not in protocols.names():
                 raise ValueError(
@@ -165,15 +182,19 @@ CRASH_GRACE_S = 0.1
 def judge(
     proto: FuzzProtocol, case: FuzzCase, finding: str, target: Target, deadline: float
 ) -> tuple[bool, str]:
-    """Run ``case`` and say whether it shows ``finding``; a CRASH may come a moment later."""
+    """Run ``case`` and say whether it shows ``finding``; a CRASH or a STOPPED may come a
+    moment after the case was answered."""
     result = harness.execute(proto, case, target.host, target.port, deadline)
     detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
     if result.finding == finding:
         return True, detail
-    if finding == "CRASH" and result.outcome in (harness.ANSWERED, harness.CLOSED):
+    if finding in ("CRASH", "STOPPED") and result.outcome in (harness.ANSWERED, harness.CLOSED):
         time.sleep(CRASH_GRACE_S)
-        if not harness.serves(proto, target.host, target.port, deadline):
+        seen = harness.probe(proto, target.host, target.port, deadline)
+        if (finding, seen) == ("CRASH", harness.REFUSED):
             return True, f"{detail}, then new connections are refused"
+        if (finding, seen) == ("STOPPED", harness.SILENT):
+            return True, f"{detail}, then a probe request on a new connection gets no answer"
     return False, detail
 
 
@@ -201,51 +222,83 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
 
 @dataclass
 class _Budget:
+    """Attempts and seconds left to a minimization, and why it lost its target, if it did."""
+
     attempts: int = MAX_ATTEMPTS
     end: float = field(default_factory=lambda: time.monotonic() + MAX_SECONDS)
+    lost: str = ""
 
     def spend(self) -> bool:
         self.attempts -= 1
-        return self.attempts >= 0 and time.monotonic() < self.end
+        return not self.lost and self.attempts >= 0 and time.monotonic() < self.end
+
+    def trying(self, still: Callable[[FuzzCase], bool]) -> Callable[[FuzzCase], bool]:
+        """``still``, False once the target is lost (remembering why)."""
+
+        def attempt(case: FuzzCase) -> bool:
+            if self.lost:
+                return False
+            try:
+                return still(case)
+            except TargetLost as exc:
+                self.lost = str(exc)
+                return False
+
+        return attempt
 
 
-def _fresh(proto: FuzzProtocol, target: Target, deadline: float, force: bool) -> None:
-    """Bring ``target`` to a known state: restarted if asked or dead, then set up."""
-    if target.restartable and (force or not target.alive(deadline)):
-        target.restart()
+def _fresh(
+    proto: FuzzProtocol, target: Target, deadline: float, force: bool, back_s: float
+) -> None:
+    """Bring ``target`` to a known state, then set it up: restarted if asked (and the fuzzer
+    can), brought back if it does not serve.  TargetLost if it cannot be."""
+    if (target.restartable and force) or not harness.serves(
+        proto, target.host, target.port, deadline
+    ):
+        target.bring_back(proto, back_s, deadline)
     try:
         setup(proto, target, deadline)
-    except (OSError, TimeoutError):
-        if not target.restartable:
-            raise
-        target.restart()  # it died after the last check: once more, from scratch
-        setup(proto, target, deadline)
+    except (OSError, TimeoutError, ProtocolError, SessionRefused):
+        target.bring_back(proto, back_s, deadline)  # it died after the last look: once more
+        try:
+            setup(proto, target, deadline)
+        except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
+            raise TargetLost(
+                f"{target.describe()} did not take the set-up requests: {exc}"
+            ) from None
 
 
 def _single(
-    proto: FuzzProtocol, target: Target, finding: str, deadline: float
+    proto: FuzzProtocol, target: Target, finding: str, deadline: float, back_s: float
 ) -> Callable[[FuzzCase], bool]:
     def still(case: FuzzCase) -> bool:
-        _fresh(proto, target, deadline, force=False)
+        _fresh(proto, target, deadline, False, back_s)
         return judge(proto, case, finding, target, deadline)[0]
 
     return still
 
 
 def _after_canary(
-    proto: FuzzProtocol, target: Target, deadline: float
+    proto: FuzzProtocol, target: Target, deadline: float, back_s: float
 ) -> Callable[[FuzzCase], bool]:
     def still(case: FuzzCase) -> bool:
-        _fresh(proto, target, deadline, force=True)
+        _fresh(proto, target, deadline, True, back_s)
         harness.execute(proto, case, target.host, target.port, deadline)
         return bool(harness.Canary(proto, target.host, target.port, "min", deadline).check())
 
     return still
 
 
-def shrink(proto: FuzzProtocol, case: FuzzCase, still: Callable[[FuzzCase], bool]) -> FuzzCase:
-    """The smallest variant of ``case`` that ``still`` reproduces, within the budget."""
-    budget = _Budget()
+def shrink(
+    proto: FuzzProtocol,
+    case: FuzzCase,
+    still: Callable[[FuzzCase], bool],
+    budget: _Budget | None = None,
+) -> FuzzCase:
+    """The smallest variant of ``case`` that ``still`` reproduces, within the budget (the
+    best so far when the budget runs out or the target is lost)."""
+    budget = budget or _Budget()
+    still = budget.trying(still)
 
     def attempt(c: FuzzCase) -> bool:
         return c != case and budget.spend() and still(c)
@@ -308,9 +361,8 @@ def _join(proto: FuzzProtocol, pieces: list[tuple[bool, bytes]]) -> bytes:
     return b"".join(proto.frame(data) if framed else data for framed, data in pieces)
 
 
-def minimize(
+def draft(
     proto: FuzzProtocol,
-    target: Target,
     event: Event,
     cases: dict[int, FuzzCase],
     seed: int,
@@ -319,9 +371,11 @@ def minimize(
     options: dict[str, Any] | None = None,
     revision: str = "",
 ) -> Reproducer:
-    """A saved-ready reproducer for ``event`` (``cases``: the window's cases by index)."""
-    first = cases[event.index]
+    """The reproducer of ``event`` as it ran, not minimized (``cases``: the window's
+    cases by index).  A CRASH or STOPPED keeps every case of its window: the cases in
+    flight with it, and those just before it."""
     window = [cases[i] for i in event.window]
+    single = event.finding not in ("CORRUPTION", "LEAK", "CRASH", "STOPPED")
     repro = Reproducer(
         finding=event.finding,
         requirement=event.requirement,
@@ -330,7 +384,7 @@ def minimize(
         index=event.index,
         mutator=event.mutator,
         check="canary" if event.finding in ("CORRUPTION", "LEAK") else "case",
-        cases=window if event.finding in ("CORRUPTION", "LEAK") else [first],
+        cases=[cases[event.index]] if single else window,
         deadline_s=deadline,
         broker_quirks=quirks,
         options=dict(options or {}),
@@ -343,47 +397,102 @@ def minimize(
     if event.finding == "LEAK":
         repro.check = "leak"
         repro.detail = LEAK_NOT_REPLAYED
-        return repro
-    if repro.check == "case":
-        still = _single(proto, target, event.finding, deadline)
-        if len(window) > 1:  # a refused connection: which earlier case killed the target?
-            culprit = next((c for c in window if still(c)), None)
-            if culprit is None:  # none alone: keep the sequence as it ran
-                repro.cases = window
-            else:
-                repro.index, repro.mutator = culprit.index, culprit.mutator
-                repro.cases = [shrink(proto, culprit, still)]
-        else:
-            repro.cases = [shrink(proto, first, still)]
-    elif target.restartable:
-        culprit_case = _culprit(proto, target, window, deadline)
-        if culprit_case is not None:
-            repro.index, repro.mutator = culprit_case.index, culprit_case.mutator
-            repro.cases = [shrink(proto, culprit_case, _after_canary(proto, target, deadline))]
-    try:
-        ok, detail = reproduces(proto, repro, _restarted(proto, target, deadline))
-    except SetupFailed as exc:
-        ok, detail = False, str(exc)
-    repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
     return repro
 
 
-def _restarted(proto: FuzzProtocol, target: Target, deadline: float) -> Target:
-    if target.restartable:
-        target.restart()
-    return target
+def minimize(
+    proto: FuzzProtocol, target: Target, repro: Reproducer, back_s: float = 30.0
+) -> tuple[Reproducer, bool | None]:
+    """``repro`` minimized against ``target`` and checked once more: (the reproducer,
+    whether it still reproduces; None when the target was lost before the check).
+
+    The culprit of several cases is looked for first (the case the finding was seen on,
+    then the others, latest first); then it is shrunk.  A target the fuzzer cannot
+    restart is waited for (up to ``back_s`` seconds) after each attempt that brings it
+    down; if it does not come back, the best reproducer so far is kept, with a note."""
+    if repro.check == "leak":
+        return repro, None
+    deadline = repro.deadline_s
+    budget = _Budget()
+    shrunk = False
+    if repro.check == "case":
+        still = budget.trying(_single(proto, target, repro.finding, deadline, back_s))
+        culprit: FuzzCase | None = repro.cases[0]
+        if len(repro.cases) > 1:  # which case brought the target down?
+            seen = [c for c in repro.cases if c.index == repro.index]
+            others = [c for c in reversed(repro.cases) if c.index != repro.index]
+            culprit = next((c for c in (*seen, *others) if still(c)), None)
+            if culprit is not None:
+                repro.index, repro.mutator = culprit.index, culprit.mutator
+        elif culprit is not None and not still(culprit):  # not shown again: nothing to shrink
+            culprit = None
+        if culprit is not None:
+            repro.cases, shrunk = [shrink(proto, culprit, still, budget)], True
+    elif target.restartable:
+        found = _culprit(proto, target, repro.cases, deadline, back_s, budget)
+        if found is not None:
+            repro.index, repro.mutator = found.index, found.mutator
+            again = _after_canary(proto, target, deadline, back_s)
+            repro.cases, shrunk = [shrink(proto, found, again, budget)], True
+    repro.minimized = len(repro.cases) == 1 and not budget.lost and shrunk
+    if budget.lost:
+        repro.note = f"minimization stopped, the target was lost: {budget.lost}; {MINIMIZE_LATER}"
+        repro.detail = "not checked again: the target was lost"
+        return repro, None
+    try:
+        _fresh(proto, target, deadline, True, back_s)
+        ok, detail = reproduces(proto, repro, target)
+    except (SetupFailed, TargetLost) as exc:
+        ok, detail = False, str(exc)
+    repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
+    if repro.finding in ("CRASH", "STOPPED"):
+        repro.target_output = target.output() or repro.target_output
+    if repro.minimized:
+        repro.note = ""
+    elif repro.check == "canary" and not target.restartable:
+        repro.note = (
+            "not minimized: a CORRUPTION is minimized on a broker the fuzzer can restart "
+            "(the embedded broker, or --target-cmd)"
+        )
+    elif len(repro.cases) > 1:
+        repro.note = (
+            "not minimized: no case of the window shows the finding on its own "
+            "(the cases are kept in the order they ran)"
+        )
+    elif not ok:
+        repro.note = (
+            "not minimized: the case did not show the finding again when replayed "
+            "(a flaky finding, or one that needs the state the campaign left)"
+        )
+    return repro, ok
+
+
+MINIMIZE_LATER = (
+    "minimize it once the target serves again: "
+    "conformance replay --minimize FILE --target HOST:PORT (or --target-cmd CMD)"
+)
 
 
 def _culprit(
-    proto: FuzzProtocol, target: Target, window: list[FuzzCase], deadline: float
+    proto: FuzzProtocol,
+    target: Target,
+    window: list[FuzzCase],
+    deadline: float,
+    back_s: float,
+    budget: _Budget,
 ) -> FuzzCase | None:
     """The case of ``window`` after which a canary first fails, if it corrupts on its own.
 
     The window is replayed in order on a fresh broker with a canary after every case."""
-    _fresh(proto, target, deadline, force=True)
+    try:
+        _fresh(proto, target, deadline, True, back_s)
+    except TargetLost as exc:
+        budget.lost = str(exc)
+        return None
     canary = harness.Canary(proto, target.host, target.port, "scan", deadline)
     for case in window:
         harness.execute(proto, case, target.host, target.port, deadline)
         if canary.check():
-            return case if _after_canary(proto, target, deadline)(case) else None
+            again = budget.trying(_after_canary(proto, target, deadline, back_s))
+            return case if again(case) else None
     return None

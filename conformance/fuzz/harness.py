@@ -22,6 +22,10 @@ Findings, by class:
   dropped before it answers a probe request); also a case whose own connection is
   refused (the target died after answering an earlier case: the campaign then looks
   for the culprit among the cases just before it);
+* ``STOPPED`` -- after the target closed or hung, new connections are still accepted but
+  the probe (the session opener and one valid request) gets no answer within the
+  deadline, twice in a row on two fresh connections: the target stopped serving while
+  its port still accepts (a connection stalled on its own is a HANG, not this);
 * ``BAD_REPLY`` -- the target sent bytes the codec cannot frame;
 * ``CORRUPTION`` -- a canary round trip (produce to a reserved topic no case names, then
   consume), run every N cases and at the end, does not return what was acknowledged;
@@ -38,6 +42,7 @@ import contextlib
 import socket
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from conformance.errors import ProtocolError
@@ -52,9 +57,26 @@ HANG = "hang"
 BAD_REPLY = "bad_reply"
 REFUSED = "refused"
 CRASH = "crash"
+STOPPED = "stopped"
+ABORTED = "aborted"
+"""Ran while the target died or stopped: judged by the finding of the case that showed it."""
 
-FINDING_OF = {HANG: "HANG", BAD_REPLY: "BAD_REPLY", CRASH: "CRASH", REFUSED: "CRASH"}
+FINDING_OF = {
+    HANG: "HANG",
+    BAD_REPLY: "BAD_REPLY",
+    CRASH: "CRASH",
+    REFUSED: "CRASH",
+    STOPPED: "STOPPED",
+}
 """The finding class of a case outcome (outcomes not listed are no finding)."""
+
+DOWN = frozenset({CRASH, REFUSED, STOPPED})
+"""Outcomes after which the target no longer accepts or serves."""
+
+SERVING = "serving"
+SILENT = "silent"
+"""What :func:`probe` saw: ``SERVING``, ``REFUSED`` (not accepting, or dropping every
+connection) or ``SILENT`` (accepting, not answering)."""
 
 
 @dataclass(frozen=True)
@@ -136,31 +158,53 @@ def accepts(host: str, port: int, timeout: float) -> bool:
         return False
 
 
-def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
-    """False if a new connection is refused, or twice closed before answering a probe.
+SILENT_LOOKS = 3
+"""A silent probe is confirmed on this many fresh connections at once (one deadline): a
+target that stalls one connection in ten is then taken for stopped once in a thousand."""
 
-    The second look covers a process that is dying: its listening socket can still
-    complete a handshake for a moment, then drops the connection."""
-    for attempt in range(2):
+
+def probe(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
+    """Whether the target serves: SERVING, REFUSED or SILENT (see the oracle).
+
+    A look that is dropped is made once more: a dying process's listening socket can
+    still complete a handshake for a moment.  A silent look is confirmed by
+    :data:`SILENT_LOOKS` more at once: a target may stall one connection on its own (a
+    HANG of that connection, not of the target)."""
+    seen = _look(proto, host, port, timeout)
+    if seen == REFUSED:
+        time.sleep(0.05)
+        seen = _look(proto, host, port, timeout)
+    if seen != SILENT:
+        return seen
+    with ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe") as looks:
+        seen_all = set(looks.map(lambda _: _look(proto, host, port, timeout), range(SILENT_LOOKS)))
+    if SERVING in seen_all:
+        return SERVING
+    return SILENT if SILENT in seen_all else REFUSED
+
+
+def _look(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
+    try:
+        sock = _connect(host, port, timeout)
+    except OSError:
+        return REFUSED
+    with sock:
         try:
-            sock = _connect(host, port, timeout)
-        except OSError:
-            return False
-        with sock:
-            try:
-                open_on(proto, sock, timeout)
-                sock.sendall(proto.frame(proto.probe_payload))
-                if sock.recv(1):
-                    return True
-            except TimeoutError:
-                return True  # it accepted and is slow: not a crash (a hang is judged apart)
-            except (OSError, ProtocolError):
-                pass
-            except SessionRefused:
-                return True  # it answered: alive
-        if attempt == 0:
-            time.sleep(0.05)
-    return False
+            open_on(proto, sock, timeout)
+            sock.sendall(proto.frame(proto.probe_payload))
+            sock.settimeout(timeout)
+            return SERVING if sock.recv(1) else REFUSED
+        except TimeoutError:
+            return SILENT
+        except SessionRefused:
+            return SERVING  # it answered: alive
+        except (OSError, ProtocolError):
+            return REFUSED
+
+
+def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
+    """True if the target answers a probe (see :func:`probe`)."""
+    return probe(proto, host, port, timeout) == SERVING
 
 
 def _abandon(host: str, port: int, partials: Sequence[bytes], timeout: float) -> None:
@@ -182,8 +226,13 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
         return Result(REFUSED, 0, time.monotonic() - start, f"connect: {exc}")
     with contextlib.closing(sock):
         result = _opened(proto, sock, deadline) or _converse(proto, sock, case, deadline)
-    if result.outcome in (CLOSED, HANG) and not serves(proto, host, port, deadline):
-        return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
+    if result.outcome in (CLOSED, HANG):
+        seen = probe(proto, host, port, deadline)
+        if seen == REFUSED:
+            return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
+        if seen == SILENT:
+            why = "new connections are accepted, but a probe request gets no answer"
+            return Result(STOPPED, result.replies, result.latency_s, why)
     return result
 
 
@@ -274,6 +323,9 @@ def exchange(
         return out
 
 
+CANARY_TRIES = 2
+
+
 class Canary:
     """Produce-then-consume round trips on the reserved topic; remembers what was acked."""
 
@@ -284,24 +336,30 @@ class Canary:
         self.checks = 0
 
     def check(self) -> str:
-        """Write a fresh value, then read back every value acked so far: '' or what is wrong."""
-        self.checks += 1
-        value = f"canary {self.tag} #{self.checks}".encode()
-        try:
-            (reply,) = exchange(
-                self.proto,
-                self.host,
-                self.port,
-                [self.proto.canary_produce([value])],
-                self.deadline,
-            )
-            offset = self.proto.canary_acked(reply)
-            if offset is None:
-                return f"the canary write was refused: {self.proto.describe(reply)}"
-            self.acked[offset] = value
-            return self._verify()
-        except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
-            return f"the canary round trip failed: {exc}"
+        """Write a fresh value, then read back every value acked so far: '' or what is wrong.
+
+        A round trip that fails on the way (a connection stalled, dropped, refused) is made
+        once more on fresh connections: one stalled connection is a HANG, not lost data."""
+        problem = ""
+        for _ in range(CANARY_TRIES):
+            self.checks += 1
+            value = f"canary {self.tag} #{self.checks}".encode()
+            try:
+                (reply,) = exchange(
+                    self.proto,
+                    self.host,
+                    self.port,
+                    [self.proto.canary_produce([value])],
+                    self.deadline,
+                )
+                offset = self.proto.canary_acked(reply)
+                if offset is None:
+                    return f"the canary write was refused: {self.proto.describe(reply)}"
+                self.acked[offset] = value
+                return self._verify()
+            except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
+                problem = f"the canary round trip failed: {exc}"
+        return problem
 
     def _verify(self) -> str:
         pending = dict(self.acked)

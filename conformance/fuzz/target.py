@@ -1,23 +1,36 @@
-"""What a campaign fuzzes: a ``HOST:PORT``, or the embedded reference broker.
+"""What a campaign fuzzes: a ``HOST:PORT``, the embedded reference broker, or a command.
 
 The embedded broker runs as a subprocess (``conformance serve --port 0``) so that a crash
-it is made to have cannot take the fuzzer down; it can be restarted after a CRASH (or a
-CORRUPTION, to continue from a clean state) and its resident memory read for the LEAK
-check.  Its stderr goes to ``broker.log`` in the campaign's output folder.  A target
-given by address can do neither: a campaign against it stops at its first crash.
+it is made to have cannot take the fuzzer down; it can be restarted after a CRASH or a
+STOPPED (or a CORRUPTION, to continue from a clean state) and its resident memory read
+for the LEAK check.  Its stderr goes to ``broker.log`` in the campaign's output folder.
+A broker started from the user's command line (``--target-cmd``, :mod:`owned`) can be
+restarted too.  A target given by address can be neither restarted nor read: a campaign
+against it stops at the first case after which it no longer accepts or serves, and a
+minimization can only wait for someone else to bring it back.
 """
 
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 from conformance.fuzz import harness
+from conformance.fuzz.case import FuzzProtocol
 from conformance.runner import parse_target, spawn_broker, stop_process
+
+BACK_POLL_S = 0.25
+
+
+class TargetLost(Exception):
+    """The target is down and did not come back (the message says why)."""
 
 
 class Target:
     restartable = False
+    lost = ""
+    """Why the target was lost during a campaign ('' while it is not)."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
@@ -28,6 +41,24 @@ class Target:
 
     def restart(self) -> None:
         raise RuntimeError(f"{self.address} cannot be restarted by the fuzzer")
+
+    def bring_back(self, proto: FuzzProtocol, timeout: float, deadline: float) -> None:
+        """Restart it, or (when the fuzzer cannot) wait up to ``timeout`` seconds for it to
+        serve again; TargetLost if it does not."""
+        end = time.monotonic() + timeout
+        while True:
+            if harness.serves(proto, self.host, self.port, deadline):
+                return
+            if time.monotonic() >= end:
+                raise TargetLost(
+                    f"{self.describe()} did not serve again within {timeout:g} s; "
+                    "the fuzzer cannot restart a target given by --target"
+                )
+            time.sleep(BACK_POLL_S)
+
+    def output(self) -> list[str]:
+        """The last lines the target printed (only a target the fuzzer started has any)."""
+        return []
 
     def rss_bytes(self) -> int | None:
         return None
@@ -72,6 +103,12 @@ class Embedded(Target):
     def restart(self) -> None:
         self.close()
         self._start()
+
+    def bring_back(self, proto: FuzzProtocol, timeout: float, deadline: float) -> None:
+        try:
+            self.restart()
+        except Exception as exc:  # a UsageError from spawn_broker, said in one line
+            raise TargetLost(f"the embedded broker did not restart: {exc}") from None
 
     def rss_bytes(self) -> int | None:
         if self.proc is None:

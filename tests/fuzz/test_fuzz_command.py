@@ -68,8 +68,8 @@ def test_each_fault_quirk_is_found_and_its_reproducer_replays(
     assert ours, found
     repro = ours[0]
     assert repro["broker_quirks"] == [quirk]
-    assert repro["minimized"]["bytes"] <= min(minimized_max, repro["original"]["bytes"])
-    assert repro["minimized"]["writes"] == 1
+    assert repro["size"]["bytes"] <= min(minimized_max, repro["original"]["bytes"])
+    assert repro["size"]["writes"] == 1
     path = reproducers(tmp_path)[[f["finding"] for f in found].index(finding)]
     replay = conformance(tmp_path, "replay", str(path))
     assert replay.returncode == 1, replay.stdout + replay.stderr

@@ -78,6 +78,12 @@ def silent(conn: socket.socket, _: socket.socket) -> None:
     read_some(conn)
 
 
+def stalls_the_case(conn: socket.socket, _: socket.socket) -> None:
+    """Answers the harness's probe (a LIST) and nothing else: one connection stalls."""
+    if read_some(conn) == LIST:
+        conn.sendall(PROTO.frame(b"[]"))
+
+
 def garbles(conn: socket.socket, _: socket.socket) -> None:
     if read_some(conn):
         conn.sendall(b"\xff\xff\xff\xff")
@@ -99,8 +105,10 @@ def dies(conn: socket.socket, listener: socket.socket) -> None:
 
 
 def until_eof(conn: socket.socket, _: socket.socket) -> None:
-    while read_some(conn):
-        pass
+    """Reads until EOF, then closes; answers the harness's probe (a LIST)."""
+    while data := read_some(conn):
+        if data == LIST:
+            conn.sendall(PROTO.frame(b"[]"))
     conn.close()
 
 
@@ -117,7 +125,8 @@ def run(port: int, c: FuzzCase) -> harness.Result:
     ("behaviour", "outcome"),
     [
         (answers, harness.ANSWERED),
-        (silent, harness.HANG),
+        (stalls_the_case, harness.HANG),
+        (silent, harness.STOPPED),  # accepts, and answers not even the probe, twice
         (garbles, harness.BAD_REPLY),
         (closes, harness.CLOSED),
         (dies, harness.CRASH),
@@ -136,7 +145,7 @@ def test_outcome_of_a_whole_frame(
 def test_a_partial_frame_owes_a_close_after_our_half_close() -> None:
     with server(until_eof) as port:
         assert run(port, case(LIST[:6])).outcome == harness.CLOSED
-    with server(silent) as port:  # keeps the connection after we finished: a hang
+    with server(stalls_the_case) as port:  # keeps the connection after we finished: a hang
         assert run(port, case(LIST[:6])).outcome == harness.HANG
 
 
@@ -160,8 +169,8 @@ def test_a_refused_case_suspects_the_cases_before_it() -> None:
 
 
 def test_hang_waits_only_the_deadline() -> None:
-    with server(silent) as port:
-        result = run(port, case(LIST))
+    with server(stalls_the_case) as port:
+        result = run(port, case(PROTO.frame(b"FUZZ")))
     assert DEADLINE <= result.latency_s < DEADLINE + 0.5
 
 

@@ -296,7 +296,7 @@ class CursusFuzzing:
     def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
         if finding == "CORRUPTION":
             return "CUR-BATCH-2"  # every message of an acknowledged batch is stored
-        if finding in ("CRASH", "LEAK"):
+        if finding in ("CRASH", "STOPPED", "LEAK"):
             return "CUR-FRAME-5"  # the broker keeps serving other connections
         if finding == "BAD_REPLY":
             return "CUR-FRAME-1"
