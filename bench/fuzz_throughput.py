@@ -1,375 +1,405 @@
-"""Fuzz throughput: cases/s of our fuzzer and of boofuzz against one reference broker.
+"""Fuzz throughput: cases/s of our fuzzer and of boofuzz at its best, on two targets.
 
-Run with ``python -m bench.fuzz_throughput [--cases N]``.  One clean Cursus reference
-broker is started (``conformance serve --port 0``, stopped by its PID at the end) and,
-in this order, against it:
+``python -m bench.fuzz_throughput [--cases N] [--rounds R]`` (bench/README.md says more).
+Per target -- the Cursus reference broker and the minimal target of :mod:`bench.targets`,
+which shows each fuzzer's own cost -- it runs ours, boofuzz, ours, boofuzz ... R times
+each, N cases a run, each run against a fresh target process stopped by its PID after
+it; then prints the median cases/s of each, the ratio ours/boofuzz, and the CPU per case
+of each side (the fuzzer's process, the target's), read from /proc (Linux only).
 
-1. our fuzzer in this process: :func:`conformance.fuzz.campaign.run_range` over cases
-   ``[0, N)`` (after one unmeasured pass over the same cases, so that every measured
-   phase meets a broker already holding what those cases create);
-2. our fuzzer on Spark ``local[1]``, then ``local[2]``:
-   :func:`conformance.fuzz.spark.run_campaign` over the same N cases, each after three small
-   warm-up campaigns (JVM, SparkContext and Python workers started: not measured);
-3. boofuzz 0.4.2 in a child process, with its default ``Session`` settings except
-   ``keep_web_open=False`` (the default waits for ENTER when the run ends) and
-   ``index_end`` (its case limit), fuzzing a Cursus ``CREATE`` command behind a 4-byte
-   big-endian ``s_size``.  Its default loggers stay on: the SQLite results database
-   (written in a temporary folder) and the text logger, which prints every case to
-   stdout (sent to /dev/null here).  It stops at ``--boofuzz-cases`` cases or after
-   ``--boofuzz-seconds`` seconds, whichever comes first.
+* Ours: :func:`conformance.fuzz.campaign.run_range` over cases ``[0, N)`` in this
+  process with ``Options(connections=K)``; the fuzz topics are created before the clock
+  starts, and one unmeasured run first builds the seed's pool and imports what it needs.
+* boofuzz 0.4.2 in a child process, ``Session(**BOOFUZZ_SESSION)``, on a request as rich
+  as our pool (:func:`build_request`).  By default (``--boofuzz-order spread``) its N
+  cases are every k-th of its ~55,000 single-field mutations, drawn before the clock
+  starts and run by the session's own case loop (a private method in 0.4.2): in its own
+  order (``natural``, ``Session.fuzz()``), 3,000 cases would fuzz the CREATE frame alone.
 
-A case is one input sent and its outcome judged: ours read the replies owed and judge
-them by the oracle; boofuzz's default session sends and does not read after a fuzzed
-request (``receive_data_after_fuzz=False``).
-
-Printed: cases, seconds, cases/s, and the CPU seconds of the fuzzer side (this process
-and its children -- the Spark JVM and Python workers included -- or the boofuzz process)
-and of the broker process, read from /proc; then the ratios and, per run, the likely
-bottleneck.
+``--profile DIR`` adds an unmeasured, profiled run of each fuzzer per target and writes
+``DIR/<fuzzer>-<target>.pstats`` and ``.txt`` (top 30 by cumulative time; ours merges
+the main thread and the case threads).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import cProfile
 import json
 import os
+import pstats
 import resource
-import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from conformance.fuzz import protocol, spark
+from bench.targets import REPO, spawn, spawn_broker, stop
+from conformance.fuzz import protocol
 from conformance.fuzz.campaign import Options, run_range, setup
 from conformance.fuzz.target import External
-from conformance.runner import parse_target, stop_process, wait_serving
 
 SEED = 2024
-WARMUP_CASES = 300
-WARMUP_ROUNDS = 3
-"""Warm-up campaigns per Spark master: the first jobs of a JVM are slow (JIT)."""
+DEADLINE = Options().deadline
+"""Our deadline per case, and boofuzz's send and receive timeouts."""
 TICK = os.sysconf("SC_CLK_TCK")
-BUSY = 0.85
-"""A side counts as saturated at this share of the CPU it can use."""
-REPO = Path(__file__).resolve().parent.parent
+TARGETS: dict[str, Callable[[], tuple[subprocess.Popen[bytes], str]]] = {
+    "reference": spawn_broker,
+    "minimal": lambda: spawn("minimal", "--port", "0"),
+}
+BOOFUZZ_SESSION: dict[str, Any] = {
+    "fuzz_loggers": [],  # no text logger (the default hex-dumps every byte to stdout)
+    "db_filename": ":memory:",  # every Session logs each case to SQLite: in memory
+    "fuzz_db_keep_only_n_pass_cases": 1,  # no record of a passing case (0, the default,
+    # writes one per case, as our rows: 5-15% more boofuzz CPU per case here)
+    "web_port": None,  # no web UI thread
+    "keep_web_open": False,  # do not wait for ENTER at the end
+    "receive_data_after_fuzz": True,  # one recv() after the fuzzed request (default False)
+    "check_data_received_each_request": False,  # default: no reply is no failure
+    "reuse_target_connection": False,  # default: a new connection per case, as ours
+    "sleep_time": 0.0,  # default
+}
+REQUEST = "cursus-rich"
+TEXT_COMMANDS = (
+    ("create", "CREATE", "bench", "4"),
+    ("subscribe", "SUBSCRIBE", "bench", "group"),
+    ("consume", "CONSUME", "bench", "0", "0"),
+    ("commit", "COMMIT", "bench", "group", "0", "0"),
+    ("stream", "STREAM", "bench", "3", "0"),  # silent by design: last, as nothing follows
+)
+"""The request's five text commands (CREATE first: the batch then finds its topic).  No
+LIST: every CREATE whose topic is mutated creates a topic, so a LIST reply grows with
+each case and the broker's cost per case with it (5-9x the broker CPU in 3,000 cases)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Run:
-    name: str
+    fuzzer: str
+    target: str
     cases: int
     seconds: float
     fuzzer_cpu: float
-    broker_cpu: float
-    fuzzer_cores: int
-    """How many CPUs the fuzzer side can use at once (its processes or Spark cores)."""
-    parts: dict[str, float] | None = None
-    """The fuzzer side's CPU by process kind (driver, jvm, workers), when it has several."""
+    target_cpu: float
+    bytes_sent: int
+    note: str = ""
+    mutations: int = 0
+    """boofuzz: single-field mutations its request has."""
 
     @property
     def rate(self) -> float:
         return self.cases / self.seconds if self.seconds > 0 else 0.0
 
-    def per_case_ms(self, cpu: float) -> float:
-        return 1000 * cpu / self.cases if self.cases else 0.0
-
-    def bottleneck(self) -> str:
-        cpus = os.cpu_count() or 1
-        broker = self.broker_cpu / self.seconds
-        fuzzer = self.fuzzer_cpu / self.seconds
-        cores = min(self.fuzzer_cores, cpus)
-        ceilings = (
-            f"; ceilings from CPU per case: broker {self.cases / self.broker_cpu:.0f} cases/s "
-            f"on its one core, fuzzer {cores * self.cases / self.fuzzer_cpu:.0f} cases/s "
-            f"on {cores} core(s)"
-        )
-        if broker >= BUSY:
-            verdict = f"target (the broker uses {broker:.0%} of its one core)"
-        elif broker + fuzzer >= BUSY * cpus:
-            verdict = f"machine ({broker + fuzzer:.0%} of {cpus} CPUs busy)"
-        elif fuzzer >= BUSY * cores:
-            verdict = f"fuzzer ({fuzzer:.0%} of {cores} core(s))"
-        else:
-            larger = "fuzzer" if self.fuzzer_cpu > self.broker_cpu else "target"
-            verdict = (
-                f"no side saturated (fuzzer {fuzzer:.0%}, broker {broker:.0%} of the wall "
-                f"time): cases wait on round trips; per case the {larger} spends more CPU"
-            )
-        return verdict + ceilings
+    def ms(self, seconds: float) -> float:
+        return 1000 * seconds / self.cases if self.cases else 0.0
 
 
-# -------------------------------------------------------------------- CPU from /proc
-
-
-def _stat(pid: int) -> list[str] | None:
+def cpu_of(pid: int) -> float:
+    """utime + stime of process ``pid``, all its threads (not its children)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and of its children it has reaped."""
-    fields = _stat(pid)
-    if fields is None:
         return 0.0
-    return sum(int(v) for v in fields[11:15]) / TICK
+    fields = text[text.rindex(")") + 2 :].split()  # from the 3rd field (state) on
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
+# ------------------------------------------------------------------------- our fuzzer
 
 
-def fuzzer_side_cpu(broker_pid: int) -> dict[str, float]:
-    """CPU of this process and of its descendants but the broker, by kind: this
-    process, Java (the Spark JVM), other processes (Spark's Python workers)."""
-    skip = set(descendants(broker_pid))
-    out = {"driver": cpu_seconds(os.getpid()), "jvm": 0.0, "workers": 0.0}
-    for pid in descendants(os.getpid())[1:]:
-        if pid in skip:
-            continue
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        out["jvm" if comm == "java" else "workers"] += cpu_seconds(pid)
-    return out
-
-
-def measure(name: str, cases: int, cores: int, broker_pid: int, work: Callable[[], int]) -> Run:
-    fuzzer0, broker0 = fuzzer_side_cpu(broker_pid), cpu_seconds(broker_pid)
-    t0 = time.perf_counter()
-    done = work()
-    seconds = time.perf_counter() - t0
-    broker = cpu_seconds(broker_pid) - broker0
-    fuzzer = {k: v - fuzzer0[k] for k, v in fuzzer_side_cpu(broker_pid).items()}
-    if done != cases:
-        raise RuntimeError(f"{name}: {done} rows for {cases} cases")
-    return Run(name, done, seconds, sum(fuzzer.values()), broker, cores, fuzzer)
-
-
-# ------------------------------------------------------------------------ our fuzzer
-
-
-def ours(address: str, cases: int, broker_pid: int, out: Path) -> list[Run]:
+def run_ours(kind: str, cases: int, connections: int, profile: Path | None = None) -> Run:
     proto = protocol("cursus")
-    target = External.parse(address)
-    options = Options()
-    setup(proto, target, options.deadline)
-    run_range(proto, target, SEED, 0, cases, options)  # the broker's warm-up pass
-    runs = [
-        measure(
-            "ours, in one process",
-            cases,
-            1,
-            broker_pid,
-            lambda: len(run_range(proto, target, SEED, 0, cases, options)),
-        )
-    ]
-    for cores in (1, 2):
-        master = f"local[{cores}]"
-        t0 = time.perf_counter()
-        for _ in range(WARMUP_ROUNDS):
-            spark.run_campaign(master, "cursus", address, SEED, WARMUP_CASES, options, out / "w")
-        print(f"{master}: session and workers up in {time.perf_counter() - t0:.1f} s (excluded)")
-        runs.append(
-            measure(
-                f"ours, Spark {master}",
-                cases,
-                cores,
-                broker_pid,
-                lambda m=master: len(
-                    spark.run_campaign(m, "cursus", address, SEED, cases, options, out / m)
-                ),
-            )
-        )
-    spark.stop()
-    return runs
-
-
-# --------------------------------------------------------------------------- boofuzz
-
-
-def boofuzz_child(port: int, max_cases: int, seconds: float, result: Path) -> None:
-    """Runs in the child process: one boofuzz session, then its figures as JSON."""
-    from boofuzz import (
-        Session,
-        Target,
-        TCPSocketConnection,
-        s_block,
-        s_delim,
-        s_get,
-        s_initialize,
-        s_size,
-        s_string,
-    )
-
-    s_initialize("cursus-create")
-    s_size("command", length=4, endian=">")
-    with s_block("command"):
-        s_string("CREATE")
-        s_delim(" ")
-        s_string("bench")
-        s_delim(" ")
-        s_string("4")
-    session = Session(
-        target=Target(connection=TCPSocketConnection("127.0.0.1", port)),
-        index_end=max_cases,
-        keep_web_open=False,
-    )
-    session.connect(s_get("cursus-create"))
-
-    def out_of_time(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGALRM, out_of_time)
-    usage0 = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    stopped = "case limit"
+    options = Options(connections=connections)
+    proc, address = TARGETS[kind]()
     try:
-        session.fuzz()
-    except KeyboardInterrupt:
-        stopped = "time limit"
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    elapsed = time.perf_counter() - t0
+        target = External.parse(address)
+        setup(proto, target, options.deadline)
+        cpu0, target0, t0 = cpu_of(os.getpid()), cpu_of(proc.pid), time.perf_counter()
+        with profiled(profile / f"ours-{kind}" if profile else None):
+            rows = run_range(proto, target, SEED, 0, cases, options)
+        seconds = time.perf_counter() - t0
+        cpu, target_cpu = cpu_of(os.getpid()) - cpu0, cpu_of(proc.pid) - target0
+    finally:
+        stop(proc)
+    found, lost = sum(bool(r.finding) for r in rows), sum(r.canary == "lost" for r in rows)
+    note = f"{found} findings, {lost} canary checks lost" if found or lost else ""
+    sent = sum(len(r.sent) for r in rows)
+    return Run("ours", kind, len(rows), seconds, cpu, target_cpu, sent, note)
+
+
+@contextlib.contextmanager
+def profiled(stem: Path | None) -> Iterator[None]:
+    """cProfile this thread and every thread started meanwhile (their stats merged), then
+    write ``stem.pstats`` and the top 30 by cumulative time in ``stem.txt``."""
+    if stem is None:
+        yield
+        return
+    main, threads = cProfile.Profile(), []
+
+    def start_in_thread(*_: object) -> None:
+        threads.append(cProfile.Profile())
+        threads[-1].enable()  # from now on the thread's profile function, not this hook
+
+    threading.setprofile(start_in_thread)
+    main.enable()
+    try:
+        yield
+    finally:
+        main.disable()
+        threading.setprofile(None)
+        stats = pstats.Stats(main)
+        for prof in threads:
+            stats.add(prof)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        stats.dump_stats(f"{stem}.pstats")
+        with open(f"{stem}.txt", "w") as out:
+            pstats.Stats(f"{stem}.pstats", stream=out).sort_stats("cumulative").print_stats(30)
+
+
+# ----------------------------------------------------------------------------- boofuzz
+
+
+def build_request() -> None:
+    """The boofuzz request: a Cursus batch of one message, every length an ``s_size`` over
+    its block, and the text commands, each frame behind a 4-byte big-endian ``s_size``."""
+    import boofuzz as bf
+
+    def sized(name: str, length: int) -> Any:
+        bf.s_size(name, length=length, endian=">", name=f"{name}_len")
+        return bf.s_block(name)
+
+    def str16(name: str, value: str) -> None:
+        with sized(name, 2):
+            bf.s_string(value, encoding="utf-8", name=f"{name}_text")
+
+    def command(name: str, verb: str, *args: str) -> None:
+        with sized(name, 4):
+            bf.s_string(verb, encoding="utf-8", name=f"{name}_verb")
+            for i, arg in enumerate(args):
+                bf.s_delim(" ", name=f"{name}_sp{i}")
+                bf.s_string(arg, encoding="utf-8", name=f"{name}_arg{i}")
+
+    bf.s_initialize(REQUEST)
+    command(*TEXT_COMMANDS[0])
+    with sized("batch", 4):
+        bf.s_word(0xBA7C, endian=">", fuzzable=False, name="magic")
+        for name, value in (("topic", "bench"), ("partition", "0"), ("acks", "1")):
+            str16(name, value)
+        bf.s_byte(0, name="idempotent")
+        for name in ("seq_start", "seq_end"):
+            bf.s_qword(0, endian=">", name=name)
+        bf.s_dword(1, endian=">", name="message_count")
+        bf.s_qword(0, endian=">", name="offset")
+        bf.s_qword(1, endian=">", name="seq_num")
+        str16("producer_id", "bench-producer")
+        str16("key", "key")
+        bf.s_qword(0, endian=">", name="epoch")
+        with sized("payload", 4):
+            bf.s_bytes(b"hello cursus", name="payload_bytes")
+        str16("event_type", "created")
+        bf.s_dword(1, endian=">", name="schema_version")
+        bf.s_qword(1, endian=">", name="aggregate_version")
+        str16("metadata", "{}")
+    for cmd in TEXT_COMMANDS[1:]:
+        command(*cmd)
+
+
+def boofuzz_child(params: dict[str, Any]) -> None:
+    """In the child process: one boofuzz session, then its figures as JSON."""
+    from boofuzz import Session, Target, TCPSocketConnection, s_get
+    from boofuzz.mutation_context import MutationContext
+
+    build_request()
+    timeout, cases = params["timeout"], params["cases"]
+    conn = TCPSocketConnection("127.0.0.1", params["port"], timeout, timeout)
+    seen = {"sent": 0, "waited": 0}
+    send, recv = conn.send, conn.recv
+
+    def counted_send(data: bytes) -> int:
+        seen["sent"] += len(data)
+        return int(send(data))
+
+    def timed_recv(max_bytes: int) -> bytes:
+        t0 = time.perf_counter()
+        data: bytes = recv(max_bytes)
+        seen["waited"] += not data and time.perf_counter() - t0 >= 0.9 * timeout
+        return data
+
+    conn.send, conn.recv = counted_send, timed_recv
+    natural = params["order"] == "natural"
+    limit = {"index_end": cases} if natural else {}
+    session = Session(target=Target(connection=conn), **BOOFUZZ_SESSION, **limit)
+    session.connect(s_get(REQUEST))
+    total = session.num_mutations(max_depth=1)
+    work: Callable[[], object]
+    if natural:
+        work = lambda: session.fuzz(max_depth=1)  # noqa: E731
+    else:
+        stride = max(total // cases, 1)
+        picked = [
+            MutationContext(message_path=list(m.message_path), mutations=m.mutations)
+            for i, m in enumerate(session._generate_mutations_indefinitely(max_depth=1))
+            if i % stride == 0
+        ][:cases]
+        session.total_num_mutations = total  # as fuzz() sets it; total_mutant_index is past 1
+        work = lambda: session._main_fuzz_loop(iter(picked))  # noqa: E731
+    usage0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    with profiled(Path(params["profile"]) if params["profile"] else None):
+        work()
+    seconds = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = usage.ru_utime + usage.ru_stime - usage0.ru_utime - usage0.ru_stime
     figures = {
         "cases": session.num_cases_actually_fuzzed,
-        "seconds": elapsed,
-        "cpu": cpu,
-        "mutations": session.num_mutations(max_depth=1),
-        "stopped": stopped,
+        "seconds": seconds,
+        "cpu": usage.ru_utime + usage.ru_stime - usage0.ru_utime - usage0.ru_stime,
+        "mutations": total,
+        **seen,
     }
-    result.write_text(json.dumps(figures))
+    Path(params["result"]).write_text(json.dumps(figures))
 
 
-def boofuzz(
-    port: int, max_cases: int, seconds: float, broker_pid: int
-) -> tuple[Run, dict[str, object]]:
-    with tempfile.TemporaryDirectory(prefix="boofuzz-bench-") as tmp:
-        result = Path(tmp) / "result.json"
-        cmd = [sys.executable, "-m", "bench.fuzz_throughput", "--boofuzz-child"]
-        cmd += [str(port), str(max_cases), str(seconds), str(result)]
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        }
-        broker0 = cpu_seconds(broker_pid)
-        with (Path(tmp) / "stderr.log").open("wb") as err:
-            child = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=err)
-            try:
-                child.wait(seconds + 120)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(10)
-        broker = cpu_seconds(broker_pid) - broker0
+def run_boofuzz(kind: str, cases: int, order: str, timeout: float, profile: Path | None) -> Run:
+    with tempfile.TemporaryDirectory(prefix="boofuzz-bench-") as folder:
+        result, err = Path(folder) / "result.json", Path(folder) / "stderr.log"
+        proc, address = TARGETS[kind]()
+        params = {
+            "port": int(address.rpartition(":")[2]), "cases": cases, "order": order,
+            "timeout": timeout, "result": str(result),
+            "profile": str(profile / f"boofuzz-{kind}") if profile else "",
+        }  # fmt: skip
+        cmd = [sys.executable, "-m", "bench.fuzz_throughput", "--boofuzz-child", json.dumps(params)]
+        path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+        target0 = cpu_of(proc.pid)
+        try:
+            with err.open("wb") as log:
+                child = subprocess.run(
+                    cmd, cwd=folder, env={**os.environ, "PYTHONPATH": path},
+                    stdout=subprocess.DEVNULL, stderr=log, check=False,
+                )  # fmt: skip
+        finally:
+            target_cpu = cpu_of(proc.pid) - target0
+            stop(proc)
         if not result.exists():
-            log = (Path(tmp) / "stderr.log").read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"boofuzz exited {child.returncode} without figures:\n{log}")
-        figures: dict[str, object] = json.loads(result.read_text())
-    run = Run(
-        "boofuzz 0.4.2, default session",
-        int(str(figures["cases"])),
-        float(str(figures["seconds"])),
-        float(str(figures["cpu"])),
-        broker,
-        1,
-    )
-    return run, figures
+            tail = err.read_text(errors="replace")[-2000:]
+            raise SystemExit(f"boofuzz exited {child.returncode} without figures:\n{tail}")
+        got = json.loads(result.read_text())
+    note = f"{got['waited']} recv waits of {timeout:g} s" if got["waited"] else ""
+    return Run(
+        "boofuzz", kind, got["cases"], got["seconds"], got["cpu"], target_cpu, got["sent"],
+        note, got["mutations"],
+    )  # fmt: skip
 
 
-# ------------------------------------------------------------------------- printing
+# ---------------------------------------------------------------------------- report
 
 
-def report(runs: list[Run], figures: dict[str, object], cases: int) -> None:
+def report(runs: list[Run], args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=120)
-    table = Table(title=f"Fuzz throughput against one Cursus reference broker ({cases} cases)")
-    for column in ("fuzzer", "cases", "seconds", "cases/s", "fuzzer CPU s", "broker CPU s"):
-        table.add_column(column, justify="left" if column == "fuzzer" else "right")
-    table.add_column("CPU ms/case fuzzer | broker", justify="right")
-    for r in runs:
-        table.add_row(
-            r.name,
-            str(r.cases),
-            f"{r.seconds:.2f}",
-            f"{r.rate:.1f}",
-            f"{r.fuzzer_cpu:.2f} ({r.fuzzer_cpu / r.seconds:.0%})",
-            f"{r.broker_cpu:.2f} ({r.broker_cpu / r.seconds:.0%})",
-            f"{r.per_case_ms(r.fuzzer_cpu):.2f} | {r.per_case_ms(r.broker_cpu):.2f}",
+    console = Console(width=130)
+    ratios: dict[str, float] = {}
+    for kind in args.targets:
+        table = Table(title=f"{kind} target: {args.cases} cases a run, {args.rounds} round(s)")
+        for column in ("run", "cases/s", "wall ms/case", "CPU ms/case fuzzer | target"):
+            table.add_column(column, justify="left" if column == "run" else "right")
+        for column in ("CPU % of wall fuzzer | target", "bytes/case", "note"):
+            table.add_column(column, justify="left" if column == "note" else "right")
+        medians: dict[str, float] = {}
+        for fuzzer in ("ours", "boofuzz"):
+            mine = [r for r in runs if r.target == kind and r.fuzzer == fuzzer]
+            for i, r in enumerate(mine, 1):
+                table.add_row(
+                    f"{fuzzer} #{i}", f"{r.rate:.0f}", f"{r.ms(r.seconds):.2f}",
+                    f"{r.ms(r.fuzzer_cpu):.2f} | {r.ms(r.target_cpu):.2f}",
+                    f"{r.fuzzer_cpu / r.seconds:.0%} | {r.target_cpu / r.seconds:.0%}",
+                    f"{r.bytes_sent / max(r.cases, 1):.0f}", r.note,
+                )  # fmt: skip
+            medians[fuzzer] = statistics.median(r.rate for r in mine)
+            cpu = [
+                statistics.median(r.ms(getattr(r, f"{side}_cpu")) for r in mine)
+                for side in ("fuzzer", "target")
+            ]
+            table.add_row(
+                f"[bold]{fuzzer}, median", f"[bold]{medians[fuzzer]:.0f}",
+                f"{1000 / medians[fuzzer]:.2f}", f"{cpu[0]:.2f} | {cpu[1]:.2f}",
+            )  # fmt: skip
+        console.print(table)
+        ratios[kind] = medians["ours"] / medians["boofuzz"]
+        console.print(
+            f"{kind}: ours {medians['ours']:.0f} cases/s, boofuzz {medians['boofuzz']:.0f} "
+            f"cases/s: ours/boofuzz = {ratios[kind]:.2f}x\n"
         )
-    console.print(table)
-    inproc, l1, l2, boo = runs
-    for r in (l1, l2):
-        if r.parts:
-            split = ", ".join(f"{k} {v:.2f} s" for k, v in r.parts.items())
-            console.print(f"{r.name}: fuzzer CPU by process: {split}")
-    console.print(
-        f"boofuzz: {figures['cases']} cases (its request has {figures['mutations']} "
-        f"single-field mutations), stopped by its {figures['stopped']}"
+    said = "; ".join(
+        f"against the {k} target ours runs {v:.2f}x boofuzz's cases/s" for k, v in ratios.items()
     )
-    console.print(f"ratio ours (one process) / boofuzz: {inproc.rate / boo.rate:.2f}x")
-    console.print(f"ratio ours (Spark local[2]) / boofuzz: {l2.rate / boo.rate:.2f}x")
-    console.print(f"ratio Spark local[2] / local[1]: {l2.rate / l1.rate:.2f}x")
-    console.print(f"ratio Spark local[1] / one process: {l1.rate / inproc.rate:.2f}x")
-    console.print(f"machine: {os.cpu_count()} CPUs")
-    for r in runs:
-        console.print(f"bottleneck, {r.name}: {r.bottleneck()}")
+    console.print(
+        f"In plain words: {said} (median of {args.rounds} interleaved run(s) each, {args.cases} "
+        f"cases a run, our connections={args.connections}, {os.cpu_count()} CPUs, load "
+        f"average {args.load:.2f} before and {os.getloadavg()[0]:.2f} after)."
+    )
+    mutations = next(r.mutations for r in runs if r.fuzzer == "boofuzz")
+    order = (
+        "in its own order from the first"
+        if args.boofuzz_order == "natural"
+        else f"every {max(mutations // args.cases, 1)}th, spread over all of them"
+    )
+    settings = ", ".join(f"{k}={v!r}" for k, v in BOOFUZZ_SESSION.items())
+    console.print(
+        f"boofuzz 0.4.2 settings: Session({settings}); TCPSocketConnection(send_timeout="
+        f"{args.recv_timeout:g}, recv_timeout={args.recv_timeout:g}); Target(max_recv_bytes=10000) "
+        f"(default); request {REQUEST!r}: CREATE, a batch of one message (every length an "
+        f"s_size), {', '.join(c[1] for c in TEXT_COMMANDS[1:])}, each frame behind a 4-byte "
+        f"big-endian s_size: {mutations} single-field mutations, the cases {order}."
+    )  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- main
-
-
-def start_broker() -> tuple[subprocess.Popen[bytes], str]:
-    cmd = [sys.executable, "-m", "conformance", "serve", "--protocol", "cursus", "--port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    address = wait_serving(proc)
-    if address is None:
-        stop_process(proc)
-        raise SystemExit("the reference broker did not start")
-    return proc, address
+# ------------------------------------------------------------------------------ main
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fuzz_throughput")
-    parser.add_argument("--cases", type=int, default=5000, help="cases per run of ours")
-    parser.add_argument("--boofuzz-cases", type=int, default=5000, help="boofuzz case limit")
-    parser.add_argument("--boofuzz-seconds", type=float, default=60.0, help="boofuzz time limit")
-    parser.add_argument("--boofuzz-child", nargs=4, help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--cases", type=int, default=5000, help="cases a run (default 5000)")
+    add("--rounds", type=int, default=3, help="runs of each fuzzer per target (default 3)")
+    add("--connections", type=int, default=1, help="our cases in flight at once (default 1)")
+    add("--targets", default="reference,minimal", help="comma-separated: reference, minimal")
+    add("--boofuzz-order", choices=("spread", "natural"), default="spread")
+    add("--recv-timeout", type=float, default=DEADLINE, help="boofuzz's send/recv timeouts")
+    add("--profile", metavar="DIR", help="also write a profile per fuzzer and target")
+    parser.add_argument("--boofuzz-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.boofuzz_child:
-        port, limit, seconds, result = args.boofuzz_child
-        boofuzz_child(int(port), int(limit), float(seconds), Path(result))
+        boofuzz_child(json.loads(args.boofuzz_child))
         return 0
-    proc, address = start_broker()
-    try:
-        with tempfile.TemporaryDirectory(prefix="fuzz-bench-") as tmp:
-            runs = ours(address, args.cases, proc.pid, Path(tmp))
-        run, figures = boofuzz(
-            parse_target(address)[1], args.boofuzz_cases, args.boofuzz_seconds, proc.pid
-        )
-        runs.append(run)
-    finally:
-        stop_process(proc)
-    report(runs, figures, args.cases)
+    args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = [t for t in args.targets if t not in TARGETS]
+    if unknown or args.cases < 1 or args.rounds < 1 or args.connections < 1:
+        parser.error(f"unknown target(s) {unknown}" if unknown else "counts must be >= 1")
+    fuzzers: dict[str, Callable[[str, Path | None], Run]] = {
+        "ours": lambda kind, to: run_ours(kind, args.cases, args.connections, to),
+        "boofuzz": lambda kind, to: run_boofuzz(
+            kind, args.cases, args.boofuzz_order, args.recv_timeout, to
+        ),
+    }
+    args.load, t0 = os.getloadavg()[0], time.perf_counter()
+    run_ours("minimal", min(args.cases, 300), args.connections)  # warm-up: pool, imports
+    print(f"warm-up (not measured): {time.perf_counter() - t0:.1f} s", flush=True)
+    runs: list[Run] = []
+    for kind in args.targets:
+        for round_ in range(1, args.rounds + 1):
+            for name, fuzz in fuzzers.items():
+                runs.append(run := fuzz(kind, None))
+                print(f"{kind} #{round_}: {name} {run.cases} cases, {run.rate:.0f}/s", flush=True)
+        for fuzz in fuzzers.values() if args.profile else ():
+            fuzz(kind, Path(args.profile))
+    report(runs, args)
     return 0
 
 
