@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from conformance.errors import ProtocolError
 from conformance.fuzz import harness
-from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.fuzz.case import FuzzCase, FuzzProtocol, Pool
 from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import Target, TargetLost
 from conformance.plugin import SessionRefused
@@ -149,9 +149,9 @@ def run_range(
     base_rss = _rss_mb(target)
     leaked = False
     index = start
+    checkpoint = _checkpoint(index, start, stop, options)
     with _Flight(max(options.connections, 1)) as flight:
         while flight.running or (index < stop and not _late(until)):
-            checkpoint = _checkpoint(index, start, stop, options)
             while not flight.full and index < checkpoint and not _late(until):
                 flight.start(proto, generate(proto, pool, seed, index), target, options.deadline)
                 index += 1
@@ -173,27 +173,86 @@ def run_range(
                 leak = base_rss >= 0 and rss - base_rss > options.leak_bound_mb and not leaked
                 leaked, lost = leaked or leak, bool(problem)
                 held[-1] = replace(held[-1], canary="lost" if lost else "ok", leak=leak, rss_mb=rss)
-            rows += held
-            if on_rows is not None:
-                on_rows(held)
-            last, held = held[-1].index, []
-            if not (down or lost):
-                continue
-            if not target.restartable:
-                if down:
-                    break
-                continue
             try:
-                target.bring_back(proto, 0.0, options.deadline)
-                setup(proto, target, options.deadline)
-            except (TargetLost, OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
-                target.lost = f"{target.describe()} did not come back: {exc}"
+                if down and target.restartable:
+                    _restart(proto, target, options)
+                    held = _blame(proto, target, pool, seed, held, options)
+                rows += held
+                if on_rows is not None:
+                    on_rows(held)
+                last, held = held[-1].index, []
+                checkpoint = _checkpoint(index, start, stop, options)
+                if not (down or lost):
+                    continue
+                if not target.restartable:
+                    if down:
+                        break
+                    continue
+                _restart(proto, target, options)
+            except TargetLost as exc:
+                target.lost = str(exc)
                 break
             canary = harness.Canary(
                 proto, target.host, target.port, f"{seed}:{start}:{last}", options.deadline
             )
             base_rss = _rss_mb(target)
     return sorted(rows, key=lambda r: r.index)
+
+
+def _restart(proto: FuzzProtocol, target: Target, options: Options) -> None:
+    """Restart ``target`` and send the set-up requests; TargetLost if it does not come back."""
+    try:
+        target.bring_back(proto, 0.0, options.deadline)
+        setup(proto, target, options.deadline)
+    except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
+        raise TargetLost(f"{target.describe()} did not come back: {exc}") from None
+
+
+def _blame(
+    proto: FuzzProtocol,
+    target: Target,
+    pool: Pool,
+    seed: int,
+    held: list[Row],
+    options: Options,
+) -> list[Row]:
+    """``held`` with the finding moved to the case that brought the target down.
+
+    The case that first showed the target down was one of several in flight.  On the
+    restarted target, the suspects (the cases in flight with it, and the few before it)
+    are replayed one at a time until one shows the finding alone; it takes the finding,
+    and the case that showed it becomes ABORTED.  If none does, the rows stay as they are.
+    The target is left down after a culprit is found (its output is the crash's)."""
+    shown = next(r for r in held if r.outcome in harness.DOWN)
+    if options.connections <= 1 and shown.outcome == harness.CRASH:
+        return held  # its own connection closed and then refusal: nothing else was in flight
+    low = shown.index - options.connections - REFUSED_LOOKBACK
+    suspects = [r for r in held if r.index >= low or r is shown]
+    suspects.sort(key=lambda r: (r is not shown, r.outcome == harness.ANSWERED, -r.index))
+    for pos, row in enumerate(suspects):
+        if pos:
+            _restart_if_down(proto, target, options)
+        case = generate(proto, pool, seed, row.index)
+        if not harness.shows(
+            proto, case, shown.finding, target.host, target.port, options.deadline
+        )[0]:
+            continue
+        if row is shown:
+            return held
+        blamed = replace(
+            row,
+            outcome=shown.outcome if shown.outcome != harness.REFUSED else harness.CRASH,
+            finding=shown.finding,
+            requirement=proto.requirement(shown.finding, case, row.replies),
+        )
+        aborted = replace(shown, outcome=harness.ABORTED, finding="", requirement="")
+        return [blamed if r is row else aborted if r is shown else r for r in held]
+    return held
+
+
+def _restart_if_down(proto: FuzzProtocol, target: Target, options: Options) -> None:
+    if harness.probe(proto, target.host, target.port, options.deadline) != harness.SERVING:
+        _restart(proto, target, options)
 
 
 def _late(until: float | None) -> bool:

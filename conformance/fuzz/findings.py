@@ -175,27 +175,11 @@ class SetupFailed(Exception):
     """The target did not take the protocol's set-up requests: nothing can be judged."""
 
 
-CRASH_GRACE_S = 0.1
-"""How long a target may take to die after a case (a crash after the reply still counts)."""
-
-
 def judge(
     proto: FuzzProtocol, case: FuzzCase, finding: str, target: Target, deadline: float
 ) -> tuple[bool, str]:
-    """Run ``case`` and say whether it shows ``finding``; a CRASH or a STOPPED may come a
-    moment after the case was answered."""
-    result = harness.execute(proto, case, target.host, target.port, deadline)
-    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
-    if result.finding == finding:
-        return True, detail
-    if finding in ("CRASH", "STOPPED") and result.outcome in (harness.ANSWERED, harness.CLOSED):
-        time.sleep(CRASH_GRACE_S)
-        seen = harness.probe(proto, target.host, target.port, deadline)
-        if (finding, seen) == ("CRASH", harness.REFUSED):
-            return True, f"{detail}, then new connections are refused"
-        if (finding, seen) == ("STOPPED", harness.SILENT):
-            return True, f"{detail}, then a probe request on a new connection gets no answer"
-    return False, detail
+    """Run ``case`` and say whether it shows ``finding`` (see :func:`harness.shows`)."""
+    return harness.shows(proto, case, finding, target.host, target.port, deadline)
 
 
 def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[bool, str]:

@@ -42,7 +42,7 @@ import contextlib
 import socket
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from conformance.errors import ProtocolError
@@ -176,10 +176,16 @@ def probe(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
         seen = _look(proto, host, port, timeout)
     if seen != SILENT:
         return seen
-    with ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe") as looks:
-        seen_all = set(looks.map(lambda _: _look(proto, host, port, timeout), range(SILENT_LOOKS)))
-    if SERVING in seen_all:
-        return SERVING
+    looks = ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe")
+    try:
+        jobs = [looks.submit(_look, proto, host, port, timeout) for _ in range(SILENT_LOOKS)]
+        seen_all = set()
+        for job in as_completed(jobs):
+            seen_all.add(job.result())
+            if SERVING in seen_all:
+                return SERVING  # the looks still waiting end by their own deadline
+    finally:
+        looks.shutdown(wait=False)
     return SILENT if SILENT in seen_all else REFUSED
 
 
@@ -234,6 +240,29 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
             why = "new connections are accepted, but a probe request gets no answer"
             return Result(STOPPED, result.replies, result.latency_s, why)
     return result
+
+
+CRASH_GRACE_S = 0.1
+"""How long a target may take to die after a case (a crash after the reply still counts)."""
+
+
+def shows(
+    proto: FuzzProtocol, case: FuzzCase, finding: str, host: str, port: int, deadline: float
+) -> tuple[bool, str]:
+    """Run ``case`` and say whether it shows ``finding``, and what happened; a CRASH or a
+    STOPPED may come a moment after the case was answered."""
+    result = execute(proto, case, host, port, deadline)
+    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
+    if result.finding == finding:
+        return True, detail
+    if finding in ("CRASH", "STOPPED") and result.outcome in (ANSWERED, CLOSED):
+        time.sleep(CRASH_GRACE_S)
+        seen = probe(proto, host, port, deadline)
+        if (finding, seen) == ("CRASH", REFUSED):
+            return True, f"{detail}, then new connections are refused"
+        if (finding, seen) == ("STOPPED", SILENT):
+            return True, f"{detail}, then a probe request on a new connection gets no answer"
+    return False, detail
 
 
 def _opened(proto: FuzzProtocol, sock: socket.socket, deadline: float) -> Result | None:
