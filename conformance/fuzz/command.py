@@ -482,7 +482,14 @@ def _minimize_file(
     args: argparse.Namespace, proto: FuzzProtocol, target: Target, repro: Reproducer
 ) -> int:
     before = sum(len(c.sent) for c in repro.cases), len(repro.cases)
+    kept = Reproducer.load(Path(args.file))
     repro, still = minimize(proto, target, repro, args.target_start_timeout)
+    if still is False and repro.cases == kept.cases:  # never shown: leave the file as it was
+        print(
+            f"{repro.signature} ({args.file}) on {target.describe()}: does not reproduce "
+            f"({repro.detail}); nothing to minimize, {args.file} left as it was"
+        )
+        return EXIT_OK
     try:
         repro.save_as(Path(args.file))
     except OSError as exc:
