@@ -173,21 +173,22 @@ def run_range(
                 leak = base_rss >= 0 and rss - base_rss > options.leak_bound_mb and not leaked
                 leaked, lost = leaked or leak, bool(problem)
                 held[-1] = replace(held[-1], canary="lost" if lost else "ok", leak=leak, rss_mb=rss)
-            try:
-                if down and target.restartable:
+            if down and target.restartable:
+                try:
                     _restart(proto, target, options)
                     held = _blame(proto, target, pool, seed, held, options)
-                rows += held
-                if on_rows is not None:
-                    on_rows(held)
-                last, held = held[-1].index, []
-                checkpoint = _checkpoint(index, start, stop, options)
-                if not (down or lost):
-                    continue
-                if not target.restartable:
-                    if down:
-                        break
-                    continue
+                except TargetLost as exc:
+                    target.lost = str(exc)
+            rows += held
+            if on_rows is not None:
+                on_rows(held)
+            last, held = held[-1].index, []
+            checkpoint = _checkpoint(index, start, stop, options)
+            if target.lost or (down and not target.restartable):
+                break
+            if not (down or lost) or not target.restartable:
+                continue
+            try:
                 _restart(proto, target, options)
             except TargetLost as exc:
                 target.lost = str(exc)
