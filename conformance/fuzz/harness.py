@@ -39,6 +39,7 @@ This module does the socket work of the fuzzer, the third place after ``server.p
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
 import time
 from collections.abc import Sequence
@@ -114,8 +115,30 @@ class Result:
         return FINDING_OF.get(self.outcome, "")
 
 
+@functools.lru_cache(maxsize=64)
+def _literal(host: str) -> socket.AddressFamily | None:
+    """The address family of an IP literal (no name lookup needed), else None."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return family
+    return None
+
+
 def _connect(host: str, port: int, timeout: float) -> socket.socket:
-    sock = socket.create_connection((host, port), timeout=timeout)
+    family = _literal(host)
+    if family is None:  # a name: resolve it each time, as it may move
+        sock = socket.create_connection((host, port), timeout=timeout)
+    else:  # every case connects: skip the resolver for an address
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
