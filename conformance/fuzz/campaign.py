@@ -91,8 +91,13 @@ class Row:
 
 
 def setup(proto: FuzzProtocol, target: Target, deadline: float) -> None:
-    """Send the protocol's set-up requests (their replies are not judged)."""
-    harness.exchange(proto, target.host, target.port, list(proto.setup_payloads()), deadline)
+    """Send the protocol's set-up requests (their replies are not judged); once more on a
+    fresh connection if the first fails on the way (a target may stall one connection)."""
+    payloads = list(proto.setup_payloads())
+    try:
+        harness.exchange(proto, target.host, target.port, payloads, deadline)
+    except (OSError, TimeoutError):
+        harness.exchange(proto, target.host, target.port, payloads, deadline)
 
 
 class _Flight:
@@ -167,6 +172,8 @@ def run_range(
     options: Options,
     on_rows: Callable[[list[Row]], None] | None = None,
     until: float | None = None,
+    on_ended: Callable[[int], None] | None = None,
+    blamed: set[str] | None = None,
 ) -> list[Row]:
     """Rows of cases ``[start, stop)``, sorted by index.
 
@@ -178,7 +185,10 @@ def run_range(
     restartable target is restarted and the range goes on, any other ends the range.
     No case is started once ``time.monotonic()`` passes ``until``.  ``on_rows`` gets the
     rows at each pause (a canary check, the target down), before any restart; a restart
-    that fails ends the range with ``target.lost`` saying why."""
+    that fails ends the range with ``target.lost`` saying why.  ``on_ended`` gets the
+    number of cases that just ended, as they end (for progress between pauses).  The
+    culprit of a target going down is looked for once per signature in ``blamed`` (a set
+    the caller may share between ranges)."""
     rows: list[Row] = []
     held: list[Row] = []
     pool = proto.pool(seed)
@@ -196,6 +206,8 @@ def run_range(
             down = any(r.outcome in harness.DOWN for _, r in ended)
             while down and flight.running:  # nothing new starts until they have ended
                 ended += flight.ended()
+            if on_ended is not None and ended:
+                on_ended(len(ended))
             held += _rows(proto, ended, start, down)
             if flight.running or not (down or index == checkpoint or _late(until)):
                 continue
@@ -213,7 +225,7 @@ def run_range(
             if down and target.restartable:
                 try:
                     _restart(proto, target, options)
-                    held = _blame(proto, target, pool, seed, held, options)
+                    held = _blame(proto, target, pool, seed, held, options, blamed)
                 except TargetLost as exc:
                     target.lost = str(exc)
             rows += held
@@ -253,6 +265,7 @@ def _blame(
     seed: int,
     held: list[Row],
     options: Options,
+    blamed: set[str] | None = None,
 ) -> list[Row]:
     """``held`` with the finding moved to the case that brought the target down.
 
@@ -264,6 +277,11 @@ def _blame(
     shown = next(r for r in held if r.outcome in harness.DOWN)
     if options.connections <= 1 and shown.outcome == harness.CRASH:
         return held  # its own connection closed and then refusal: nothing else was in flight
+    signature = f"{shown.finding}:{shown.requirement}"
+    if blamed is not None:
+        if signature in blamed:
+            return held  # found once: minimization looks for the culprit again anyway
+        blamed.add(signature)
     low = shown.index - options.connections - REFUSED_LOOKBACK
     suspects = [r for r in held if r.index >= low or r is shown]
     suspects.sort(key=lambda r: (r is not shown, r.outcome == harness.ANSWERED, -r.index))
@@ -277,14 +295,14 @@ def _blame(
             continue
         if row is shown:
             return held
-        blamed = replace(
+        culprit = replace(
             row,
             outcome=shown.outcome if shown.outcome != harness.REFUSED else harness.CRASH,
             finding=shown.finding,
             requirement=proto.requirement(shown.finding, case, row.replies),
         )
         aborted = replace(shown, outcome=harness.ABORTED, finding="", requirement="")
-        return [blamed if r is row else aborted if r is shown else r for r in held]
+        return [culprit if r is row else aborted if r is shown else r for r in held]
     return held
 
 
@@ -384,8 +402,10 @@ def events(proto: FuzzProtocol, rows: list[Row], connections: int = 1) -> list[E
                 back = connections - 1
                 if row.outcome != harness.CRASH:
                     back += REFUSED_LOOKBACK
-                after = pos + 1  # past the last ABORTED case that was in flight with it
-                for j in range(pos + 1, min(pos + connections, len(task_rows))):
+                after = pos + 1  # past the last ABORTED case: all were in flight with it
+                for j in range(pos + 1, len(task_rows)):  # (a stalled case can stay in
+                    if task_rows[j].outcome in harness.DOWN:  # flight while many start)
+                        break
                     if task_rows[j].outcome == harness.ABORTED:
                         after = j + 1
                 window = (*(r.index for r in task_rows[max(pos - back, 0) : after]),)

@@ -134,7 +134,7 @@ def fuzz_command(args: argparse.Namespace) -> int:
     options = Options(
         deadline=args.deadline, canary_every=args.canary_every, connections=args.connections
     )
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a path is never cut in two
     target = _target(args, plugin, proto, revision, values, out)
     try:
         try:
@@ -280,19 +280,30 @@ def _run(
         task = progress.add_task("fuzz", total=args.cases, rate=0.0, found="findings 0")
         t0 = time.monotonic()
 
+        def show() -> None:
+            rate = ticker.done / max(time.monotonic() - t0, 1e-6)
+            progress.update(task, completed=ticker.done, rate=rate, found=_found(saver.counts))
+            ticker.tick()
+
+        def ended(count: int) -> None:
+            ticker.done += count
+            show()
+
         def advance(batch: list[Row]) -> None:
             saver.add(batch)
-            done = len(saver.rows)
-            rate = done / max(time.monotonic() - t0, 1e-6)
-            progress.update(task, completed=done, rate=rate, found=_found(saver.counts))
-            ticker.tick()
+            ticker.done = max(ticker.done, len(saver.rows))
+            show()
 
         if args.spark_master:
             return _run_on_spark(args, target, options, advance, values, revision)
         until = None if args.max_time is None else t0 + args.max_time
         rows: list[Row] = []
+        blamed: set[str] = set()
         for start, stop in campaign.seed_ranges(args.cases, options):
-            got = campaign.run_range(proto, target, args.seed, start, stop, options, advance, until)
+            got = campaign.run_range(
+                proto, target, args.seed, start, stop, options, advance, until, ended, blamed
+            )
+            ticker.done = len(rows) + len(got)
             rows += got
             if target.lost or (until is not None and time.monotonic() >= until):
                 break
@@ -314,19 +325,23 @@ class _Ticker:
     def __init__(self, console: Console, total: int, saver: _Saver, quiet: bool) -> None:
         self.console, self.total, self.saver, self.quiet = console, total, saver, quiet
         self.t0 = self.last = time.monotonic()
+        self.done = 0
+        """Cases that have ended (rows come later, at the campaign's pauses)."""
+        self.said = ""
 
     def tick(self, final: bool = False) -> None:
         now = time.monotonic()
         if self.quiet or (not final and now - self.last < PROGRESS_EVERY_S):
             return
         self.last = now
-        done = len(self.saver.rows)
-        rate = done / max(now - self.t0, 1e-6)
-        self.console.print(
-            f"fuzz: {done}/{self.total} cases, {rate:.0f} cases/s, {now - self.t0:.0f} s, "
-            + _found(self.saver.counts),
-            soft_wrap=True,
+        rate = self.done / max(now - self.t0, 1e-6)
+        line = f"fuzz: {self.done}/{self.total} cases, {rate:.0f} cases/s, " + _found(
+            self.saver.counts
         )
+        key = f"{self.done} {_found(self.saver.counts)}"
+        if key != self.said:  # the last line is not said twice
+            self.console.print(f"{line} ({now - self.t0:.0f} s)")
+            self.said = key
 
 
 def _run_on_spark(
@@ -481,7 +496,7 @@ def _replay_target(
 def _minimize_file(
     args: argparse.Namespace, proto: FuzzProtocol, target: Target, repro: Reproducer
 ) -> int:
-    before = sum(len(c.sent) for c in repro.cases), len(repro.cases)
+    before = repro.size()
     kept = Reproducer.load(Path(args.file))
     repro, still = minimize(proto, target, repro, args.target_start_timeout)
     if still is False and repro.cases == kept.cases:  # never shown: leave the file as it was
@@ -494,7 +509,7 @@ def _minimize_file(
         repro.save_as(Path(args.file))
     except OSError as exc:
         raise UsageError(f"cannot save {args.file}: {exc.strerror or exc}") from None
-    after = sum(len(c.sent) for c in repro.cases), len(repro.cases)
+    after = repro.size()
     print(
         f"{repro.signature} ({args.file}) on {target.describe()}: {before[1]} case(s), "
         f"{before[0]} bytes -> {after[1]} case(s), {after[0]} bytes; "

@@ -77,6 +77,10 @@ class Reproducer:
     def signature(self) -> str:
         return f"{self.finding}:{self.requirement}"
 
+    def size(self) -> tuple[int, int]:
+        """Bytes sent (on every connection) and cases."""
+        return sum(len(c.sent) + sum(map(len, c.abandon)) for c in self.cases), len(self.cases)
+
     def filename(self) -> str:
         return f"{self.finding.lower()}-{self.requirement}-seed{self.seed}-case{self.index}.yaml"
 
@@ -99,7 +103,7 @@ class Reproducer:
             "minimized": self.minimized,
             **({"note": self.note} if self.note else {}),
             "size": {
-                "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in self.cases),
+                "bytes": self.size()[0],
                 "writes": sum(len(c.writes) for c in self.cases),
             },
             "cases": [c.as_dict() for c in self.cases],
@@ -429,7 +433,8 @@ def minimize(
     except (SetupFailed, TargetLost) as exc:
         ok, detail = False, str(exc)
     repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
-    if repro.finding in ("CRASH", "STOPPED"):
+    repro.minimized = repro.minimized and ok
+    if ok and repro.finding in ("CRASH", "STOPPED"):
         repro.target_output = target.output() or repro.target_output
     if repro.minimized:
         repro.note = ""
