@@ -173,7 +173,6 @@ def run_range(
     on_rows: Callable[[list[Row]], None] | None = None,
     until: float | None = None,
     on_ended: Callable[[int], None] | None = None,
-    blamed: set[str] | None = None,
 ) -> list[Row]:
     """Rows of cases ``[start, stop)``, sorted by index.
 
@@ -186,9 +185,7 @@ def run_range(
     No case is started once ``time.monotonic()`` passes ``until``.  ``on_rows`` gets the
     rows at each pause (a canary check, the target down), before any restart; a restart
     that fails ends the range with ``target.lost`` saying why.  ``on_ended`` gets the
-    number of cases that just ended, as they end (for progress between pauses).  The
-    culprit of a target going down is looked for once per signature in ``blamed`` (a set
-    the caller may share between ranges)."""
+    number of cases that just ended, as they end (for progress between pauses)."""
     rows: list[Row] = []
     held: list[Row] = []
     pool = proto.pool(seed)
@@ -225,7 +222,7 @@ def run_range(
             if down and target.restartable:
                 try:
                     _restart(proto, target, options)
-                    held = _blame(proto, target, pool, seed, held, options, blamed)
+                    held = _blame(proto, target, pool, seed, held, options)
                 except TargetLost as exc:
                     target.lost = str(exc)
             rows += held
@@ -265,33 +262,38 @@ def _blame(
     seed: int,
     held: list[Row],
     options: Options,
-    blamed: set[str] | None = None,
 ) -> list[Row]:
     """``held`` with the finding moved to the case that brought the target down.
 
     The case that first showed the target down was one of several in flight.  On the
-    restarted target, the suspects (the cases in flight with it, and the few before it)
-    are replayed one at a time until one shows the finding alone; it takes the finding,
-    and the case that showed it becomes ABORTED.  If none does, the rows stay as they are.
-    The target is left down after a culprit is found (its output is the crash's)."""
+    restarted target the suspects (the cases in flight with it, and the few before it)
+    are replayed one at a time in the order they ran, each followed by a look at the
+    target, until it is down; the case just replayed (or, if the target took a moment
+    to die, the one before it) is then checked alone on a restarted target.  If it shows
+    the finding, it takes it and the case that first showed it becomes ABORTED; if not,
+    the rows stay as they are.  The target is left down after a culprit is found (its
+    output is the crash's)."""
     shown = next(r for r in held if r.outcome in harness.DOWN)
     if options.connections <= 1 and shown.outcome == harness.CRASH:
         return held  # its own connection closed and then refusal: nothing else was in flight
-    signature = f"{shown.finding}:{shown.requirement}"
-    if blamed is not None:
-        if signature in blamed:
-            return held  # found once: minimization looks for the culprit again anyway
-        blamed.add(signature)
     low = shown.index - options.connections - REFUSED_LOOKBACK
-    suspects = [r for r in held if r.index >= low or r is shown]
-    suspects.sort(key=lambda r: (r is not shown, r.outcome == harness.ANSWERED, -r.index))
-    for pos, row in enumerate(suspects):
-        if pos:
-            _restart_if_down(proto, target, options)
+    suspects = [r for r in held if r.index >= low]
+    host, deadline = target.host, options.deadline
+
+    def brings_down(row: Row) -> bool:
         case = generate(proto, pool, seed, row.index)
-        if not harness.shows(
-            proto, case, shown.finding, target.host, target.port, options.deadline
-        )[0]:
+        result = harness.execute(proto, case, host, target.port, deadline)
+        return result.outcome in harness.DOWN or not harness.serves(
+            proto, host, target.port, deadline
+        )
+
+    pos = next((i for i, row in enumerate(suspects) if brings_down(row)), None)
+    if pos is None:
+        return held  # none of them, in the order they ran, brought it down
+    for row in (suspects[pos], *suspects[max(pos - 1, 0) : pos]):
+        _restart_if_down(proto, target, options)
+        case = generate(proto, pool, seed, row.index)
+        if not harness.shows(proto, case, shown.finding, host, target.port, deadline)[0]:
             continue
         if row is shown:
             return held

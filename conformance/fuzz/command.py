@@ -298,10 +298,9 @@ def _run(
             return _run_on_spark(args, target, options, advance, values, revision)
         until = None if args.max_time is None else t0 + args.max_time
         rows: list[Row] = []
-        blamed: set[str] = set()
         for start, stop in campaign.seed_ranges(args.cases, options):
             got = campaign.run_range(
-                proto, target, args.seed, start, stop, options, advance, until, ended, blamed
+                proto, target, args.seed, start, stop, options, advance, until, ended
             )
             ticker.done = len(rows) + len(got)
             rows += got
