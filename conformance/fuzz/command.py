@@ -295,7 +295,9 @@ def _run(
             show()
 
         if args.spark_master:
-            return _run_on_spark(args, target, options, advance, values, revision)
+            got = _run_on_spark(args, target, options, advance, values, revision)
+            ticker.tick(final=True)
+            return got
         until = None if args.max_time is None else t0 + args.max_time
         rows: list[Row] = []
         for start, stop in campaign.seed_ranges(args.cases, options):
