@@ -104,19 +104,23 @@ def _target(
     args: argparse.Namespace,
     plugin: Plugin,
     proto: FuzzProtocol,
-    revision: str,
-    values: dict[str, Any],
-    out: Path,
+    made_with: tuple[str, list[str], str, dict[str, Any]],
+    deadline: float,
+    log: Path,
 ) -> Target:
+    """The target of ``fuzz`` or ``replay``: ``--target``, ``--target-cmd`` (its output to
+    ``log``), or else the embedded broker (``made_with``: protocol, quirks, revision and
+    option values; its log next to ``log``)."""
     if args.target:
         target: Target = External.parse(args.target)
-        if not harness.accepts(target.host, target.port, args.deadline):
+        if not harness.accepts(target.host, target.port, deadline):
             raise UsageError(f"cannot reach target {target.address}")
         return target
     if args.target_cmd:
-        return _owned(args, proto, args.deadline, out / "target.log")
+        return _owned(args, proto, deadline, log)
+    protocol, quirks, revision, values = made_with
     serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
-    return Embedded(args.protocol, list(args.quirk), out / "broker.log", serve)
+    return Embedded(protocol, quirks, log.with_name("broker.log"), serve)
 
 
 def fuzz_command(args: argparse.Namespace) -> int:
@@ -135,7 +139,8 @@ def fuzz_command(args: argparse.Namespace) -> int:
         deadline=args.deadline, canary_every=args.canary_every, connections=args.connections
     )
     console = Console(stderr=True, soft_wrap=True)  # a path is never cut in two
-    target = _target(args, plugin, proto, revision, values, out)
+    made_with = (args.protocol, list(args.quirk), revision, values)
+    target = _target(args, plugin, proto, made_with, args.deadline, out / "target.log")
     try:
         try:
             campaign.setup(proto, target, args.deadline)
@@ -460,7 +465,10 @@ def replay_command(args: argparse.Namespace) -> int:
     revision = check_revision(plugin, args.revision or repro.revision or None)
     values = _replay_options(args, plugin, repro)
     proto = fuzz_protocol(repro.protocol, values, revision)
-    target = _replay_target(args, plugin, proto, repro, revision, values)
+    log = Path(tempfile.gettempdir()) / "conformance-replay" / "target.log"
+    log.parent.mkdir(exist_ok=True)
+    made_with = (repro.protocol, repro.broker_quirks, revision, values)
+    target = _target(args, plugin, proto, made_with, repro.deadline_s, log)
     try:
         if args.minimize:
             return _minimize_file(args, proto, target, repro)
@@ -472,26 +480,6 @@ def replay_command(args: argparse.Namespace) -> int:
     verdict = "REPRODUCES" if still else "does not reproduce"
     print(f"{repro.signature} ({args.file}) on {target.describe()}: {verdict} ({detail})")
     return EXIT_FAIL if still else EXIT_OK
-
-
-def _replay_target(
-    args: argparse.Namespace,
-    plugin: Plugin,
-    proto: FuzzProtocol,
-    repro: Reproducer,
-    revision: str,
-    values: dict[str, Any],
-) -> Target:
-    log = Path(tempfile.gettempdir()) / "conformance-replay-broker.log"
-    if args.target:
-        target: Target = External.parse(args.target)
-        if not harness.accepts(target.host, target.port, repro.deadline_s):
-            raise UsageError(f"cannot reach target {target.address}")
-        return target
-    if args.target_cmd:
-        return _owned(args, proto, repro.deadline_s, log)
-    serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
-    return Embedded(repro.protocol, repro.broker_quirks, log, serve)
 
 
 def _minimize_file(
