@@ -219,10 +219,13 @@ def run_range(
                 leak = base_rss >= 0 and rss - base_rss > options.leak_bound_mb and not leaked
                 leaked, lost = leaked or leak, bool(problem)
                 held[-1] = replace(held[-1], canary="lost" if lost else "ok", leak=leak, rss_mb=rss)
-            if down and target.restartable:
+            if down:
+                target.down_output = target.output()  # before any restart: the crash's
+            if down and target.restartable and _suspects(held, options):
                 try:
                     _restart(proto, target, options)
                     held = _blame(proto, target, pool, seed, held, options)
+                    target.down_output = target.output() or target.down_output
                 except TargetLost as exc:
                     target.lost = str(exc)
             rows += held
@@ -274,10 +277,7 @@ def _blame(
     the rows stay as they are.  The target is left down after a culprit is found (its
     output is the crash's)."""
     shown = next(r for r in held if r.outcome in harness.DOWN)
-    if options.connections <= 1 and shown.outcome == harness.CRASH:
-        return held  # its own connection closed and then refusal: nothing else was in flight
-    low = shown.index - options.connections - REFUSED_LOOKBACK
-    suspects = [r for r in held if r.index >= low]
+    suspects = _suspects(held, options)
     host, deadline = target.host, options.deadline
 
     def brings_down(row: Row) -> bool:
@@ -306,6 +306,16 @@ def _blame(
         aborted = replace(shown, outcome=harness.ABORTED, finding="", requirement="")
         return [culprit if r is row else aborted if r is shown else r for r in held]
     return held
+
+
+def _suspects(held: list[Row], options: Options) -> list[Row]:
+    """The rows that may have brought the target down ([] when only the case that showed
+    it can have: its own connection closed, then refusal, with nothing else in flight)."""
+    shown = next(r for r in held if r.outcome in harness.DOWN)
+    if options.connections <= 1 and shown.outcome == harness.CRASH:
+        return []
+    low = shown.index - options.connections - REFUSED_LOOKBACK
+    return [r for r in held if r.index >= low]
 
 
 def _restart_if_down(proto: FuzzProtocol, target: Target, options: Options) -> None:

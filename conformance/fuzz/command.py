@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import math
+import shlex
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -56,41 +59,51 @@ PROGRESS_EVERY_S = 10.0
 """Without a terminal, one progress line this often."""
 
 
+MAX_CONNECTIONS = 512
+
+
+def _seconds(value: float | None, flag: str) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{flag} must be a positive number of seconds")
+
+
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     if args.cases < 1:
         raise UsageError("--cases must be at least 1")
     if args.seed < 0:
         raise UsageError("--seed must be 0 or more")
-    if args.deadline <= 0:
-        raise UsageError("--deadline must be a positive number of seconds")
+    _seconds(args.deadline, "--deadline")
     if args.canary_every < 1:
         raise UsageError("--canary-every must be at least 1")
-    if args.connections < 1:
-        raise UsageError("--connections must be at least 1")
-    if args.max_time is not None and args.max_time <= 0:
-        raise UsageError("--max-time must be a positive number of seconds")
+    if not 1 <= args.connections <= MAX_CONNECTIONS:
+        raise UsageError(f"--connections must be from 1 to {MAX_CONNECTIONS}")
+    _seconds(args.max_time, "--max-time")
     if args.max_time is not None and args.spark_master:
         raise UsageError("--max-time is for campaigns in this process; drop it or --spark-master")
     _check_targets(args)
-    if args.target_cmd and args.spark_master and not _local(args.spark_master):
+    if args.target_cmd and args.spark_master:
         raise UsageError(
-            f"--target-cmd starts the broker on this machine, which Spark master "
-            f"{args.spark_master} cannot reach: use --spark-master 'local[*]' or --target"
+            "--target-cmd is for campaigns in this process (Spark tasks cannot restart the "
+            "broker): drop --spark-master, or start the broker yourself and use --target"
         )
     check_quirks(plugin, args.quirk)
 
 
+def _target_flags(args: argparse.Namespace) -> str:
+    """The target options to repeat in a replay command (none for the embedded broker)."""
+    if args.target:
+        return f" --target {args.target}"
+    if args.target_cmd:
+        return f" --target-cmd {shlex.quote(args.target_cmd)}"
+    return ""
+
+
 def _check_targets(args: argparse.Namespace) -> None:
-    if args.target_start_timeout <= 0:
-        raise UsageError("--target-start-timeout must be a positive number of seconds")
+    _seconds(args.target_start_timeout, "--target-start-timeout")
     if (args.target or args.target_cmd) and getattr(args, "quirk", None):
         raise UsageError(
             "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
         )
-
-
-def _local(master: str) -> bool:
-    return master == "local" or master.startswith("local[")
 
 
 def _owned(args: argparse.Namespace, proto: FuzzProtocol, deadline: float, log: Path) -> Owned:
@@ -123,7 +136,26 @@ def _target(
     return Embedded(protocol, quirks, log.with_name("broker.log"), serve)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # so that every target the command started is stopped
+
+
+def _on_termination() -> None:
+    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) end the command as Ctrl-C
+    does: ``finally`` blocks run and the target's process group is stopped."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
+
+
 def fuzz_command(args: argparse.Namespace) -> int:
+    _on_termination()
+    try:
+        return _fuzz(args)
+    except harness.OutOfResources as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _fuzz(args: argparse.Namespace) -> int:
     plugin = plugin_of(args.protocol)
     _check(args, plugin)
     revision = check_revision(plugin, args.revision)
@@ -212,7 +244,7 @@ class _Saver:
             self.revision,
         )
         if event.finding in ("CRASH", "STOPPED"):
-            repro.target_output = self.target.output()
+            repro.target_output = self.target.down_output or self.target.output()
         repro.note = "not minimized yet: the campaign minimizes it when it ends"
         self.drafts[event.signature] = repro
         self._save(event.signature, repro)
@@ -423,7 +455,10 @@ def _report(
     gone = target.lost
     if down is not None and not target.restartable and not gone:
         what = "serving" if down.outcome == harness.STOPPED else "accepting connections"
-        gone = f"{target.describe()} stopped {what} after case {down.index}"
+        gone = (
+            f"{target.describe()} stopped {what} after case {down.index}, "
+            "and the fuzzer cannot restart a target given by --target"
+        )
     saver.finish(usable=not gone, why_not=gone)
     not_run = args.cases - len(rows)
     print_triage(triaged, saver.saved, console)
@@ -434,23 +469,30 @@ def _report(
         f"{len(rows)} cases in {elapsed:.1f} s ({rate:.0f} cases/s); rows: {parquet}"
         + (f"; {not_run} cases not run ({reason})" if not_run else "")
     )
+    where = _target_flags(args)
     if gone:
-        console.print(f"the campaign stopped: {gone}; the fuzzer cannot restart it")
+        console.print(f"the campaign stopped: {gone}")
         for path in saver.saved.values():
             console.print(
                 f"saved unminimized: {path}; once the target serves again, minimize it with: "
-                f"conformance replay --minimize {path} --target {target.address}"
+                f"conformance replay --minimize {path}{where}"
             )
     elif saver.saved:
-        console.print(
-            f"replay a finding with: conformance replay {next(iter(saver.saved.values()))}"
-        )
+        first = next(iter(saver.saved.values()))
+        console.print(f"replay a finding with: conformance replay {first}{where}")
     return EXIT_FAIL if saver.drafts or gone else EXIT_OK
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    _on_termination()
+    try:
+        return _replay(args)
+    except harness.OutOfResources as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _replay(args: argparse.Namespace) -> int:
+    _seconds(args.timeout, "--timeout")
     _check_targets(args)
     try:
         repro = Reproducer.load(Path(args.file))
@@ -488,12 +530,18 @@ def _minimize_file(
     before = repro.size()
     kept = Reproducer.load(Path(args.file))
     repro, still = minimize(proto, target, repro, args.target_start_timeout)
-    if still is False and repro.cases == kept.cases:  # never shown: leave the file as it was
+    if still is False and repro.cases == kept.cases:  # nothing better: the file stays
+        flaky = not repro.detail.startswith("did not reproduce")
         print(
-            f"{repro.signature} ({args.file}) on {target.describe()}: does not reproduce "
-            f"({repro.detail}); nothing to minimize, {args.file} left as it was"
+            f"{repro.signature} ({args.file}) on {target.describe()}: "
+            + (
+                "it reproduced while minimizing, but not in the final check (flaky?)"
+                if flaky
+                else "does not reproduce"
+            )
+            + f" ({repro.detail}); {args.file} left as it was"
         )
-        return EXIT_OK
+        return EXIT_FAIL if flaky else EXIT_OK
     try:
         repro.save_as(Path(args.file))
     except OSError as exc:
@@ -516,4 +564,4 @@ def _replay_options(args: argparse.Namespace, plugin: Plugin, repro: Reproducer)
     for dest in known:
         if getattr(args, dest, None) is not None:
             given[dest] = getattr(args, dest)
-    return plugin.option_values("fuzz", given, embedded=not args.target)
+    return plugin.option_values("fuzz", given, embedded=not (args.target or args.target_cmd))

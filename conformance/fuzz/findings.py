@@ -197,7 +197,9 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
         raise SetupFailed(f"{target.describe()} did not take the set-up requests: {exc}") from None
     *before, last = repro.cases
     for case in before:
-        harness.execute(proto, case, target.host, target.port, deadline)
+        result = harness.execute(proto, case, target.host, target.port, deadline)
+        if repro.check == "case" and result.finding == repro.finding in ("CRASH", "STOPPED"):
+            return True, f"case {case.index}: outcome {result.outcome}: {result.detail}"
     if repro.check == "canary":
         harness.execute(proto, last, target.host, target.port, deadline)
         problem = harness.Canary(proto, target.host, target.port, "replay", deadline).check()
@@ -403,6 +405,7 @@ def minimize(
     deadline = repro.deadline_s
     budget = _Budget()
     shrunk = False
+    as_ran = (list(repro.cases), repro.index, repro.mutator, repro.target_output)
     if repro.check == "case":
         still = budget.trying(_single(proto, target, repro.finding, deadline, back_s))
         culprit: FuzzCase | None = repro.cases[0]
@@ -432,8 +435,13 @@ def minimize(
         ok, detail = reproduces(proto, repro, target)
     except (SetupFailed, TargetLost) as exc:
         ok, detail = False, str(exc)
+    if not ok and shrunk:  # a smaller variant that fails its final check is not kept
+        repro.cases, repro.index, repro.mutator, repro.target_output = as_ran
+        repro.minimized = False
+        repro.detail = f"the minimized case did not reproduce in the final check: {detail}"
+        repro.note = "not minimized: the minimized case did not reproduce in the final check"
+        return repro, ok
     repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
-    repro.minimized = repro.minimized and ok
     if ok and repro.finding in ("CRASH", "STOPPED"):
         repro.target_output = target.output() or repro.target_output
     if repro.minimized:

@@ -24,8 +24,9 @@ Findings, by class:
   for the culprit among the cases just before it);
 * ``STOPPED`` -- after the target closed or hung, new connections are still accepted but
   the probe (the session opener and one valid request) gets no answer within the
-  deadline, twice in a row on two fresh connections: the target stopped serving while
-  its port still accepts (a connection stalled on its own is a HANG, not this);
+  deadline: on one fresh connection, then on every one of two rounds of three at once
+  (:func:`probe`): the target stopped serving while its port still accepts (a connection
+  stalled on its own is a HANG, not this);
 * ``BAD_REPLY`` -- the target sent bytes the codec cannot frame;
 * ``CORRUPTION`` -- a canary round trip (produce to a reserved topic no case names, then
   consume), run every N cases and at the end, does not return what was acknowledged;
@@ -39,6 +40,7 @@ This module does the socket work of the fuzzer, the third place after ``server.p
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import socket
 import time
@@ -128,6 +130,20 @@ def _literal(host: str) -> socket.AddressFamily | None:
 
 
 def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    """A new connection; OutOfResources when this machine, not the target, is the limit."""
+    try:
+        return _connect_to(host, port, timeout)
+    except OSError as exc:
+        if exc.errno in OWN_LIMITS:
+            what = "local ports" if exc.errno == errno.EADDRNOTAVAIL else "file descriptors"
+            raise OutOfResources(
+                f"this machine ran out of {what} ({exc.strerror}): "
+                "lower --connections, or raise the limit (ulimit -n)"
+            ) from None
+        raise
+
+
+def _connect_to(host: str, port: int, timeout: float) -> socket.socket:
     family = _literal(host)
     if family is None:  # a name: resolve it each time, as it may move
         sock = socket.create_connection((host, port), timeout=timeout)
@@ -182,34 +198,60 @@ def accepts(host: str, port: int, timeout: float) -> bool:
 
 
 SILENT_LOOKS = 3
-"""A silent probe is confirmed on this many fresh connections at once (one deadline): a
-target that stalls one connection in ten is then taken for stopped once in a thousand."""
+SILENT_ROUNDS = 2
+"""A silent probe is confirmed by :data:`SILENT_ROUNDS` rounds of this many fresh
+connections at once (one deadline a round), every one of them silent: a target that
+stalls one connection in ten at random is then taken for stopped about once in ten
+million probes."""
+
+DROPPED = "dropped"
+"""A look whose connection was accepted, then closed before any answer."""
+
+OWN_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS})
+"""Connect errors that are the fuzzer's own machine running out, not the target."""
+
+
+class OutOfResources(Exception):
+    """The fuzzer's machine ran out of file descriptors or local ports."""
 
 
 def probe(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
     """Whether the target serves: SERVING, REFUSED or SILENT (see the oracle).
 
-    A look that is dropped is made once more: a dying process's listening socket can
-    still complete a handshake for a moment.  A silent look is confirmed by
-    :data:`SILENT_LOOKS` more at once: a target may stall one connection on its own (a
-    HANG of that connection, not of the target)."""
+    A refused connect is REFUSED at once (a supervisor may restart a crashed target
+    within milliseconds).  A look that was accepted and then dropped is made once more:
+    a dying process's listening socket can still complete a handshake for a moment.  A
+    silent look is confirmed as :data:`SILENT_ROUNDS` explains: a target may stall one
+    connection on its own (a HANG of that connection, not of the target)."""
     seen = _look(proto, host, port, timeout)
-    if seen == REFUSED:
+    if seen == DROPPED:
         time.sleep(0.05)
         seen = _look(proto, host, port, timeout)
+    if seen == DROPPED:
+        return REFUSED
     if seen != SILENT:
         return seen
-    looks = ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe")
+    for _ in range(SILENT_ROUNDS):
+        seen = _looks(proto, host, port, timeout)
+        if seen != SILENT:
+            return seen
+    return SILENT
+
+
+def _looks(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
+    """:data:`SILENT_LOOKS` looks at once: SERVING as soon as one is answered, SILENT if
+    all are silent, else REFUSED."""
+    pool = ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe")
     try:
-        jobs = [looks.submit(_look, proto, host, port, timeout) for _ in range(SILENT_LOOKS)]
+        jobs = [pool.submit(_look, proto, host, port, timeout) for _ in range(SILENT_LOOKS)]
         seen_all = set()
         for job in as_completed(jobs):
             seen_all.add(job.result())
             if SERVING in seen_all:
                 return SERVING  # the looks still waiting end by their own deadline
     finally:
-        looks.shutdown(wait=False)
-    return SILENT if SILENT in seen_all else REFUSED
+        pool.shutdown(wait=False)
+    return SILENT if seen_all == {SILENT} else REFUSED
 
 
 def _look(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
@@ -222,13 +264,13 @@ def _look(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
             open_on(proto, sock, timeout)
             sock.sendall(proto.frame(proto.probe_payload))
             sock.settimeout(timeout)
-            return SERVING if sock.recv(1) else REFUSED
+            return SERVING if sock.recv(1) else DROPPED
         except TimeoutError:
             return SILENT
         except SessionRefused:
             return SERVING  # it answered: alive
         except (OSError, ProtocolError):
-            return REFUSED
+            return DROPPED
 
 
 def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
@@ -279,8 +321,10 @@ def shows(
     if result.finding == finding:
         return True, detail
     if finding in ("CRASH", "STOPPED") and result.outcome in (ANSWERED, CLOSED):
-        time.sleep(CRASH_GRACE_S)
-        seen = probe(proto, host, port, deadline)
+        seen = probe(proto, host, port, deadline)  # at once: a supervisor may restart it
+        if seen == SERVING:
+            time.sleep(CRASH_GRACE_S)  # or it may take a moment to die
+            seen = probe(proto, host, port, deadline)
         if (finding, seen) == ("CRASH", REFUSED):
             return True, f"{detail}, then new connections are refused"
         if (finding, seen) == ("STOPPED", SILENT):
@@ -375,7 +419,10 @@ def exchange(
         return out
 
 
-CANARY_TRIES = 2
+CANARY_TRIES = 5
+"""A canary round trip that fails on the way is tried this often on fresh connections: a
+target that stalls one connection in ten at random fails five in a row about once in
+ten thousand checks."""
 
 
 class Canary:

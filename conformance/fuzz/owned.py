@@ -104,7 +104,8 @@ class Owned(Target):
             )
         except OSError as exc:
             raise TargetFailed(
-                f"cannot run --target-cmd {argv[0]!r}: {exc.strerror or exc}"
+                f"cannot run --target-cmd {argv[0]!r}: {exc.strerror or exc} (it runs "
+                "without a shell: give a program's path, not a shell line)"
             ) from None
         self.starts += 1
         assert self.proc.stdout is not None
@@ -112,7 +113,11 @@ class Owned(Target):
             target=self._read, args=(self.proc.stdout, self.lines), daemon=True
         )
         self.reader.start()
-        self._wait_serving()
+        try:
+            self._wait_serving()
+        except BaseException:  # TargetFailed, or Ctrl-C while it starts: nothing left behind
+            self.close()
+            raise
 
     def _read(self, stream: IO[bytes], lines: collections.deque[str]) -> None:
         log = self.log_path.open("a", errors="replace") if self.log_path else None
@@ -134,20 +139,19 @@ class Owned(Target):
         end = time.monotonic() + self.start_timeout
         while True:
             code = self.proc.poll()
-            if code is not None:
+            if code is not None:  # what it started in its group goes with it (in close)
                 self._join_reader()
-                self.proc = None
                 raise TargetFailed(
                     f"--target-cmd exited with code {code} before serving on port "
                     f"{self.port}{self._last_lines()}"
                 )
             left = end - time.monotonic()
             if left <= 0:
-                self.close()
                 raise TargetFailed(
                     f"--target-cmd did not serve on port {self.port} within "
-                    f"--target-start-timeout {self.start_timeout:g} s (the protocol's "
-                    f"probe request got no answer){self._last_lines()}"
+                    f"--target-start-timeout {self.start_timeout:g} s: check that it listens "
+                    f"on {PLACEHOLDER} (it runs without a shell: no pipes, '&&' or "
+                    f"VAR=value){self._last_lines()}"
                 )
             step = min(self.deadline, max(left, POLL_S))
             if harness.probe(self.proto, self.host, self.port, step) == harness.SERVING:
@@ -179,11 +183,11 @@ class Owned(Target):
         if proc is None:
             return
         if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(STOP_GRACE_S)
-        with contextlib.suppress(ProcessLookupError):  # the rest of its group, if any
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the rest of its group
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(STOP_GRACE_S)

@@ -31,6 +31,8 @@ class Target:
     restartable = False
     lost = ""
     """Why the target was lost during a campaign ('' while it is not)."""
+    down_output: list[str] = []  # noqa: RUF012 (replaced, never changed in place)
+    """What it printed last before it last went down (a target the fuzzer started)."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port

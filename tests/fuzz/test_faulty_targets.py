@@ -250,7 +250,7 @@ def test_target_by_address_stops_at_the_crash_and_is_minimized_once_it_is_back(
     assert "not minimized" in repro["note"]
     assert f"conformance replay --minimize {rel}" in flat(repro["note"])
     assert len(repro["cases"]) > 1
-    assert "the campaign stopped" in err and "the fuzzer cannot restart it" in err
+    assert "the campaign stopped" in err and "the fuzzer cannot restart" in err
     assert f"saved unminimized: {rel}" in err
     assert f"conformance replay --minimize {rel} --target {address}" in err
     assert "not run (the target went down)" in err
@@ -350,10 +350,10 @@ def test_target_by_address_keeps_a_culprit_that_started_long_after_a_stalled_cas
         ),
         (
             ("--target-cmd", EXIT_FAULT, "--spark-master", "spark://example:7077"),
-            "which Spark master spark://example:7077 cannot reach",
+            "--target-cmd is for campaigns in this process",
             1,
         ),
-        (("--connections", "0"), "--connections must be at least 1", 1),
+        (("--connections", "0"), "--connections must be from 1 to 512", 1),
         (("--max-time", "0"), "--max-time must be a positive number of seconds", 1),
     ],
     ids=[
@@ -468,3 +468,36 @@ def test_without_a_terminal_a_long_campaign_prints_progress_while_it_runs(
     assert min(int(m.group(1)) for m in progress) < ran, text
     hangs = [d for d in reproducers(tmp_path).values() if d["finding"] == "HANG"]
     assert hangs, text
+
+
+def test_sigterm_stops_the_campaign_and_the_broker_it_started(tmp_path: Path) -> None:
+    """A cancelled CI job (SIGTERM) ends the campaign like Ctrl-C: exit 130, no traceback,
+    and the --target-cmd broker's process group is gone."""
+    cmd = [sys.executable, "-m", "conformance", "fuzz", "--cases", "1000000", "--max-time", "60"]
+    cmd += ["--out", "out", "--findings", "findings", "--target-cmd", BROKER]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        header = proc.stderr.readline()  # printed once the broker serves
+        pid = int(re.search(r"\(pid (\d+)\)", header).group(1))  # type: ignore[union-attr]
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+        rest = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert code == 130, rest
+    assert "Traceback" not in rest
+    assert not _running(pid), f"the broker (pid {pid}) was left running"
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
