@@ -478,8 +478,11 @@ def test_sigterm_stops_the_campaign_and_the_broker_it_started(tmp_path: Path) ->
     proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
-        header = proc.stderr.readline()  # printed once the broker serves
-        pid = int(re.search(r"\(pid (\d+)\)", header).group(1))  # type: ignore[union-attr]
+        ready, _, _ = select.select([proc.stderr], [], [], 30)  # printed once it serves
+        header = proc.stderr.readline() if ready else ""
+        found = re.search(r"\(pid (\d+)\)", header)
+        assert found is not None, f"no header line within 30 s: {header!r}"
+        pid = int(found.group(1))
         time.sleep(1.0)
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)
