@@ -136,9 +136,16 @@ class Faulty:
             self.proc.stdout.close()
 
 
+RESTART_DELAY_S = 0.5
+"""The supervisor waits this long before a restart, as service managers do (systemd's
+RestartSec, a container's back-off): a target back within milliseconds of a crash can
+be back before anyone looks, and its crash then looks like a close."""
+
+
 class Supervisor:
     """Restarts the faulty broker on the same port whenever it exits (at most
-    ``max_starts`` starts), as a service manager would."""
+    ``max_starts`` starts, :data:`RESTART_DELAY_S` after the exit), as a service manager
+    would."""
 
     def __init__(self, port: int, flags: tuple[str, ...], log: Path, max_starts: int = 100):
         self.port, self.flags, self.log, self.max_starts = port, flags, log, max_starts
@@ -156,6 +163,7 @@ class Supervisor:
                 if self.current is not None:
                     self.current.stop()
                     self.current = None
+                    self.done.wait(RESTART_DELAY_S)
                 self.starts += 1
                 try:
                     self.current = Faulty(self.port, self.flags, self.log)
