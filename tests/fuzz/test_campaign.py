@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,21 +11,9 @@ from conformance.fuzz import campaign, harness
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.target import External
 from conformance.protocols.cursus.fuzzing import CursusFuzzing
-from tests.support import broker
 
 PROTO = CursusFuzzing()
 LIST = PROTO.frame(b"LIST")
-
-
-@pytest.fixture(scope="module")
-def clean() -> Iterator[External]:
-    b = broker.start()
-    try:
-        target = External(b.host, b.port)
-        campaign.setup(PROTO, target, 2.0)
-        yield target
-    finally:
-        b.stop()
 
 
 def test_the_cases_of_a_seed_do_not_depend_on_the_connections(clean: External) -> None:

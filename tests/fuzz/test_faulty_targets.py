@@ -28,6 +28,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from tests.support.cli import conformance
+
 FAULTY = Path(__file__).resolve().parents[1] / "support" / "faulty_cursus.py"
 PYTHON = shlex.quote(sys.executable)
 BROKER = f"{PYTHON} {shlex.quote(str(FAULTY))} --port {{port}}"
@@ -41,18 +43,6 @@ FORCE_TERMINAL = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 
 # ------------------------------------------------------------------------ helpers
-
-
-def conformance(
-    tmp_path: Path, *args: str, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tmp_path,
-    )
 
 
 def fuzz(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ replays against the faulty broker (exit 1) and not against a clean one (exit 0).
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +16,10 @@ import pytest
 import yaml
 
 from tests.support import broker, net
+from tests.support.cli import conformance
 
 BUDGET = 2000
 """Cases within which each fault quirk must be found (the issue allows up to 20,000)."""
-
-
-def conformance(
-    tmp_path: Path, *args: str, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=tmp_path,
-    )
 
 
 def fuzz(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

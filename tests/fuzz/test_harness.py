@@ -174,17 +174,6 @@ def test_hang_waits_only_the_deadline() -> None:
     assert DEADLINE <= result.latency_s < DEADLINE + 0.5
 
 
-@pytest.fixture(scope="module")
-def clean() -> Iterator[External]:
-    b = broker.start()
-    try:
-        target = External(b.host, b.port)
-        campaign.setup(PROTO, target, 2.0)
-        yield target
-    finally:
-        b.stop()
-
-
 def test_reference_broker_answers_every_shape(clean: External) -> None:
     port = clean.port
     assert run(port, case(LIST * 5)).outcome == harness.ANSWERED

@@ -1,0 +1,24 @@
+"""Fixtures shared by the fuzzer's tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from conformance.fuzz import campaign
+from conformance.fuzz.target import External
+from conformance.protocols.cursus.fuzzing import CursusFuzzing
+from tests.support import broker
+
+
+@pytest.fixture(scope="module")
+def clean() -> Iterator[External]:
+    """A clean reference broker for the module, set up for fuzzing (its fuzz topics made)."""
+    b = broker.start()
+    try:
+        target = External(b.host, b.port)
+        campaign.setup(CursusFuzzing(), target, 2.0)
+        yield target
+    finally:
+        b.stop()
