@@ -168,16 +168,6 @@ class Owned(Target):
         if self.reader is not None:
             self.reader.join(STOP_GRACE_S)
 
-    def restart(self) -> None:
-        self.close()
-        self._start()
-
-    def bring_back(self, proto: FuzzProtocol, timeout: float, deadline: float) -> None:
-        try:
-            self.restart()
-        except TargetFailed as exc:
-            raise TargetLost(str(exc)) from None
-
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:

@@ -41,12 +41,25 @@ class Target:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def _start(self) -> None:
+        raise RuntimeError(f"{self.address} cannot be started by the fuzzer")
+
     def restart(self) -> None:
-        raise RuntimeError(f"{self.address} cannot be restarted by the fuzzer")
+        """Stop and start it again (a target the fuzzer started itself)."""
+        if not self.restartable:
+            raise RuntimeError(f"{self.address} cannot be restarted by the fuzzer")
+        self.close()
+        self._start()
 
     def bring_back(self, proto: FuzzProtocol, timeout: float, deadline: float) -> None:
         """Restart it, or (when the fuzzer cannot) wait up to ``timeout`` seconds for it to
         serve again; TargetLost if it does not."""
+        if self.restartable:
+            try:
+                self.restart()
+            except Exception as exc:  # a start that failed, said in one line
+                raise TargetLost(f"{self.describe()} did not restart: {exc}") from None
+            return
         end = time.monotonic() + timeout
         while True:
             if harness.serves(proto, self.host, self.port, deadline):
@@ -101,16 +114,6 @@ class Embedded(Target):
         self.proc = proc
         self.starts += 1
         self.host, self.port = parse_target(address)
-
-    def restart(self) -> None:
-        self.close()
-        self._start()
-
-    def bring_back(self, proto: FuzzProtocol, timeout: float, deadline: float) -> None:
-        try:
-            self.restart()
-        except Exception as exc:  # a UsageError from spawn_broker, said in one line
-            raise TargetLost(f"the embedded broker did not restart: {exc}") from None
 
     def rss_bytes(self) -> int | None:
         if self.proc is None:
