@@ -232,13 +232,14 @@ class Engine:
         base, ts = log.high_watermark, now_ms()
         if producer is None:
             stored = tuple(
-                Record(base + i, r.key, r.value, r.headers, ts) for i, r in enumerate(records)
+                Record(base + i, r.key, r.value, r.headers, _ts(r, ts))
+                for i, r in enumerate(records)
             )
         else:
             pid, epoch = producer.producer_id, producer.epoch
             seqs = _sequences(producer, len(records))
             stored = tuple(
-                Record(base + i, r.key, r.value, r.headers, ts, pid, epoch, seqs[i])
+                Record(base + i, r.key, r.value, r.headers, _ts(r, ts), pid, epoch, seqs[i])
                 for i, r in enumerate(records)
             )
         self._write(Append(topic, partition, base, stored, producer))
@@ -422,6 +423,10 @@ class Engine:
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         g = self._groups.get(group)
         return None if g is None else g.offsets.get(topic, {}).get(partition)
+
+
+def _ts(record: NewRecord, now: int) -> int:
+    return now if record.timestamp_ms is None else record.timestamp_ms
 
 
 def _sequences(producer: ProducerBatch, count: int) -> list[int]:

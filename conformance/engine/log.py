@@ -17,9 +17,11 @@ document states.  Checked in this order:
   * a remembered range with the same epoch, seq_start and seq_end: a duplicate
     (original offsets returned, nothing stored) -- under every policy;
   * ``require_next_sequence``: at the highest epoch, seq_start must follow the last
-    seq_end of that epoch (else OUT_OF_ORDER_SEQUENCE); a new epoch starts anywhere.
+    seq_end of that epoch (else OUT_OF_ORDER_SEQUENCE); a new epoch starts anywhere,
+    unless ``new_epoch_starts_at_zero``: a batch raising the epoch must start at
+    sequence 0 (else OUT_OF_ORDER_SEQUENCE; Kafka's rule after an epoch bump).
 
-``STRICT`` holds all three rules (Kafka's idempotent producer); ``DEDUPE_ONLY`` none of
+``STRICT`` holds all four rules (Kafka's idempotent producer); ``DEDUPE_ONLY`` none of
 them, for a document that states no sequence rule (Cursus ``doc``): a gap, an overlap, a
 lower epoch or a range that does not number the records is stored like any batch.  How a
 batch is remembered does not depend on the policy, so replaying the journal (which does
@@ -51,14 +53,16 @@ class IdempotencePolicy:
     fence_lower_epochs: bool
     require_next_sequence: bool
     range_must_number_records: bool
+    new_epoch_starts_at_zero: bool = False
 
 
 STRICT = IdempotencePolicy(
-    fence_lower_epochs=True, require_next_sequence=True, range_must_number_records=True
+    fence_lower_epochs=True,
+    require_next_sequence=True,
+    range_must_number_records=True,
+    new_epoch_starts_at_zero=True,
 )
-"""Every rule (Kafka's idempotent producer, as far as it goes).  Not yet held: Kafka also
-requires a producer whose epoch was bumped to restart at sequence 0 (here a new epoch
-starts anywhere); that rule is to be added with the Kafka front-end's issue."""
+"""Every rule: Kafka's idempotent producer."""
 
 DEDUPE_ONLY = IdempotencePolicy(
     fence_lower_epochs=False, require_next_sequence=False, range_must_number_records=False
@@ -133,6 +137,12 @@ class PartitionLog:
         for r in state.ranges:
             if (r.epoch, r.seq_start, r.seq_end) == (batch.epoch, batch.seq_start, batch.seq_end):
                 return AppendResult(r.base_offset, r.last_offset, state.epoch, duplicate=True)
+        if policy.new_epoch_starts_at_zero and batch.epoch > state.epoch and batch.seq_start:
+            raise EngineError(
+                OUT_OF_ORDER_SEQUENCE,
+                f"producer {batch.producer_id!r} raised its epoch to {batch.epoch} on {where} "
+                f"with sequence {batch.seq_start}; a new epoch starts at sequence 0",
+            )
         if policy.require_next_sequence and batch.epoch == state.epoch:
             last = next((r for r in reversed(state.ranges) if r.epoch == state.epoch), None)
             if last is not None and batch.seq_start != last.seq_end + 1:

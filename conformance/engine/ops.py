@@ -2,7 +2,8 @@
 
 Every state change the engine makes is first written as one of these operations and then
 applied; recovery applies the same operations in the same order.  The encoding is compact
-little-endian binary: strings are ``[u32 length][UTF-8]``, bytes ``[u32 length][bytes]``,
+little-endian binary: strings are ``[u32 length][UTF-8]``, bytes ``[u32 length][bytes]``
+(a record's key, value or header value of length 0xFFFFFFFF is None, a Kafka null),
 and the first byte of a payload names the operation.  Offsets inside an Append are not
 stored per record: they run from ``base_offset``.
 
@@ -82,6 +83,7 @@ _APPEND_HEAD = struct.Struct("<IqIB")  # partition, base offset, record count, h
 _PRODUCER_FIELDS = struct.Struct("<qqq")  # epoch, seq_start, seq_end
 _RECORD_HEAD = struct.Struct("<qqqIIII")  # ts, epoch, sequence, len pid/key/value, n headers
 _HEADER_HEAD = struct.Struct("<II")
+_NULL = 0xFFFFFFFF  # the length of a null key, value or header value
 _PAIR = struct.Struct("<Iq")
 _RANGE_V1 = struct.Struct("<qqqq")  # seq_start, seq_end, base offset, last offset
 _RANGE = struct.Struct("<qqqqq")  # the same, then the range's epoch
@@ -141,15 +143,16 @@ def _encode_append(op: Append) -> bytes:
                 r.producer_epoch,
                 r.sequence,
                 len(pid),
-                len(r.key),
-                len(r.value),
+                _NULL if r.key is None else len(r.key),
+                _NULL if r.value is None else len(r.value),
                 len(r.headers),
             )
         )
-        parts += [pid, r.key, r.value]
+        parts += [pid, r.key or b"", r.value or b""]
         for name, value in r.headers:
             raw = name.encode("utf-8", "surrogatepass")
-            parts += [_HEADER_HEAD.pack(len(raw), len(value)), raw, value]
+            n = _NULL if value is None else len(value)
+            parts += [_HEADER_HEAD.pack(len(raw), n), raw, value or b""]
     return b"".join(parts)
 
 
@@ -165,6 +168,9 @@ class _Reader:
         out = self.data[self.pos : end]
         self.pos = end
         return out
+
+    def nullable(self, n: int) -> bytes | None:
+        return None if n == _NULL else self.take(n)
 
     def unpack(self, s: struct.Struct) -> tuple[int, ...]:
         return s.unpack(self.take(s.size))
@@ -233,10 +239,10 @@ def _decode_append(r: _Reader) -> Append:
     for i in range(count):
         ts, epoch, seq, n_pid, n_key, n_value, n_headers = r.unpack(_RECORD_HEAD)
         pid = r.text(n_pid)
-        key, value = r.take(n_key), r.take(n_value)
+        key, value = r.nullable(n_key), r.nullable(n_value)
         headers = []
         for _ in range(n_headers):
             n_name, n_hvalue = r.unpack(_HEADER_HEAD)
-            headers.append((r.text(n_name), r.take(n_hvalue)))
+            headers.append((r.text(n_name), r.nullable(n_hvalue)))
         records.append(Record(base + i, key, value, tuple(headers), ts, pid, epoch, seq))
     return Append(topic, partition, base, tuple(records), producer)

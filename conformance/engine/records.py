@@ -11,11 +11,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class NewRecord:
-    """A record to append; the engine gives it an offset and a timestamp."""
+    """A record to append; the engine gives it an offset, and a timestamp unless it
+    carries its own (a Kafka producer's create time).  A key, a value or a header value
+    may be None where the protocol has nulls (Kafka)."""
 
-    key: bytes
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +28,9 @@ class Record:
     batch's sequence range did not number its records (see engine.append)."""
 
     offset: int
-    key: bytes
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...]
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
     timestamp_ms: int
     producer_id: str = ""
     producer_epoch: int = 0

@@ -336,3 +336,22 @@ def test_dedupe_only_producer_state_is_recovered(tmp_path: Path, compact: bool) 
     with Engine(str(tmp_path)) as e:
         assert [r.sequence for r in e.read("t", 0, 0, 10)] == [0, 1, 10, 0, -1]
         assert _dedupe_only_state(e) == want
+
+
+def test_kafka_nulls_and_producer_timestamps_survive_a_reopen(tmp_path: Path) -> None:
+    """A null key, value or header value is not an empty one, and a record's own
+    timestamp is kept (Kafka's create time)."""
+    with Engine(str(tmp_path)) as e:
+        e.create_topic("t", 1)
+        e.append("t", 0, [NewRecord(None, None, (("h", None), ("e", b"")), timestamp_ms=7)])
+        e.append("t", 0, [NewRecord(b"", b"")])
+    with Engine(str(tmp_path)) as e:
+        null, empty = e.read("t", 0, 0, 10)
+    assert (null.key, null.value, null.headers, null.timestamp_ms) == (
+        None,
+        None,
+        (("h", None), ("e", b"")),
+        7,
+    )
+    assert (empty.key, empty.value) == (b"", b"")
+    assert empty.timestamp_ms > 7

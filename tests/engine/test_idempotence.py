@@ -99,6 +99,15 @@ def test_higher_epoch_resets_the_sequence(engine: Engine) -> None:
     assert exc.value.code == "PRODUCER_FENCED"
 
 
+def test_a_raised_epoch_must_start_at_sequence_zero(engine: Engine) -> None:
+    """Kafka's rule: after an epoch bump the producer's sequences start again at 0."""
+    engine.append("t", 0, recs(b"a"), ProducerBatch("p", 0, 0, 0), policy=STRICT)
+    with pytest.raises(EngineError, match=r"raised its epoch to 1 .* sequence 1; a new epoch"):
+        engine.append("t", 0, recs(b"b"), ProducerBatch("p", 1, 1, 1), policy=STRICT)
+    assert values(engine) == [b"a"]
+    assert dedupe(engine, ProducerBatch("p", 1, 1, 1), b"b")[3] is False  # not a rule there
+
+
 def test_state_is_per_producer_and_partition(engine: Engine) -> None:
     engine.append("t", 0, recs(b"a"), ProducerBatch("p", 0, 0, 0), policy=STRICT)
     # the same range from another producer, or to another partition, is new data
@@ -141,7 +150,7 @@ def test_an_append_with_a_producer_needs_a_policy(engine: Engine) -> None:
 
 
 def test_the_named_policies() -> None:
-    assert IdempotencePolicy(True, True, True) == STRICT
+    assert IdempotencePolicy(True, True, True, True) == STRICT
     assert IdempotencePolicy(False, False, False) == DEDUPE_ONLY
 
 

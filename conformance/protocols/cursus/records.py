@@ -40,9 +40,9 @@ def to_message(r: Record) -> Message:
         offset=r.offset,
         seq_num=num("seq_num", max(r.sequence, 0)),
         producer_id=text("producer_id", r.producer_id),
-        key=r.key.decode("utf-8", "replace"),
+        key=(r.key or b"").decode("utf-8", "replace"),  # a Kafka null is empty here
         epoch=num("epoch", r.producer_epoch),
-        payload=r.value,
+        payload=r.value or b"",
         event_type=text("event_type"),
         schema_version=num("schema_version"),
         aggregate_version=num("aggregate_version"),
