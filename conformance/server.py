@@ -16,6 +16,12 @@ A session may turn its connection into a push stream (Cursus STREAM): the server
 keeps reading (and discarding) frames and wakes the stream whenever the engine
 reports an append.
 
+A reply may also wait (Kafka's JoinGroup until the rebalance completes, a long-poll
+Fetch until data arrives): the outcome then carries a :class:`Pending`, which the
+server polls whenever the front-end reports a change, and at least every ``TICK``
+seconds, until it gives its replies; it must give them once its deadline has passed.
+The connection's later requests wait their turn, so replies stay in request order.
+
 Fault hooks, for brokers that misbehave on purpose (the fuzzer's targets); both are
 protocol-agnostic and cost nothing when unused:
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -42,6 +49,8 @@ from conformance.errors import ProtocolError
 log = logging.getLogger("conformance.server")
 
 READ_CHUNK = 256 * 1024
+TICK = 0.05
+"""How often a pending reply is polled when nothing changes (timed state: a join delay)."""
 
 
 class Deframer(Protocol):
@@ -57,15 +66,26 @@ class Stream(Protocol):
         ...
 
 
+class Pending(Protocol):
+    deadline: float
+    """``time.monotonic()`` seconds by which :meth:`poll` must give the replies."""
+
+    def poll(self, now: float) -> list[bytes] | None:
+        """The framed replies once ready (at the latest at the deadline), else None."""
+        ...
+
+
 @dataclass
 class Outcome:
-    """What to do after one frame: send ``replies`` (framed bytes), then maybe close, stream,
-    or (a fault hook) stall: serve the connection no more, without closing it."""
+    """What to do after one frame: send ``replies`` (framed bytes), then maybe wait for the
+    ``pending`` replies, close, stream, or (a fault hook) stall: serve the connection no
+    more, without closing it."""
 
     replies: list[bytes] = field(default_factory=list)
     close: bool = False
     stream: Stream | None = None
     stall: bool = False
+    pending: Pending | None = None
 
 
 class Session(Protocol):
@@ -203,6 +223,8 @@ class Server:
                 for frame in frames:
                     outcome = session.handle(frame)
                     await self._write(writer, outcome.replies)
+                    if outcome.pending is not None:
+                        await self._write(writer, await self._settle(outcome.pending))
                     if outcome.close:
                         return
                     if outcome.stall:
@@ -219,6 +241,19 @@ class Server:
                 stream_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await stream_task
+
+    async def _settle(self, pending: Pending) -> list[bytes]:
+        """Poll ``pending`` on every change and every TICK until it gives its replies."""
+        while True:
+            changed = self._changed
+            now = time.monotonic()
+            replies = pending.poll(now)
+            if replies is not None:
+                return replies
+            wait = min(max(pending.deadline - now, 0.0), TICK)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await changed.wait()
 
     async def _stall(self, writer: asyncio.StreamWriter) -> None:
         """Fault hook: read nothing, write nothing, keep the socket open until cancelled."""
