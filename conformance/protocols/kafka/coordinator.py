@@ -1,0 +1,447 @@
+"""Kafka's classic group coordinator, sans-IO: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+DescribeGroups, ListGroups, DeleteGroups and the membership check of OffsetCommit.
+
+No sockets, no threads, no timers: the clock is injected, and time only moves when a
+request arrives, :meth:`Coordinator.tick` is called, or a waiting :class:`Ticket` is
+polled.  Every request first catches up with the clock (expired sessions, rebalances whose
+time came), then answers.  Errors are Kafka error names (``"NONE"`` for success).  The
+state machine itself (states, events, the transition table) is in
+:mod:`.coordinator_state`; this module applies the rules:
+
+* **Join.**  An empty group id is INVALID_GROUP_ID; a session timeout outside
+  [min, max] INVALID_SESSION_TIMEOUT; no protocols or no protocol type
+  INCONSISTENT_GROUP_PROTOCOL; a non-empty member id the group does not know
+  UNKNOWN_MEMBER_ID; a protocol type other than the members' or no protocol in common
+  with the other members INCONSISTENT_GROUP_PROTOCOL.  A new member with
+  ``require_known_member_id`` (JoinGroup v4+) is answered at once with MEMBER_ID_REQUIRED
+  and a member id, kept pending for its session timeout.  Any accepted join starts a
+  rebalance (or joins the one under way) and waits.
+* **Rebalance.**  It completes when every member has rejoined and ``join_delay_s`` has
+  passed since it began, or when the rebalance timeout (the largest of the members' at
+  its start) passes; members that did not rejoin are dropped then.  The generation goes
+  up by one; the leader is the old one if still a member, else the first to have joined;
+  the protocol is chosen by votes (:func:`.coordinator_state.select_protocol`).  The
+  leader's answer lists every member's metadata.  A member joining again while its join
+  waits gets REBALANCE_IN_PROGRESS on the older join.
+* **Sync.**  Unknown group or member UNKNOWN_MEMBER_ID, another generation
+  ILLEGAL_GENERATION, a protocol type or name other than the group's
+  INCONSISTENT_GROUP_PROTOCOL, a rebalance under way REBALANCE_IN_PROGRESS.  The leader's
+  sync stores the assignment (b"" for members it leaves out) and makes the group Stable,
+  answering every waiting sync; a follower waits for it, for its session timeout at most
+  (then REBALANCE_IN_PROGRESS).  In Stable a sync is answered at once.
+* **Heartbeat** answers like sync, with NONE in CompletingRebalance and Stable.
+* **Sessions.**  Any request of a member refreshes its session.  A member not waiting in a
+  join or sync and silent for its session timeout is removed, as is a member that leaves;
+  a removal starts a rebalance, which ends at once (Empty, generation + 1) if nobody is
+  left.
+* **Commit** (:meth:`Coordinator.check_commit`), as Kafka: a simple commit (member id ""
+  and a negative generation) only to a group without members; else unknown member
+  UNKNOWN_MEMBER_ID, another generation ILLEGAL_GENERATION, CompletingRebalance
+  REBALANCE_IN_PROGRESS; Stable and PreparingRebalance accept it.
+* **Describe** shows protocol, member metadata and assignments in Stable only, as Kafka.
+
+``on_change`` is called after every request or tick that changed a state or answered a
+waiting ticket (never in the middle of one), so the server can poll its waiting replies.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+from conformance.protocols.kafka.coordinator_state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    DELETED,
+    EMPTY,
+    JOIN_COMPLETED,
+    JOIN_COMPLETED_EMPTY,
+    LEADER_SYNCED,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    PREPARING_REBALANCE,
+    STABLE,
+    STATES,
+    TRANSITIONS,
+    Group,
+    GroupView,
+    InvalidTransition,
+    JoinedMember,
+    JoinResult,
+    Member,
+    MemberView,
+    PendingTicket,
+    SyncResult,
+    Ticket,
+    assigned,
+    compatible,
+    join_error,
+    next_state,
+    select_protocol,
+    sync_error,
+    view,
+)
+
+__all__ = [
+    "STATES",
+    "TRANSITIONS",
+    "Coordinator",
+    "GroupView",
+    "InvalidTransition",
+    "JoinResult",
+    "JoinedMember",
+    "MemberView",
+    "SyncResult",
+    "Ticket",
+]
+
+R = TypeVar("R")
+
+
+class Coordinator:
+    """Every classic group of one broker, driven by requests and an injected clock."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        join_delay_s: float = 0.3,
+        min_session_timeout_ms: int = 1000,
+        max_session_timeout_ms: int = 1_800_000,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._clock = clock
+        self._join_delay_s = join_delay_s
+        self._min_session_ms = min_session_timeout_ms
+        self._max_session_ms = max_session_timeout_ms
+        self._on_change = on_change
+        self._groups: dict[str, Group] = {}
+        self._dirty = False
+        self._notifying = False
+
+    # -- requests -----------------------------------------------------------------------
+
+    def join(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        client_id: str = "",
+        client_host: str = "",
+        group_instance_id: str | None = None,
+        require_known_member_id: bool = False,
+    ) -> Ticket[JoinResult]:
+        with self._step() as now:
+
+            def refuse(error: str, mid: str = member_id) -> Ticket[JoinResult]:
+                return self._answered(now, join_error(error, mid))
+
+            if not group_id:
+                return refuse("INVALID_GROUP_ID")
+            if not self._min_session_ms <= session_timeout_ms <= self._max_session_ms:
+                return refuse("INVALID_SESSION_TIMEOUT")
+            if not protocols or not protocol_type:
+                return refuse("INCONSISTENT_GROUP_PROTOCOL")
+            group = self._groups.get(group_id)
+            known = group is not None and member_id in group.members
+            if member_id and not known and (group is None or member_id not in group.pending):
+                return refuse("UNKNOWN_MEMBER_ID")
+            if group is not None and not compatible(group, member_id, protocol_type, protocols):
+                return refuse("INCONSISTENT_GROUP_PROTOCOL")
+            if group is None:
+                group = self._groups[group_id] = Group(group_id)
+                self._dirty = True
+            if not member_id and require_known_member_id:
+                new_id = _new_member_id(client_id)
+                group.pending[new_id] = now + session_timeout_ms / 1000
+                return refuse("MEMBER_ID_REQUIRED", new_id)
+            if not known:
+                member_id = member_id or _new_member_id(client_id)
+                group.pending.pop(member_id, None)
+            old = group.members.get(member_id)
+            member = group.members[member_id] = Member(  # an old member keeps its place
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                protocol_type,
+                tuple((name, bytes(meta)) for name, meta in protocols),
+                session_timeout_s=session_timeout_ms / 1000,
+                rebalance_timeout_s=rebalance_timeout_ms / 1000,
+                last_seen=now,
+            )
+            if old is not None:
+                member.join_ticket, member.sync_ticket = old.join_ticket, old.sync_ticket
+            group.protocol_type = protocol_type
+            if group.state == PREPARING_REBALANCE:
+                self._fire(group, MEMBER_JOINED)
+            else:
+                self._prepare_rebalance(group, now, MEMBER_JOINED)
+            if member.join_ticket is not None:
+                self._resolve(member.join_ticket, join_error("REBALANCE_IN_PROGRESS", member_id))
+            deadline = max(now + member.rebalance_timeout_s, group.rebalance_deadline)
+            ticket = PendingTicket[JoinResult](deadline + self._join_delay_s, self.tick)
+            member.join_ticket = ticket
+            self._maybe_complete_join(group, now)
+            return ticket
+
+    def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        generation: int,
+        *,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignments: Mapping[str, bytes] = {},
+    ) -> Ticket[SyncResult]:
+        with self._step() as now:
+            error, group, member = self._check_member(group_id, member_id, generation, now)
+            if group is not None and error == "NONE":
+                if (protocol_type is not None and protocol_type != group.protocol_type) or (
+                    protocol_name is not None and protocol_name != group.protocol_name
+                ):
+                    error = "INCONSISTENT_GROUP_PROTOCOL"
+                elif group.state == PREPARING_REBALANCE:
+                    error = "REBALANCE_IN_PROGRESS"
+            if group is None or member is None or error != "NONE":
+                return self._answered(now, sync_error(error))
+            if group.state == COMPLETING_REBALANCE and member_id == group.leader:
+                for mid, m in group.members.items():
+                    m.assignment = bytes(assignments.get(mid, b""))
+                self._fire(group, LEADER_SYNCED)
+                for m in group.members.values():
+                    if m.sync_ticket is not None:
+                        self._resolve(m.sync_ticket, assigned(group, m))
+                        m.sync_ticket = None
+            if group.state == STABLE:
+                return self._answered(now, assigned(group, member))
+            if member.sync_ticket is not None:
+                self._resolve(member.sync_ticket, sync_error("REBALANCE_IN_PROGRESS"))
+            ticket = PendingTicket[SyncResult](now + member.session_timeout_s, self.tick)
+            member.sync_ticket = ticket
+            return ticket
+
+    def heartbeat(self, group_id: str, member_id: str, generation: int) -> str:
+        with self._step() as now:
+            error, group, _ = self._check_member(group_id, member_id, generation, now)
+            if group is not None and error == "NONE" and group.state == PREPARING_REBALANCE:
+                return "REBALANCE_IN_PROGRESS"
+            return error
+
+    def leave(self, group_id: str, member_ids: Sequence[str]) -> dict[str, str]:
+        """Each member's error: NONE, or UNKNOWN_MEMBER_ID for one the group does not know."""
+        with self._step() as now:
+            if not group_id:
+                return dict.fromkeys(member_ids, "INVALID_GROUP_ID")
+            group = self._groups.get(group_id)
+            if group is None:
+                return dict.fromkeys(member_ids, "UNKNOWN_MEMBER_ID")
+            errors: dict[str, str] = {}
+            gone: list[str] = []
+            for mid in member_ids:
+                if mid in errors:
+                    continue
+                if mid in group.members:
+                    gone.append(mid)
+                elif group.pending.pop(mid, None) is None:
+                    errors[mid] = "UNKNOWN_MEMBER_ID"
+                    continue
+                errors[mid] = "NONE"
+            if gone:
+                self._remove(group, gone, now)
+            return errors
+
+    def check_commit(self, group_id: str, member_id: str, generation: int) -> str:
+        """May an OffsetCommit from this member commit now?  NONE or the error it gets."""
+        with self._step() as now:
+            group = self._groups.get(group_id)
+            if not member_id and generation < 0:
+                return "NONE" if group is None or not group.members else "UNKNOWN_MEMBER_ID"
+            error, group, _ = self._check_member(group_id, member_id, generation, now)
+            if group is not None and error == "NONE" and group.state == COMPLETING_REBALANCE:
+                return "REBALANCE_IN_PROGRESS"
+            return "UNKNOWN_MEMBER_ID" if error == "INVALID_GROUP_ID" else error
+
+    def describe(self, group_id: str) -> GroupView:
+        with self._step():
+            group = self._groups.get(group_id)
+            return view(group) if group is not None else GroupView(group_id, DEAD, "", "", ())
+
+    def list_groups(self, states: Sequence[str] = ()) -> list[GroupView]:
+        """Every group, by group id; only those in ``states`` (any case) if given."""
+        with self._step():
+            wanted = {s.lower() for s in states}
+            return [
+                view(g)
+                for _, g in sorted(self._groups.items())
+                if not wanted or g.state.lower() in wanted
+            ]
+
+    def forget_empty(self, group_id: str) -> str:
+        """DeleteGroups: an Empty group becomes Dead and is forgotten (NONE); a group with
+        members is NON_EMPTY_GROUP, one that does not exist GROUP_ID_NOT_FOUND."""
+        with self._step():
+            group = self._groups.get(group_id)
+            if group is None:
+                return "GROUP_ID_NOT_FOUND"
+            if group.state != EMPTY:
+                return "NON_EMPTY_GROUP"
+            self._fire(group, DELETED)
+            del self._groups[group_id]
+            return "NONE"
+
+    def tick(self) -> None:
+        """Catch up with the clock: expire waits and sessions, complete due rebalances."""
+        with self._step():
+            pass
+
+    # -- the machinery ------------------------------------------------------------------
+
+    @contextmanager
+    def _step(self) -> Iterator[float]:
+        now = self._clock()
+        for group in list(self._groups.values()):
+            self._expire(group, now)
+        try:
+            yield now
+        finally:
+            self._notify()
+
+    def _notify(self) -> None:
+        # A listener may poll tickets (and so tick) from inside on_change: those nested
+        # changes are reported by this loop, not by a nested call.
+        if self._notifying:
+            return
+        self._notifying = True
+        try:
+            while self._dirty:
+                self._dirty = False
+                self._on_change()
+        finally:
+            self._notifying = False
+
+    def _fire(self, group: Group, event: str) -> None:
+        group.state = next_state(group.group_id, group.state, event)
+        self._dirty = True
+
+    def _resolve(self, ticket: PendingTicket[R], value: R) -> None:
+        if ticket.resolve(value):
+            self._dirty = True
+
+    def _answered(self, now: float, value: R) -> PendingTicket[R]:
+        return PendingTicket(now, self.tick, value)
+
+    def _check_member(
+        self, group_id: str, member_id: str, generation: int, now: float
+    ) -> tuple[str, Group | None, Member | None]:
+        """The checks sync, heartbeat and commit share; refreshes the member's session."""
+        if not group_id:
+            return "INVALID_GROUP_ID", None, None
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return "UNKNOWN_MEMBER_ID", group, None
+        member.last_seen = now
+        if generation != group.generation:
+            return "ILLEGAL_GENERATION", group, member
+        return "NONE", group, member
+
+    def _expire(self, group: Group, now: float) -> None:
+        for member in group.members.values():
+            if member.sync_ticket is not None and now >= member.sync_ticket.deadline:
+                self._resolve(member.sync_ticket, sync_error("REBALANCE_IN_PROGRESS"))
+                member.sync_ticket = None
+                member.last_seen = now
+        for mid, expiry in list(group.pending.items()):
+            if now >= expiry:
+                del group.pending[mid]
+        silent = [
+            m.member_id
+            for m in group.members.values()
+            if not m.waiting() and now >= m.last_seen + m.session_timeout_s
+        ]
+        if silent:
+            self._remove(group, silent, now)
+        self._maybe_complete_join(group, now)
+
+    def _remove(self, group: Group, member_ids: list[str], now: float) -> None:
+        for mid in member_ids:
+            member = group.members.pop(mid)
+            if member.join_ticket is not None:
+                self._resolve(member.join_ticket, join_error("UNKNOWN_MEMBER_ID", mid))
+            if member.sync_ticket is not None:
+                self._resolve(member.sync_ticket, sync_error("UNKNOWN_MEMBER_ID"))
+        if group.state == PREPARING_REBALANCE:
+            self._fire(group, MEMBER_LEFT)
+        else:
+            self._prepare_rebalance(group, now, MEMBER_LEFT)
+        self._maybe_complete_join(group, now)
+
+    def _prepare_rebalance(self, group: Group, now: float, event: str) -> None:
+        self._fire(group, event)
+        group.rebalance_started = now
+        timeouts = (m.rebalance_timeout_s for m in group.members.values())
+        group.rebalance_deadline = now + max(timeouts, default=0.0)
+        for member in group.members.values():
+            if member.sync_ticket is not None:
+                self._resolve(member.sync_ticket, sync_error("REBALANCE_IN_PROGRESS"))
+                member.sync_ticket = None
+
+    def _maybe_complete_join(self, group: Group, now: float) -> None:
+        if group.state != PREPARING_REBALANCE:
+            return
+        members = group.members.values()
+        everyone = all(m.join_ticket is not None for m in members)
+        if (
+            not members
+            or (everyone and now >= group.rebalance_started + self._join_delay_s)
+            or now >= group.rebalance_deadline
+        ):
+            self._complete_join(group, now)
+
+    def _complete_join(self, group: Group, now: float) -> None:
+        for mid in [mid for mid, m in group.members.items() if m.join_ticket is None]:
+            del group.members[mid]
+        group.generation += 1
+        if not group.members:
+            group.protocol_name = None
+            group.leader = None
+            self._fire(group, JOIN_COMPLETED_EMPTY)
+            return
+        members = list(group.members.values())
+        leader = group.members.get(group.leader or "", members[0])
+        group.leader = leader.member_id
+        group.protocol_name = select_protocol(members, leader)
+        group.protocol_type = leader.protocol_type
+        self._fire(group, JOIN_COMPLETED)
+        listing = tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+            for m in members
+        )
+        for m in members:
+            m.assignment = b""
+            m.last_seen = now
+            ticket, m.join_ticket = m.join_ticket, None
+            assert ticket is not None  # every member left rejoined
+            result = JoinResult(
+                "NONE",
+                group.generation,
+                group.protocol_type,
+                group.protocol_name,
+                group.leader,
+                m.member_id,
+                listing if m is leader else (),
+            )
+            self._resolve(ticket, result)
+
+
+def _new_member_id(client_id: str) -> str:
+    return f"{client_id or 'member'}-{uuid.uuid4()}"
