@@ -26,20 +26,17 @@ from __future__ import annotations
 
 import functools
 import random
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
-from hypothesis.control import BuildContext
-from hypothesis.internal.conjecture.choice import choice_constraints_key, choice_permitted
-from hypothesis.internal.conjecture.data import ConjectureData
-from hypothesis.internal.conjecture.providers import GLOBAL_CONSTANTS, HypothesisProvider
 from scapy.fields import FieldLenField, StrLenField
 from scapy.packet import Packet, fuzz
 
 from conformance.errors import ProtocolError
 from conformance.fuzz.case import FrameMutator, FuzzCase, Pool, StructureMutator
+from conformance.fuzz.draw import SCAPY_RANDOM as _SCAPY_RANDOM
+from conformance.fuzz.draw import draw as _draw
 from conformance.fuzz.mutators import FRAME_MUTATORS
 from conformance.plugin import FieldSpan, Opening
 from conformance.protocols.cursus import codec, layers, strategies
@@ -64,41 +61,6 @@ which only a mutated batch ever writes to: a stream from 0 of a partition that g
 the campaign would make every STREAM case cost more than the last."""
 CANARY_TOPIC = "__conformance_canary"
 NAME_LIMIT = 249
-
-_SCAPY_RANDOM = threading.Lock()
-"""scapy's ``fuzz()`` draws from the module ``random``: seeded and built under this lock."""
-
-
-class _SeededProvider(HypothesisProvider):
-    """Hypothesis's own provider without its *local* constants.
-
-    Now and then Hypothesis draws a constant instead of a random value, from a global
-    list and from the literals of whatever modules the process has imported.  The latter
-    differ between a shell, pytest and a Spark worker, and with them the pool of a seed:
-    this provider uses the global list only, so a seed means the same pool everywhere."""
-
-    _pools: ClassVar[dict[Any, tuple[Any, ...]]] = {}
-
-    def _maybe_draw_constant(self, choice_type: Any, constraints: Any, *, p: float = 0.05) -> Any:
-        assert self._random is not None
-        if self._random.random() > p:
-            return None
-        key = (choice_type, choice_constraints_key(choice_type, constraints))
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = tuple(
-                c
-                for c in GLOBAL_CONSTANTS.set_for_type(choice_type)
-                if choice_permitted(c, constraints)
-            )
-            self._pools[key] = pool
-        return self._random.choice(pool) if pool else None
-
-
-def _draw(seed: str, strategy: Any) -> Any:
-    data = ConjectureData(random=random.Random(seed), provider=_SeededProvider)
-    with BuildContext(data, is_final=True, wrapped_test=_draw):
-        return data.draw(strategy)
 
 
 @functools.lru_cache(maxsize=8)
