@@ -20,7 +20,8 @@ A reply may also wait (Kafka's JoinGroup until the rebalance completes, a long-p
 Fetch until data arrives): the outcome then carries a :class:`Pending`, which the
 server polls whenever the front-end reports a change, and at least every ``TICK``
 seconds, until it gives its replies; it must give them once its deadline has passed.
-The connection's later requests wait their turn, so replies stay in request order.
+The connection's later requests wait their turn, so replies stay in request order; a
+peer that closes its side while a reply waits has the connection closed.
 
 Fault hooks, for brokers that misbehave on purpose (the fuzzer's targets); both are
 protocol-agnostic and cost nothing when unused:
@@ -224,7 +225,10 @@ class Server:
                     outcome = session.handle(frame)
                     await self._write(writer, outcome.replies)
                     if outcome.pending is not None:
-                        await self._write(writer, await self._settle(outcome.pending))
+                        replies = await self._settle(outcome.pending, reader)
+                        if replies is None:
+                            return  # the peer went away while the reply waited
+                        await self._write(writer, replies)
                     if outcome.close:
                         return
                     if outcome.stall:
@@ -242,9 +246,13 @@ class Server:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await stream_task
 
-    async def _settle(self, pending: Pending) -> list[bytes]:
-        """Poll ``pending`` on every change and every TICK until it gives its replies."""
+    async def _settle(self, pending: Pending, reader: asyncio.StreamReader) -> list[bytes] | None:
+        """Poll ``pending`` on every change and every TICK until it gives its replies;
+        None if the peer closed its side meanwhile (and sent nothing more): the
+        connection is then closed, as a Kafka broker closes on end of stream."""
         while True:
+            if reader.at_eof():
+                return None
             changed = self._changed
             now = time.monotonic()
             replies = pending.poll(now)

@@ -116,3 +116,25 @@ def test_a_pending_reply_is_given_at_its_deadline_without_a_change() -> None:
     got, took = asyncio.run(scenario())
     assert got == b"late"
     assert 0.25 <= took < 2
+
+
+def test_a_peer_that_closes_its_side_while_a_reply_waits_is_closed() -> None:
+    async def scenario() -> tuple[bytes, float]:
+        server = Server(Front())
+        _, port = await server.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            started = time.monotonic()
+            writer.write(frame(b"wait30"))
+            await writer.drain()
+            await asyncio.sleep(0.1)
+            writer.write_eof()
+            got = await asyncio.wait_for(reader.read(), 3)  # EOF: the server closed
+            writer.close()
+            return got, time.monotonic() - started
+        finally:
+            await server.close()
+
+    got, took = asyncio.run(scenario())
+    assert got == b""
+    assert took < 2  # not the 30 s deadline
