@@ -142,6 +142,25 @@ def test_members_the_leader_leaves_out_get_an_empty_assignment(
     assert done(follower).assignment == b""
 
 
+def test_an_unchanged_rejoin_gets_the_current_generation_back(
+    coord: Coordinator, clock: Clock
+) -> None:
+    """Kafka answers a member that joins again with the same protocols (a resent join)
+    from the current generation; a rebalance on every join would never settle a client
+    that resends its join while another member is still joining (kafka-python does)."""
+    ra, rb = stable(coord, clock, 2)
+    again = done(join(coord, rb.member_id, protocols=[("range", b"m1")]))
+    assert (again.error, again.generation, again.leader, again.members) == (
+        "NONE",
+        1,
+        ra.member_id,
+        (),
+    )
+    assert coord.describe("g").state == "Stable"
+    changed = join(coord, rb.member_id, protocols=[("range", b"new metadata")])
+    assert changed.result() is None and coord.describe("g").state == "PreparingRebalance"
+
+
 def test_a_third_member_makes_the_others_rejoin(coord: Coordinator, clock: Clock) -> None:
     ra, rb = stable(coord, clock, 2)
     c = join(coord, client_id="c")

@@ -14,8 +14,11 @@ state machine itself (states, events, the transition table) is in
   UNKNOWN_MEMBER_ID; a protocol type other than the members' or no protocol in common
   with the other members INCONSISTENT_GROUP_PROTOCOL.  A new member with
   ``require_known_member_id`` (JoinGroup v4+) is answered at once with MEMBER_ID_REQUIRED
-  and a member id, kept pending for its session timeout.  Any accepted join starts a
-  rebalance (or joins the one under way) and waits.
+  and a member id, kept pending for its session timeout.  A member joining again with
+  the same protocols in CompletingRebalance, or in Stable when it is not the leader, is
+  answered at once from the current generation (as Kafka does: a resent join must not
+  start a rebalance).  Any other accepted join starts a rebalance (or joins the one
+  under way) and waits.
 * **Rebalance.**  It completes when every member has rejoined and ``join_delay_s`` has
   passed since it began, or when the rebalance timeout (the largest of the members' at
   its start) passes; members that did not rejoin are dropped then.  The generation goes
@@ -166,6 +169,20 @@ class Coordinator:
                 member_id = member_id or _new_member_id(client_id)
                 group.pending.pop(member_id, None)
             old = group.members.get(member_id)
+            same = old is not None and old.protocols == tuple(
+                (name, bytes(meta)) for name, meta in protocols
+            )
+            if (
+                same
+                and old is not None
+                and group.state in (COMPLETING_REBALANCE, STABLE)
+                and (group.state == COMPLETING_REBALANCE or member_id != group.leader)
+            ):
+                # Kafka: a member joining again unchanged (a client that resent its join)
+                # gets the current generation back; only a change starts a rebalance
+                old.last_seen = now
+                return self._answered(now, self._current(group, old))
+
             member = group.members[member_id] = Member(  # an old member keeps its place
                 member_id,
                 group_instance_id,
@@ -406,6 +423,23 @@ class Coordinator:
             or now >= group.rebalance_deadline
         ):
             self._complete_join(group, now)
+
+    def _current(self, group: Group, member: Member) -> JoinResult:
+        """The current generation's join result for ``member``."""
+        assert group.protocol_name is not None and group.leader is not None
+        listing = tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+            for m in group.members.values()
+        )
+        return JoinResult(
+            "NONE",
+            group.generation,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader,
+            member.member_id,
+            listing if member.member_id == group.leader else (),
+        )
 
     def _complete_join(self, group: Group, now: float) -> None:
         for mid in [mid for mid, m in group.members.items() if m.join_ticket is None]:
