@@ -179,6 +179,9 @@ class Engine:
     def list_topics(self) -> list[TopicInfo]:
         return [TopicInfo(n, len(self._topics[n].logs)) for n in sorted(self._topics)]
 
+    def has_topic(self, name: str) -> bool:
+        return name in self._topics
+
     def topic(self, name: str) -> TopicInfo:
         return TopicInfo(name, len(self._topic(name).logs))
 
@@ -423,6 +426,11 @@ class Engine:
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         g = self._groups.get(group)
         return None if g is None else g.offsets.get(topic, {}).get(partition)
+
+    def committed_all(self, group: str) -> dict[str, dict[int, int]]:
+        """Every offset ``group`` committed: topic -> partition -> offset."""
+        g = self._groups.get(group)
+        return {} if g is None else {t: dict(p) for t, p in g.offsets.items() if p}
 
 
 def _ts(record: NewRecord, now: int) -> int:

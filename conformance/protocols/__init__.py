@@ -18,6 +18,7 @@ from conformance.plugin import Plugin
 
 BUILTIN: dict[str, str] = {
     "cursus": "conformance.protocols.cursus.plugin:PLUGIN",
+    "kafka": "conformance.protocols.kafka.plugin:PLUGIN",
 }
 DEFAULT = "cursus"
 ENTRY_POINT_GROUP = "conformance.protocols"

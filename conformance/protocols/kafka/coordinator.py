@@ -124,6 +124,8 @@ class Coordinator:
         self._groups: dict[str, Group] = {}
         self._dirty = False
         self._notifying = False
+        self._live: set[str] = set()
+        """Groups with members or pending member ids: the ones a step must look at."""
 
     # -- requests -----------------------------------------------------------------------
 
@@ -161,6 +163,7 @@ class Coordinator:
             if group is None:
                 group = self._groups[group_id] = Group(group_id)
                 self._dirty = True
+            self._live.add(group_id)
             if not member_id and require_known_member_id:
                 new_id = _new_member_id(client_id)
                 group.pending[new_id] = now + session_timeout_ms / 1000
@@ -325,8 +328,14 @@ class Coordinator:
     @contextmanager
     def _step(self) -> Iterator[float]:
         now = self._clock()
-        for group in list(self._groups.values()):
-            self._expire(group, now)
+        # only groups with members (or member ids handed out) have anything to expire: a
+        # broker that saw thousands of groups (a fuzz campaign) does not walk the empty ones
+        for group_id in list(self._live):
+            group = self._groups.get(group_id)
+            if group is not None:
+                self._expire(group, now)
+            if group is None or not (group.members or group.pending):
+                self._live.discard(group_id)
         try:
             yield now
         finally:

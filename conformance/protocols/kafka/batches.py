@@ -1,0 +1,152 @@
+"""Between Kafka's record batches (:mod:`.records`) and the engine's records.
+
+``from_request`` reads the records of one partition of a Produce request into engine
+appends: one per batch, with the batch's producer id, epoch and sequence range for an
+idempotent producer.  ``for_fetch`` writes stored records back as batches for a Fetch
+response: consecutive records of the same producer (and epoch) form one batch, so an
+idempotent producer's sequences survive the round trip; a batch holds at most
+``BATCH_RECORDS`` records, and batches are added while they fit the byte limit (the
+first always, so a record larger than the limit cannot block a consumer).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+
+from conformance.engine import NewRecord, ProducerBatch, Record
+from conformance.errors import ProtocolError
+from conformance.protocols.kafka import records as rec
+
+BATCH_RECORDS = 500
+_I64, _I32, _U32 = struct.Struct(">q"), struct.Struct(">i"), struct.Struct(">I")
+
+Append = tuple[list[NewRecord], ProducerBatch | None]
+
+
+class Refused(ProtocolError):
+    """Records a broker refuses with ``error`` (a Kafka error name)."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def from_request(data: bytes, version: int) -> list[Append]:
+    """The appends of one partition's ``records`` field of a Produce v``version``.
+
+    Raises Refused (INVALID_RECORD: not exactly one magic-2 batch in v3+, a control or
+    transactional batch, no records) or ProtocolError (CORRUPT_MESSAGE: a bad CRC, a
+    count or length that disagrees with the bytes, a partial batch)."""
+    if not data:
+        raise Refused("INVALID_RECORD", "the partition's records are empty")
+    batches = rec.decode_batches(data, strict=True)
+    if version < 3:
+        if any(b.magic == 2 for b in batches):
+            raise Refused("INVALID_RECORD", f"Produce v{version} carries magic 0/1 messages")
+        appends: list[Append] = [(_records(b), None) for b in batches if b.records]
+        if not appends:
+            raise Refused("INVALID_RECORD", "the message set holds no message")
+        return appends
+    if len(batches) != 1 or batches[0].magic != 2:
+        raise Refused(
+            "INVALID_RECORD",
+            f"Produce v{version} carries exactly one magic-2 batch per partition",
+        )
+    batch = batches[0]
+    if batch.is_control or batch.is_transactional:
+        raise Refused("INVALID_RECORD", "control and transactional batches are not served")
+    if not batch.records:
+        raise Refused("INVALID_RECORD", "the batch holds no record")
+    records = _records(batch)
+    producer = None
+    if batch.producer_id >= 0:
+        first = batch.base_sequence
+        producer = ProducerBatch(
+            str(batch.producer_id), batch.producer_epoch, first, first + len(records) - 1
+        )
+    return [(records, producer)]
+
+
+def _records(batch: rec.RecordBatch) -> list[NewRecord]:
+    base = batch.base_timestamp
+    return [
+        NewRecord(
+            r.key,
+            r.value,
+            tuple((h.key, h.value) for h in r.headers),
+            base + r.timestamp_delta if base >= 0 else None,
+        )
+        for r in batch.records
+    ]
+
+
+def _runs(records: Sequence[Record]) -> list[list[Record]]:
+    runs: list[list[Record]] = []
+    for r in records:
+        last = runs[-1][-1] if runs else None
+        same = (
+            last is not None
+            and (last.producer_id, last.producer_epoch) == (r.producer_id, r.producer_epoch)
+            and len(runs[-1]) < BATCH_RECORDS
+            and (not r.producer_id or r.sequence == last.sequence + 1)
+        )
+        if same:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return runs
+
+
+def _batch(run: list[Record], magic: int) -> bytes:
+    first = run[0]
+    if magic < 2:
+        return b"".join(_legacy(r, magic) for r in run)
+    producer = int(first.producer_id) if first.producer_id.isdigit() else -1
+    base_ts = min(r.timestamp_ms for r in run)
+    return rec.encode_batch(
+        rec.RecordBatch(
+            base_offset=first.offset,
+            base_timestamp=base_ts,
+            max_timestamp=max(r.timestamp_ms for r in run),
+            producer_id=producer,
+            producer_epoch=first.producer_epoch if producer >= 0 else -1,
+            base_sequence=first.sequence if producer >= 0 else -1,
+            last_offset_delta=run[-1].offset - first.offset,
+            records=tuple(
+                rec.Record(
+                    offset_delta=r.offset - first.offset,
+                    timestamp_delta=r.timestamp_ms - base_ts,
+                    key=r.key,
+                    value=r.value,
+                    headers=tuple(rec.Header(k, v) for k, v in r.headers),
+                )
+                for r in run
+            ),
+        )
+    )
+
+
+def _legacy(r: Record, magic: int) -> bytes:
+    """One uncompressed magic 0/1 message (a Fetch v0-3 response in revision apache)."""
+    body = bytes((magic, 0)) + (_I64.pack(r.timestamp_ms) if magic else b"")
+    for part in (r.key, r.value):
+        body += _I32.pack(-1) if part is None else _I32.pack(len(part)) + part
+    crc = zlib.crc32(body)
+    return _I64.pack(r.offset) + _I32.pack(len(body) + 4) + _U32.pack(crc) + body
+
+
+def for_fetch(records: Sequence[Record], magic: int, limit: int, first: bool) -> tuple[bytes, int]:
+    """Stored ``records`` as batches of ``magic``, up to ``limit`` bytes (``first``: the
+    first batch even if it is larger), and how many of the records they hold."""
+    out: list[bytes] = []
+    size = count = 0
+    for run in _runs(records):
+        data = _batch(run, magic)
+        if size + len(data) > limit and (out or not first):
+            break
+        out.append(data)
+        size += len(data)
+        count += len(run)
+    return b"".join(out), count

@@ -1,0 +1,87 @@
+"""Kafka's error codes, by name (facts from the public Kafka protocol).
+
+Handlers speak in names (``"UNKNOWN_TOPIC_OR_PARTITION"``); :data:`CODES` turns a name
+into the int16 the wire carries and :data:`NAMES` back.  :func:`from_engine` maps an
+engine refusal (:class:`conformance.engine.EngineError`) to the Kafka error a broker
+gives for it.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, int] = {
+    "UNKNOWN_SERVER_ERROR": -1,
+    "NONE": 0,
+    "OFFSET_OUT_OF_RANGE": 1,
+    "CORRUPT_MESSAGE": 2,
+    "UNKNOWN_TOPIC_OR_PARTITION": 3,
+    "INVALID_FETCH_SIZE": 4,
+    "LEADER_NOT_AVAILABLE": 5,
+    "NOT_LEADER_OR_FOLLOWER": 6,
+    "REQUEST_TIMED_OUT": 7,
+    "MESSAGE_TOO_LARGE": 10,
+    "COORDINATOR_LOAD_IN_PROGRESS": 14,
+    "COORDINATOR_NOT_AVAILABLE": 15,
+    "NOT_COORDINATOR": 16,
+    "INVALID_TOPIC_EXCEPTION": 17,
+    "RECORD_LIST_TOO_LARGE": 18,
+    "INVALID_REQUIRED_ACKS": 21,
+    "ILLEGAL_GENERATION": 22,
+    "INCONSISTENT_GROUP_PROTOCOL": 23,
+    "INVALID_GROUP_ID": 24,
+    "UNKNOWN_MEMBER_ID": 25,
+    "INVALID_SESSION_TIMEOUT": 26,
+    "REBALANCE_IN_PROGRESS": 27,
+    "INVALID_COMMIT_OFFSET_SIZE": 28,
+    "TOPIC_AUTHORIZATION_FAILED": 29,
+    "GROUP_AUTHORIZATION_FAILED": 30,
+    "INVALID_TIMESTAMP": 32,
+    "UNSUPPORTED_VERSION": 35,
+    "TOPIC_ALREADY_EXISTS": 36,
+    "INVALID_PARTITIONS": 37,
+    "INVALID_REPLICATION_FACTOR": 38,
+    "INVALID_REPLICA_ASSIGNMENT": 39,
+    "INVALID_CONFIG": 40,
+    "INVALID_REQUEST": 42,
+    "UNSUPPORTED_FOR_MESSAGE_FORMAT": 43,
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": 45,
+    "DUPLICATE_SEQUENCE_NUMBER": 46,
+    "INVALID_PRODUCER_EPOCH": 47,
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": 53,
+    "UNKNOWN_PRODUCER_ID": 59,
+    "NON_EMPTY_GROUP": 68,
+    "GROUP_ID_NOT_FOUND": 69,
+    "FETCH_SESSION_ID_NOT_FOUND": 70,
+    "INVALID_FETCH_SESSION_EPOCH": 71,
+    "MEMBER_ID_REQUIRED": 79,
+    "GROUP_MAX_SIZE_REACHED": 81,
+    "FENCED_INSTANCE_ID": 82,
+    "INVALID_RECORD": 87,
+    "PRODUCER_FENCED": 90,
+    "UNKNOWN_TOPIC_ID": 100,
+    "INCONSISTENT_TOPIC_ID": 103,
+}
+NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
+
+_FROM_ENGINE = {
+    "UNKNOWN_TOPIC": "UNKNOWN_TOPIC_OR_PARTITION",
+    "UNKNOWN_PARTITION": "UNKNOWN_TOPIC_OR_PARTITION",
+    "TOPIC_EXISTS": "TOPIC_ALREADY_EXISTS",
+    "INVALID_PARTITIONS": "INVALID_PARTITIONS",
+    "OFFSET_OUT_OF_RANGE": "OFFSET_OUT_OF_RANGE",
+    "OUT_OF_ORDER_SEQUENCE": "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "PRODUCER_FENCED": "INVALID_PRODUCER_EPOCH",
+    "INVALID_ARGUMENT": "INVALID_REQUEST",
+    "UNKNOWN_GROUP": "GROUP_ID_NOT_FOUND",
+    "UNKNOWN_MEMBER": "UNKNOWN_MEMBER_ID",
+    "GENERATION_MISMATCH": "ILLEGAL_GENERATION",
+}
+
+
+def code(name: str) -> int:
+    """The wire code of error ``name`` (KeyError for a name this table lacks: a bug)."""
+    return CODES[name]
+
+
+def from_engine(engine_code: str) -> str:
+    """The Kafka error name for an engine refusal code."""
+    return _FROM_ENGINE.get(engine_code, "UNKNOWN_SERVER_ERROR")

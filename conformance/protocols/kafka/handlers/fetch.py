@@ -1,0 +1,124 @@
+"""Fetch (key 1): records from partition logs, waiting for data up to ``max_wait_ms``.
+
+Behavior: the response is sent once at least ``min_bytes`` of records are ready or
+``max_wait_ms`` has passed (long poll; the server re-polls on every append).  Each
+partition gives records from ``fetch_offset`` up to ``partition_max_bytes``, and the
+response up to ``max_bytes`` (v3+), but always at least one batch when one is there, so a
+large record cannot block a consumer.  An offset below 0 or past the high watermark is
+OFFSET_OUT_OF_RANGE; an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (v13+,
+topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions (v7+) are not kept: every response says
+session id 0, which tells the client to send full requests; a request naming a session
+is FETCH_SESSION_ID_NOT_FOUND.  Nothing is transactional, so the last stable offset is
+the high watermark.  Record format: revision ``doc`` sends magic-2 batches at every
+version (as pgcdc does); ``apache`` sends magic 0 for v0-1 and magic 1 for v2-3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.engine import EngineError
+from conformance.protocols.kafka import batches
+from conformance.protocols.kafka.broker import Broker
+from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.errors import code, from_engine
+from conformance.protocols.kafka.handlers.metadata import ZERO_ID
+
+
+def _magic(broker: Broker, version: int) -> int:
+    if broker.config.revision == "doc" or version >= 4:
+        return 2
+    return 0 if version < 2 else 1
+
+
+class _Fetch:
+    def __init__(self, broker: Broker, request: Request) -> None:
+        self.broker = broker
+        self.request = request
+        body = request.body
+        self.min_bytes = int(body.get("min_bytes", 1))
+        wait_s = max(int(body.get("max_wait_ms", 0)), 0) / 1000
+        self.deadline = broker.clock() + wait_s
+
+    def poll(self, now: float) -> dict[str, Any] | None:
+        body, size = self.build()
+        if size >= self.min_bytes or (size > 0 and self.min_bytes <= 0) or now >= self.deadline:
+            return body
+        return None
+
+    def build(self) -> tuple[dict[str, Any], int]:
+        broker, version, body = self.broker, self.request.api_version, self.request.body
+        budget = int(body.get("max_bytes", 0x7FFFFFFF)) if version >= 3 else 0x7FFFFFFF
+        total = 0
+        responses = []
+        for t in body.get("topics", []):
+            if version >= 13:
+                tid = t.get("topic_id", ZERO_ID)
+                name = broker.topic_named(tid)
+                missing = "UNKNOWN_TOPIC_ID"
+            else:
+                tid, name, missing = ZERO_ID, t.get("topic", ""), "UNKNOWN_TOPIC_OR_PARTITION"
+            parts = []
+            for p in t.get("partitions", []):
+                index = int(p.get("partition", 0))
+                if name is None:
+                    entry = _partition(index, missing, -1, b"")
+                else:
+                    limit = min(int(p.get("partition_max_bytes", 0x7FFFFFFF)), budget - total)
+                    entry = self._read(
+                        name, index, int(p.get("fetch_offset", 0)), limit, total == 0
+                    )
+                total += len(entry["records"] or b"")
+                parts.append(entry)
+            responses.append({"topic": t.get("topic", ""), "topic_id": tid, "partitions": parts})
+        reply = {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "session_id": 0,
+            "responses": responses,
+        }
+        if version >= 7 and int(body.get("session_id", 0)) != 0:
+            reply = {**reply, "error_code": code("FETCH_SESSION_ID_NOT_FOUND"), "responses": []}
+            return reply, 0
+        return reply, total
+
+    def _read(self, topic: str, index: int, offset: int, limit: int, first: bool) -> dict[str, Any]:
+        engine, magic = self.broker.engine, _magic(self.broker, self.request.api_version)
+        try:
+            hwm = engine.high_watermark(topic, index)
+            if not 0 <= offset <= hwm:
+                return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"")
+            parts: list[bytes] = []
+            size, at = 0, offset
+            # read the log a batch's worth at a time, so a fetch costs what it returns,
+            # not the length of the log behind it
+            while at < hwm and size < limit:
+                chunk = engine.read(topic, index, at, batches.BATCH_RECORDS)
+                data, count = batches.for_fetch(chunk, magic, limit - size, first and not parts)
+                if not count:
+                    break
+                parts.append(data)
+                size += len(data)
+                at += count
+                if count < len(chunk) or at - offset >= self.broker.config.fetch_max_records:
+                    break
+        except EngineError as exc:
+            return _partition(index, from_engine(exc.code), -1, b"")
+        return _partition(index, "NONE", hwm, b"".join(parts))
+
+
+def _partition(index: int, error: str, hwm: int, records: bytes) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code(error),
+        "high_watermark": hwm,
+        "last_stable_offset": hwm,
+        "log_start_offset": 0 if hwm >= 0 else -1,
+        "aborted_transactions": [],
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+
+
+def handle(broker: Broker, request: Request, peer: str) -> _Fetch:
+    return _Fetch(broker, request)

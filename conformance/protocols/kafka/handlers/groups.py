@@ -1,0 +1,199 @@
+"""The group APIs, served by the coordinator (:mod:`..coordinator`): FindCoordinator
+(10), JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), DescribeGroups
+(15), ListGroups (16).
+
+Behavior: this broker is the coordinator of every group (and of every transactional id);
+FindCoordinator names it, v4+ once per key asked.  JoinGroup and SyncGroup wait in the
+coordinator until the rebalance completes or the leader's assignment arrives; v4+ of
+JoinGroup asks a new member to join again with the member id it is given
+(MEMBER_ID_REQUIRED).  LeaveGroup v0-2 names one member, v3+ a list.  DescribeGroups of a
+group that does not exist reports state Dead, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.protocols.kafka.broker import NODE_ID, Broker
+from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.coordinator import JoinResult, SyncResult
+from conformance.protocols.kafka.errors import code
+
+
+def find_coordinator(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    body = request.body
+    where = {"node_id": NODE_ID, "host": broker.host, "port": broker.port}
+    keys = body.get("coordinator_keys") if request.api_version >= 4 else None
+    out: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, **where}
+    if keys is not None:
+        out["coordinators"] = [
+            {"key": k, **where, "error_code": 0, "error_message": None} for k in keys
+        ]
+    return out
+
+
+def _host(peer: str) -> str:
+    return peer.rpartition(":")[0] or peer
+
+
+class _JoinWait:
+    def __init__(self, broker: Broker, ticket: Any, version: int) -> None:
+        self.ticket = ticket
+        self.version = version
+        self.deadline = ticket.deadline
+
+    def poll(self, now: float) -> dict[str, Any] | None:
+        result: JoinResult | None = self.ticket.result()
+        if result is None:
+            return None
+        return {
+            "throttle_time_ms": 0,
+            "error_code": code(result.error),
+            "generation_id": result.generation,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name or "",
+            "leader": result.leader,
+            "skip_assignment": False,
+            "member_id": result.member_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata,
+                }
+                for m in result.members
+            ],
+        }
+
+
+def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait:
+    body, version = request.body, request.api_version
+    session_ms = int(body.get("session_timeout_ms", 0))
+    ticket = broker.coordinator.join(
+        body.get("group_id", ""),
+        body.get("member_id", ""),
+        protocol_type=body.get("protocol_type", ""),
+        protocols=[(p.get("name", ""), p.get("metadata", b"")) for p in body.get("protocols", [])],
+        session_timeout_ms=session_ms,
+        # v0 has no rebalance timeout: the session timeout is used, as Kafka does
+        rebalance_timeout_ms=int(body.get("rebalance_timeout_ms", session_ms))
+        if version >= 1
+        else session_ms,
+        client_id=request.client_id or "",
+        client_host=_host(peer),
+        group_instance_id=body.get("group_instance_id"),
+        require_known_member_id=version >= 4,
+    )
+    return _JoinWait(broker, ticket, version)
+
+
+class _SyncWait:
+    def __init__(self, ticket: Any) -> None:
+        self.ticket = ticket
+        self.deadline = ticket.deadline
+
+    def poll(self, now: float) -> dict[str, Any] | None:
+        result: SyncResult | None = self.ticket.result()
+        if result is None:
+            return None
+        return {
+            "throttle_time_ms": 0,
+            "error_code": code(result.error),
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "assignment": result.assignment,
+        }
+
+
+def sync_group(broker: Broker, request: Request, peer: str) -> _SyncWait:
+    body = request.body
+    assignments = {
+        a.get("member_id", ""): a.get("assignment", b"") or b"" for a in body.get("assignments", [])
+    }
+    ticket = broker.coordinator.sync(
+        body.get("group_id", ""),
+        body.get("member_id", ""),
+        int(body.get("generation_id", -1)),
+        protocol_type=body.get("protocol_type"),
+        protocol_name=body.get("protocol_name"),
+        assignments=assignments,
+    )
+    return _SyncWait(ticket)
+
+
+def heartbeat(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    body = request.body
+    error = broker.coordinator.heartbeat(
+        body.get("group_id", ""), body.get("member_id", ""), int(body.get("generation_id", -1))
+    )
+    return {"throttle_time_ms": 0, "error_code": code(error)}
+
+
+def leave_group(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    body = request.body
+    if request.api_version < 3:
+        member = body.get("member_id", "")
+        errors = broker.coordinator.leave(body.get("group_id", ""), [member])
+        return {"throttle_time_ms": 0, "error_code": code(errors.get(member, "NONE"))}
+    members = body.get("members", [])
+    errors = broker.coordinator.leave(
+        body.get("group_id", ""), [m.get("member_id", "") for m in members]
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "members": [
+            {
+                "member_id": m.get("member_id", ""),
+                "group_instance_id": m.get("group_instance_id"),
+                "error_code": code(errors.get(m.get("member_id", ""), "NONE")),
+            }
+            for m in members
+        ],
+    }
+
+
+def describe_groups(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    groups = []
+    for group_id in request.body.get("groups", []):
+        view = broker.coordinator.describe(group_id)
+        groups.append(
+            {
+                "error_code": 0,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": view.state,
+                "protocol_type": view.protocol_type,
+                "protocol_data": view.protocol_name,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata,
+                        "member_assignment": m.assignment,
+                    }
+                    for m in view.members
+                ],
+                "authorized_operations": -2147483648,
+            }
+        )
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def list_groups(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    states = request.body.get("states_filter") or []
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "groups": [
+            {
+                "group_id": v.group_id,
+                "protocol_type": v.protocol_type,
+                "group_state": v.state,
+                "group_type": "classic",
+            }
+            for v in broker.coordinator.list_groups(states)
+        ],
+    }

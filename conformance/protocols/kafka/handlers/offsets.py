@@ -1,0 +1,107 @@
+"""OffsetCommit (8) and OffsetFetch (9): committed offsets, kept by the engine.
+
+Behavior: a commit from a member is checked by the coordinator first (unknown member,
+illegal generation, a rebalance in progress: every partition gets that error); a commit
+with member id "" and generation -1 (and every v0 commit) is a simple commit, allowed
+while the group has no members.  A partition of a topic that does not exist is
+UNKNOWN_TOPIC_OR_PARTITION; an offset below 0 is OFFSET_OUT_OF_RANGE.  The commit's
+metadata string is kept beside the offset (in memory).  OffsetFetch answers -1 with no
+error for a partition never committed; a null topic list (v2+) means every topic the
+group committed.  v8+ asks for several groups at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.engine import EngineError
+from conformance.protocols.kafka.broker import Broker
+from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.errors import code, from_engine
+
+
+def _generation(body: dict[str, Any]) -> int:
+    for key in ("generation_id_or_member_epoch", "generation_id"):
+        if key in body:
+            return int(body[key])
+    return -1
+
+
+def offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    body = request.body
+    group = body.get("group_id", "")
+    member = body.get("member_id", "") if request.api_version >= 1 else ""
+    generation = _generation(body) if request.api_version >= 1 else -1
+    refused = broker.coordinator.check_commit(group, member, generation)
+    topics = []
+    for t in body.get("topics", []):
+        name = t.get("name", "")
+        parts = []
+        for p in t.get("partitions", []):
+            index = int(p.get("partition_index", 0))
+            error = refused
+            if error == "NONE":
+                error = _commit(broker, group, name, index, p)
+            parts.append({"partition_index": index, "error_code": code(error)})
+        topics.append({"name": name, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _commit(broker: Broker, group: str, topic: str, index: int, p: dict[str, Any]) -> str:
+    if not group:
+        return "INVALID_GROUP_ID"
+    try:
+        broker.engine.commit(group, topic, index, int(p.get("committed_offset", 0)))
+    except EngineError as exc:
+        return from_engine(exc.code)
+    broker.commit_metadata[(group, topic, index)] = p.get("committed_metadata")
+    return "NONE"
+
+
+def _partitions(
+    broker: Broker, group: str, topics: list[dict[str, Any]] | None, version: int
+) -> list[dict[str, Any]]:
+    if topics is None:
+        committed = broker.engine.committed_all(group)
+        topics = [{"name": t, "partition_indexes": sorted(ps)} for t, ps in committed.items()]
+    out = []
+    for t in topics:
+        name = t.get("name", "")
+        parts = []
+        for index in t.get("partition_indexes", []):
+            offset = broker.engine.committed(group, name, index)
+            parts.append(
+                {
+                    "partition_index": index,
+                    "committed_offset": -1 if offset is None else offset,
+                    "committed_leader_epoch": -1,
+                    "metadata": broker.commit_metadata.get((group, name, index), "")
+                    if offset is not None
+                    else "",
+                    "error_code": 0,
+                }
+            )
+        out.append({"name": name, "partitions": parts})
+    return out
+
+
+def offset_fetch(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
+    body, version = request.body, request.api_version
+    if version >= 8:
+        groups = [
+            {
+                "group_id": g.get("group_id", ""),
+                "topics": _partitions(broker, g.get("group_id", ""), g.get("topics"), version),
+                "error_code": 0,
+            }
+            for g in body.get("groups", [])
+        ]
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = body.get("topics")
+    if topics is None and version < 2:
+        topics = []
+    return {
+        "throttle_time_ms": 0,
+        "topics": _partitions(broker, body.get("group_id", ""), topics, version),
+        "error_code": 0,
+    }

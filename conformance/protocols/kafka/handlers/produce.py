@@ -1,0 +1,80 @@
+"""Produce (key 0): record batches appended to partition logs.
+
+Behavior: acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition); with
+acks=0 the records are appended and no response is sent, as Kafka does.  A topic or
+partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
+topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
+v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, whose record count
+disagrees with its records, or that does not decode is CORRUPT_MESSAGE; nothing of a
+refused partition is stored.  A batch with a producer id is idempotent under the engine's
+STRICT policy (Kafka's sequence rules): a resend of a remembered batch is acknowledged
+with its first offsets; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is
+INVALID_PRODUCER_EPOCH.  Control and transactional batches are INVALID_RECORD (no
+transactions here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.engine import STRICT, EngineError
+from conformance.errors import ProtocolError
+from conformance.protocols.kafka import batches
+from conformance.protocols.kafka.broker import NO_RESPONSE, Broker, _NoResponse
+from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.errors import code, from_engine
+
+
+def _append(
+    broker: Broker, topic: str, index: int, data: bytes | None, version: int
+) -> tuple[str, int, str | None]:
+    """(error, base offset, message) of one partition's records."""
+    try:
+        broker.engine.high_watermark(topic, index)
+    except EngineError as exc:
+        return from_engine(exc.code), -1, str(exc)
+    try:
+        appends = batches.from_request(data or b"", version)
+    except batches.Refused as exc:
+        return exc.error, -1, str(exc)
+    except ProtocolError as exc:
+        return "CORRUPT_MESSAGE", -1, str(exc)
+    base = -1
+    try:
+        for records, producer in appends:
+            result = broker.engine.append(topic, index, records, producer, policy=STRICT)
+            base = result.base_offset if base < 0 else base
+    except EngineError as exc:
+        return from_engine(exc.code), -1, str(exc)
+    return "NONE", base, None
+
+
+def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | _NoResponse:
+    body, version = request.body, request.api_version
+    acks = int(body.get("acks", 1))
+    responses = []
+    for t in body.get("topic_data", []):
+        name = t.get("name", "")
+        parts: list[dict[str, Any]] = []
+        for p in t.get("partition_data", []):
+            index = int(p.get("index", 0))
+            message: str | None
+            if acks not in (-1, 0, 1):
+                error, base, message = "INVALID_REQUIRED_ACKS", -1, f"acks {acks}: -1, 0 or 1"
+            else:
+                error, base, message = _append(broker, name, index, p.get("records"), version)
+            parts.append(
+                {
+                    "index": index,
+                    "error_code": code(error),
+                    "base_offset": base,
+                    "log_append_time_ms": -1,
+                    "log_start_offset": 0 if error == "NONE" else -1,
+                    "record_errors": [],
+                    "error_message": message,
+                }
+            )
+        responses.append({"name": name, "partition_responses": parts})
+    if acks == 0:
+        return NO_RESPONSE
+    return {"responses": responses, "throttle_time_ms": 0}

@@ -1,0 +1,99 @@
+"""The Kafka plug-in: everything the generic tool needs of Kafka, in one object.
+
+Revisions: ``doc`` (pgcdc's server as kafka-wire-protocol-pgcdc.txt describes it: every
+response with header v0, an unknown API key answered with a bare int16 35, magic-2
+batches at every Fetch version) and ``apache`` (Apache Kafka's protocol).  The broker
+serves the same APIs in both (ApiVersions lists them).  Serve options:
+``--join-delay-ms`` (how long a rebalance waits for more members, default 300) and
+``--default-partitions`` (for auto-created topics and CreateTopics with -1).  Kafka has
+no session opener: a connection's first request is a real one (clients begin with
+ApiVersions of their own accord).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from conformance.plugin import Option, Plugin, ServeConfig
+from conformance.protocols.kafka import codec
+from conformance.protocols.kafka.quirks import QUIRKS
+
+if TYPE_CHECKING:
+    from conformance.engine import Engine
+    from conformance.fuzz.case import FuzzProtocol
+    from conformance.plugin import VectorSchema
+    from conformance.server import Frontend
+
+DEFAULT_PORT = 9092
+REVISIONS = ("doc", "apache")
+
+OPTIONS = (
+    Option(
+        "--join-delay-ms",
+        "how long a rebalance waits for more members to join (default 300)",
+        ("serve",),
+        default=300,
+        type=int,
+        minimum=0,
+        metavar="MS",
+    ),
+    Option(
+        "--default-partitions",
+        "partitions of an auto-created topic, and of CreateTopics asking for -1 (default 1)",
+        ("serve",),
+        default=1,
+        type=int,
+        minimum=1,
+        metavar="N",
+    ),
+)
+
+PROBE = codec.encode_request(18, 0, {}, correlation_id=0x7EC0, client_id="conformance-probe")
+"""ApiVersions v0: every Kafka broker answers it, whatever versions it serves."""
+
+
+def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
+    from conformance.protocols.kafka.broker import KafkaConfig, KafkaFrontend
+
+    options = config.options
+    kafka = KafkaConfig(
+        revision=config.revision,
+        quirks=config.quirks,
+        join_delay_s=int(options.get("join_delay_ms") or 300) / 1000,
+        default_partitions=int(options.get("default_partitions") or 1),
+    )
+    return KafkaFrontend(engine, kafka)
+
+
+def _vectors() -> VectorSchema:
+    from conformance.protocols.kafka.vectors import SCHEMA
+
+    return SCHEMA
+
+
+def _fuzzing(options: Mapping[str, Any]) -> FuzzProtocol:
+    from conformance.protocols.kafka.fuzzing import KafkaFuzzing
+
+    return KafkaFuzzing()
+
+
+PLUGIN = Plugin(
+    name="kafka",
+    title="Kafka (kafka-wire-protocol-pgcdc.txt, Apache Kafka protocol)",
+    package="conformance.protocols.kafka",
+    suite_package="conformance.suite.kafka",
+    revisions=REVISIONS,
+    default_revision="doc",
+    default_port=DEFAULT_PORT,
+    new_deframer=codec.new_deframer,
+    frame=codec.frame,
+    probe_request=PROBE,
+    describe=codec.describe,
+    annotate=codec.annotate,
+    frontend=_frontend,
+    vectors=_vectors,
+    fuzzing=_fuzzing,
+    quirks=QUIRKS,
+    options=OPTIONS,
+)

@@ -1,0 +1,1 @@
+"""The Kafka conformance cases, one module per area of SPEC.md (KAF-*)."""

@@ -1,0 +1,261 @@
+"""The Kafka front-end of the reference broker, request by request over a socket: the
+error code of each failure, hostile values that break real servers, the revisions'
+differences on the wire, long-poll Fetch and idempotent produce."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conformance.protocols.kafka import codec
+from conformance.protocols.kafka import records as rec
+from tests.support import broker as support
+
+PRODUCE, FETCH, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 18, 19
+
+
+class Conn:
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.sock = socket.create_connection(address, timeout=5)
+        self.corr = 0
+
+    def send(self, key: int, version: int, body: dict[str, Any]) -> int:
+        self.corr += 1
+        payload = codec.encode_request(key, version, body, correlation_id=self.corr)
+        self.sock.sendall(codec.frame(payload))
+        return self.corr
+
+    def raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def frame(self, timeout: float = 5) -> bytes | None:
+        """The next response payload; None if the broker closed the connection."""
+        self.sock.settimeout(timeout)
+        head = self._exactly(4)
+        if head is None:
+            return None
+        (n,) = struct.unpack(">i", head)
+        return self._exactly(n)
+
+    def _exactly(self, n: int) -> bytes | None:
+        data = b""
+        while len(data) < n:
+            try:
+                chunk = self.sock.recv(n - len(data))
+            except ConnectionResetError:
+                return None
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def call(
+        self, key: int, version: int, body: dict[str, Any], header: int | None = None
+    ) -> dict[str, Any]:
+        corr = self.send(key, version, body)
+        payload = self.frame()
+        assert payload is not None, "the broker closed the connection"
+        got, reply = codec.decode_response(payload, key, version, header_version=header)
+        assert got == corr
+        return reply
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(scope="module", params=["apache", "doc"])
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, tuple[str, int]]]:
+    b = support.start("--revision", request.param, protocol="kafka")
+    try:
+        yield request.param, (b.host, b.port)
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def conn(served: tuple[str, tuple[str, int]]) -> Iterator[Conn]:
+    c = Conn(served[1])
+    yield c
+    c.close()
+
+
+def _topic(conn: Conn, partitions: int = 1) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    topics = [{"name": name, "num_partitions": partitions, "replication_factor": 1}]
+    reply = conn.call(CREATE_TOPICS, 1, {"topics": topics, "timeout_ms": 1000})
+    assert reply["topics"][0]["error_code"] == 0
+    return name
+
+
+def _produce(conn: Conn, topic: str, records: bytes, partition: int = 0, acks: int = 1) -> Any:
+    part = {"index": partition, "records": records}
+    body = {
+        "acks": acks,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": topic, "partition_data": [part]}],
+    }
+    return conn.call(PRODUCE, 3, body)["responses"][0]["partition_responses"][0]
+
+
+def _fetch_body(topic: str, offset: int, wait_ms: int = 0, min_bytes: int = 0) -> dict[str, Any]:
+    parts = [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]
+    return {
+        "replica_id": -1,
+        "max_wait_ms": wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": 1 << 20,
+        "topics": [{"topic": topic, "partitions": parts}],
+    }
+
+
+def test_a_negative_partition_index_is_unknown_and_the_broker_keeps_serving(conn: Conn) -> None:
+    """KAF-PRODUCE-3: the value that makes pgcdc panic gets an error code here."""
+    topic = _topic(conn)
+    got = _produce(conn, topic, rec.encode_batch(rec.make_batch([b"x"])), partition=-1)
+    assert got["error_code"] == 3
+    body = _fetch_body(topic, 0)
+    body["topics"][0]["partitions"][0]["partition"] = -7
+    fetched = conn.call(FETCH, 4, body)
+    assert fetched["responses"][0]["partitions"][0]["error_code"] == 3
+    assert conn.call(API_VERSIONS, 0, {})["error_code"] == 0
+
+
+def test_a_stale_crc_and_a_count_that_lies_are_corrupt_and_nothing_is_stored(conn: Conn) -> None:
+    """KAF-REC-2, KAF-REC-3."""
+    topic = _topic(conn)
+    good = bytearray(rec.encode_batch(rec.make_batch([b"a", b"b"])))
+    stale = bytes(good[:-1]) + bytes([good[-1] ^ 1])
+    assert _produce(conn, topic, stale)["error_code"] == 2
+    lying = bytearray(good)
+    lying[57:61] = struct.pack(">i", 1000)  # 1000 records claimed, 2 present
+    from crc32c import crc32c
+
+    lying[17:21] = crc32c(bytes(lying[21:])).to_bytes(4, "big")
+    assert _produce(conn, topic, bytes(lying))["error_code"] == 2
+    hwm = conn.call(FETCH, 4, _fetch_body(topic, 0))["responses"][0]["partitions"][0]
+    assert hwm["high_watermark"] == 0, "a refused batch stored records"
+
+
+def test_an_oversize_or_negative_size_prefix_closes_the_connection(
+    served: tuple[str, tuple[str, int]],
+) -> None:
+    """KAF-FRAME-3."""
+    for prefix in (struct.pack(">i", -5), struct.pack(">i", 0x7FFFFFFF)):
+        c = Conn(served[1])
+        c.raw(prefix)
+        assert c.frame(timeout=3) is None
+        c.close()
+
+
+def test_a_lying_array_count_closes_the_connection_without_allocating(
+    served: tuple[str, tuple[str, int]],
+) -> None:
+    """KAF-REC-3 (and the codec's bound): 2**31-1 topics claimed in a 4-byte body."""
+    c = Conn(served[1])
+    head = struct.pack(">hhih", METADATA, 0, 9, 1) + b"x"
+    c.raw(codec.frame(head + struct.pack(">i", 0x7FFFFFFF)))
+    assert c.frame(timeout=3) is None
+    c.close()
+    other = Conn(served[1])
+    assert other.call(API_VERSIONS, 0, {})["error_code"] == 0
+    other.close()
+
+
+def test_an_unknown_api_key_is_answered_as_the_revision_says(
+    served: tuple[str, tuple[str, int]],
+) -> None:
+    """KAF-VER-4 (doc: a bare int16 35) and KAF-VER-5 (apache: the connection closed)."""
+    revision, address = served
+    c = Conn(address)
+    c.raw(codec.frame(struct.pack(">hhih", 999, 0, 77, -1)))
+    got = c.frame(timeout=3)
+    c.close()
+    if revision == "doc":
+        assert got == struct.pack(">ih", 77, 35)
+    else:
+        assert got is None
+
+
+def test_an_unsupported_api_versions_version_is_answered_at_v0(conn: Conn) -> None:
+    """KAF-VER-3: error 35 and the broker's versions, so the client can ask again."""
+    conn.raw(codec.frame(struct.pack(">hhih", API_VERSIONS, 99, 5, -1)))
+    payload = conn.frame()
+    assert payload is not None
+    corr, body = codec.decode_response(payload, API_VERSIONS, 0)
+    assert (corr, body["error_code"]) == (5, 35)
+    assert {a["api_key"] for a in body["api_keys"]} >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18}
+
+
+def test_response_headers_follow_the_revision(served: tuple[str, tuple[str, int]]) -> None:
+    """KAF-HDR-3 (apache: header v1 for a flexible version) and KAF-HDR-4 (doc: v0)."""
+    revision, address = served
+    c = Conn(address)
+    header = 0 if revision == "doc" else 1
+    body = c.call(METADATA, 12, {"topics": None}, header=header)
+    assert body["brokers"][0]["port"] == address[1]
+    c.close()
+
+
+def test_acks_0_gets_no_response_but_is_stored(conn: Conn) -> None:
+    """KAF-PRODUCE-2."""
+    topic = _topic(conn)
+    part = {"index": 0, "records": rec.encode_batch(rec.make_batch([b"quiet"]))}
+    data = [{"name": topic, "partition_data": [part]}]
+    conn.send(PRODUCE, 3, {"acks": 0, "timeout_ms": 1000, "topic_data": data})
+    reply = conn.call(FETCH, 4, _fetch_body(topic, 0))  # answered next: nothing came between
+    data = reply["responses"][0]["partitions"][0]["records"]
+    assert [r.value for b in rec.decode_batches(data) for r in b.records] == [b"quiet"]
+
+
+def _idempotent(values: list[bytes], sequence: int) -> bytes:
+    batch = rec.make_batch(values, producer_id=7, producer_epoch=0, base_sequence=sequence)
+    return rec.encode_batch(batch)
+
+
+def test_an_idempotent_resend_is_stored_once_and_a_gap_is_out_of_order(conn: Conn) -> None:
+    """KAF-PRODUCE-4."""
+    topic = _topic(conn)
+    first = _idempotent([b"a", b"b"], 0)
+    assert _produce(conn, topic, first)["base_offset"] == 0
+    again = _produce(conn, topic, first)
+    assert (again["error_code"], again["base_offset"]) == (0, 0)
+    gap = _idempotent([b"c"], 5)
+    assert _produce(conn, topic, gap)["error_code"] == 45
+    nxt = _idempotent([b"c"], 2)
+    assert _produce(conn, topic, nxt)["base_offset"] == 2
+
+
+def test_a_long_poll_fetch_answers_when_data_arrives(served: tuple[str, tuple[str, int]]) -> None:
+    """KAF-FETCH-1: waits up to max_wait_ms, and answers as soon as min_bytes arrive."""
+    waiter, producer = Conn(served[1]), Conn(served[1])
+    topic = _topic(producer)
+    started = time.monotonic()
+    waiter.send(FETCH, 4, _fetch_body(topic, 0, wait_ms=300, min_bytes=1))
+    assert waiter.frame() is not None
+    assert 0.25 <= time.monotonic() - started < 3, "no data: answered at max_wait_ms"
+    started = time.monotonic()
+    corr = waiter.send(FETCH, 4, _fetch_body(topic, 0, wait_ms=20_000, min_bytes=1))
+    time.sleep(0.2)
+    _produce(producer, topic, rec.encode_batch(rec.make_batch([b"wake"])))
+    payload = waiter.frame()
+    assert payload is not None and time.monotonic() - started < 5
+    got, body = codec.decode_response(payload, FETCH, 4)
+    assert got == corr
+    data = body["responses"][0]["partitions"][0]["records"]
+    assert [r.value for b in rec.decode_batches(data) for r in b.records] == [b"wake"]
+    waiter.close()
+    producer.close()
+
+
+def test_a_fetch_outside_the_log_is_offset_out_of_range(conn: Conn) -> None:
+    """KAF-FETCH-2."""
+    topic = _topic(conn)
+    for offset in (-1, 5):
+        part = conn.call(FETCH, 4, _fetch_body(topic, offset))["responses"][0]["partitions"][0]
+        assert part["error_code"] == 1

@@ -1,0 +1,178 @@
+"""confluent-kafka (librdkafka, an independent C client) against the reference broker,
+revision apache: topic admin, produce with headers and acks=all, a group of two through
+a rebalance, committed offsets honoured by a new consumer, and every compression codec."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.broker import Broker
+
+pytestmark = pytest.mark.slow
+
+Seen = list[tuple[int, int, bytes, list[tuple[str, bytes]]]]
+
+
+def _create(address: str, topic: str, partitions: int = 3) -> None:
+    admin = AdminClient({"bootstrap.servers": address})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(20)
+    assert len(admin.list_topics(topic, timeout=20).topics[topic].partitions) == partitions
+
+
+def _produce(address: str, topic: str, values: range, compression: str = "none") -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": address,
+            "acks": "all",
+            "compression.type": compression,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+        }
+    )
+    failed: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    for i in values:
+        producer.produce(
+            topic,
+            key=b"key-%d" % i,
+            value=b"value-%d" % i,
+            headers=[("index", str(i).encode()), ("origin", b"librdkafka")],
+            on_delivery=delivered,
+        )
+    assert producer.flush(30) == 0, "records left undelivered"
+    assert not failed, failed
+
+
+class Member:
+    """A group consumer that knows when its group has settled (assigned, no revoke since)."""
+
+    def __init__(self, address: str, topic: str, group: str | None) -> None:
+        config = {
+            "bootstrap.servers": address,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "fetch.wait.max.ms": 200,
+            "group.id": group or f"unused-{uuid.uuid4().hex}",
+        }
+        self.consumer = Consumer(config)
+        self.owned: list[TopicPartition] = []
+        self.changed = time.monotonic()
+        self.group = group
+        if group is None:
+            meta = self.consumer.list_topics(topic, timeout=20)
+            parts = [TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions]
+            self.consumer.assign(parts)
+            self.owned = parts
+        else:
+            self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
+
+    def _assigned(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.owned, self.changed = list(partitions), time.monotonic()
+
+    def _revoked(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.owned, self.changed = [], time.monotonic()
+
+    def settled(self) -> int:
+        """Partitions owned for at least one second without a change (0 otherwise)."""
+        return len(self.owned) if time.monotonic() - self.changed > 1.0 else 0
+
+    def poll(self, got: Seen) -> None:
+        messages = self.consumer.consume(100, timeout=0.1)
+        for m in messages:
+            assert m.error() is None, m.error()
+            got.append((m.partition(), m.offset(), m.value(), list(m.headers() or [])))
+        if messages and self.group is not None:
+            self.consumer.commit(asynchronous=False)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _poll_until(
+    members: list[Member], seen: list[Seen], done: Callable[[], bool], within: float
+) -> None:
+    end = time.monotonic() + within
+    while not done():
+        assert time.monotonic() < end, f"timed out with {[len(s) for s in seen]} records"
+        for member, got in zip(members, seen, strict=True):
+            member.poll(got)
+
+
+def _values(*seen: Seen) -> list[bytes]:
+    return sorted(v for s in seen for _, _, v, _ in s)
+
+
+def _expected(values: range) -> list[bytes]:
+    return sorted(b"value-%d" % i for i in values)
+
+
+def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
+    kafka: Broker,
+) -> None:
+    topic, group = f"rd-{uuid.uuid4().hex[:8]}", f"rd-group-{uuid.uuid4().hex[:8]}"
+    _create(kafka.address, topic)
+    a, b = Member(kafka.address, topic, group), Member(kafka.address, topic, group)
+    seen_a: Seen = []
+    seen_b: Seen = []
+    try:
+        _poll_until([a, b], [seen_a, seen_b], lambda: a.settled() + b.settled() == 3, within=90)
+        assert a.settled() and b.settled(), "both members own partitions"
+        _produce(kafka.address, topic, range(0, 30))
+        _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 30, within=60)
+        assert _values(seen_a, seen_b) == _expected(range(30)), "lost or duplicated records"
+        assert {p for p, *_ in seen_a}.isdisjoint({p for p, *_ in seen_b})
+        assert all(
+            h == [("index", v.split(b"-")[1]), ("origin", b"librdkafka")]
+            for _, _, v, h in seen_a + seen_b
+        ), "headers were not read back as produced"
+
+        b.close()  # leaves the group: a rebalances to own all three partitions
+        seen_a.clear()
+        _poll_until([a], [seen_a], lambda: a.settled() == 3, within=60)
+        _produce(kafka.address, topic, range(30, 60))
+        _poll_until([a], [seen_a], lambda: len(seen_a) >= 30, within=60)
+        assert _values(seen_a) == _expected(range(30, 60)), "lost or duplicated records"
+    finally:
+        a.close()
+        with contextlib.suppress(RuntimeError):  # closed above unless something failed first
+            b.close()
+
+    _produce(kafka.address, topic, range(60, 90))
+    c = Member(kafka.address, topic, group)
+    seen_c: Seen = []
+    try:
+        _poll_until([c], [seen_c], lambda: len(seen_c) >= 30, within=90)
+        time.sleep(0.5)
+        _poll_until([c], [seen_c], lambda: True, within=5)
+    finally:
+        c.close()
+    assert _values(seen_c) == _expected(range(60, 90)), "committed offsets were not honoured"
+
+
+@pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_read_back_as_produced(kafka: Broker, compression: str) -> None:
+    topic = f"rd-{compression}-{uuid.uuid4().hex[:8]}"
+    _create(kafka.address, topic)
+    _produce(kafka.address, topic, range(50), compression)
+    reader = Member(kafka.address, topic, None)
+    seen: Seen = []
+    try:
+        _poll_until([reader], [seen], lambda: len(seen) >= 50, within=30)
+    finally:
+        reader.close()
+    assert _values(seen) == _expected(range(50))
