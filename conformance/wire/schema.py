@@ -572,18 +572,14 @@ def _decode_field(r: _In, fl: Field, version: int, flexible: bool, path: str) ->
         raise ProtocolError(f"{path} is null, which version {version} does not allow")
     if r.spans is not None and not isinstance(typ, Struct | Array):
         head = start
-        if isinstance(typ, _Sized) and value is not None and not flexible:
-            # the length prefix as its own span, so the minimizer can empty the field
-            head = start + typ.classic.size
+        if isinstance(typ, _Sized) and value is not None:
+            # the length prefix as its own span: fixed-width ones say what they count, so
+            # the minimizer can empty the field; a compact (varint) one is only named
+            size = len(value) if isinstance(value, bytes) else len(value.encode("utf-8"))
+            head = r.pos - size
+            counted = (head, r.pos) if not flexible else None
             r.spans.append(
-                FieldSpan(
-                    f"{path} length",
-                    start,
-                    head,
-                    head and r.pos - head,
-                    counts=(head, r.pos),
-                    signed=True,
-                )
+                FieldSpan(f"{path} length", start, head, size, counts=counted, signed=True)
             )
         r.spans.append(FieldSpan(path, head, r.pos, _shown(value)))
     return value
