@@ -280,10 +280,10 @@ def run_command(args: argparse.Namespace) -> int:
         serve = ["--revision", revision, *plugin.serve_args("run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
             code = int(pytest.main(pytest_args(args, plugin, broker.address, options, reports)))
-    return _finish(plugin, results_file, code)
+    return _finish(plugin, results_file, code, bool(args.select))
 
 
-def _finish(plugin: Plugin, results_file: Path, pytest_code: int) -> int:
+def _finish(plugin: Plugin, results_file: Path, pytest_code: int, selected: bool) -> int:
     if not results_file.exists():
         if pytest_code == 4:  # pytest's usage error: it printed why
             return EXIT_USAGE
@@ -295,10 +295,12 @@ def _finish(plugin: Plugin, results_file: Path, pytest_code: int) -> int:
         return EXIT_FAIL
     results: dict[str, Any] = json.loads(results_file.read_text())
     if not results["cases"]:
-        print(
-            "conformance run: no case was selected; check the SELECT arguments (try --dry-run)",
-            file=sys.stderr,
+        why = (
+            "no case was selected; check the SELECT arguments (try --dry-run)"
+            if selected
+            else f"the {plugin.name} suite has no cases yet: nothing was checked"
         )
+        print(f"conformance run: {why}", file=sys.stderr)
         return EXIT_USAGE
     from conformance.report.html import write_html
     from conformance.report.table import print_summary

@@ -1,5 +1,6 @@
-"""Kafka test fixtures: the reference broker served as a subprocess (revision apache, as
-real clients expect), one per test module, stopped by its PID."""
+"""Kafka test fixtures: the reference broker served as a subprocess, once per test module
+and revision (real clients must work against both: ``apache``, and ``doc`` with pgcdc's
+header v0 everywhere), stopped by its PID."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 from tests.support import broker as support
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[support.Broker]:
+@pytest.fixture(scope="module", params=["apache", "doc"])
+def kafka(request: pytest.FixtureRequest) -> Iterator[support.Broker]:
     served = support.start(
         "--revision",
-        "apache",
+        request.param,
         "--join-delay-ms",
         "200",
         "--session-timeout",

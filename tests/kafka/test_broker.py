@@ -259,3 +259,27 @@ def test_a_fetch_outside_the_log_is_offset_out_of_range(conn: Conn) -> None:
     for offset in (-1, 5):
         part = conn.call(FETCH, 4, _fetch_body(topic, offset))["responses"][0]["partitions"][0]
         assert part["error_code"] == 1
+
+
+def test_doc_advertises_only_versions_its_header_v0_fits(
+    served: tuple[str, tuple[str, int]],
+) -> None:
+    """pgcdc answers with header v0 everywhere, so revision doc advertises no flexible
+    version but ApiVersions' (clients then pick versions whose responses they can read);
+    apache advertises every declared version.  Both serve the document's table
+    (KAF-VER-2)."""
+    from conformance.protocols.kafka.apis import APIS
+
+    revision, address = served
+    c = Conn(address)
+    keys = {a["api_key"]: a for a in c.call(API_VERSIONS, 3, {})["api_keys"]}
+    c.close()
+    for key, api in APIS.items():
+        high = keys[key]["max_version"]
+        if revision == "apache" or key == API_VERSIONS:
+            assert high == api.high
+        else:
+            assert api.flexible_from is None or high < api.flexible_from, api.name
+    table = {18: 3, 3: 0, 10: 0, 11: 0, 14: 0, 12: 0, 13: 0, 2: 1, 1: 0, 8: 2, 9: 0}
+    for key, version in table.items():
+        assert keys[key]["min_version"] <= version <= keys[key]["max_version"]

@@ -702,10 +702,14 @@ def test_annotate_api_versions_v3() -> None:
     data = msg.encode(value, 3)
     assert data == b"\x03py\x041.0\x00"
     assert _spans(msg, data, 3) == {
-        "client_software_name": (0, 3, "py"),
-        "client_software_version": (3, 7, "1.0"),
+        "client_software_name length": (0, 1, 2),  # compact: the varint is named, not counted
+        "client_software_name": (1, 3, "py"),
+        "client_software_version length": (3, 4, 3),
+        "client_software_version": (4, 7, "1.0"),
         "tagged fields": (7, 8, 0),
     }
+    length = next(s for s in msg.annotate(data, 3) if s.name == "client_software_name length")
+    assert length.counts is None, "a varint length cannot be rewritten in place"
 
 
 def test_annotate_stops_at_the_damage() -> None:

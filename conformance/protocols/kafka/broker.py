@@ -243,7 +243,8 @@ class KafkaSession:
         if exc.api_key == API_VERSIONS_KEY:
             from conformance.protocols.kafka.handlers.api_versions import supported
 
-            body = {"error_code": code("UNSUPPORTED_VERSION"), "api_keys": supported()}
+            keys = supported(self.frontend.config.revision)
+            body = {"error_code": code("UNSUPPORTED_VERSION"), "api_keys": keys}
             payload = codec.encode_response(API_VERSIONS_KEY, 0, corr, body, header_version=0)
             return Outcome([codec.frame(payload)])
         if self.pgcdc:

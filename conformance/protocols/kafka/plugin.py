@@ -69,7 +69,8 @@ def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
 def _vectors() -> VectorSchema:
     from conformance.protocols.kafka.vectors import SCHEMA
 
-    return SCHEMA
+    schema: VectorSchema = SCHEMA
+    return schema
 
 
 def _fuzzing(options: Mapping[str, Any]) -> FuzzProtocol:

@@ -38,11 +38,12 @@ QUIRKS: dict[str, QuirkSpec] = {
 def negative_partition(api_key: int, body: dict[str, Any]) -> int | None:
     """The first negative partition index a Produce or Fetch body names, else None."""
     if api_key == PRODUCE:
-        found = [p.get("index", 0) for t in body.get("topic_data", []) for p in t.get("partition_data", [])]  # fmt: skip
+        topics, parts, key = body.get("topic_data", []), "partition_data", "index"
     elif api_key == FETCH:
-        found = [p.get("partition", 0) for t in body.get("topics", []) for p in t.get("partitions", [])]  # fmt: skip
+        topics, parts, key = body.get("topics", []), "partitions", "partition"
     else:
         return None
+    found = [int(p.get(key, 0)) for t in topics for p in t.get(parts, [])]
     return next((p for p in found if p < 0), None)
 
 

@@ -1,8 +1,11 @@
 """ApiVersions (key 18): the APIs and versions this broker serves.
 
-Behavior: every API the broker knows, at every version it declares, in both revisions
-(the broker serves the union of pgcdc's subset and what Apache Kafka clients use).  A
-request at a version the broker does not know is answered at v0 with
+Behavior: every API the broker knows, in both revisions (the broker serves the union of
+pgcdc's subset and what Apache Kafka clients use).  Revision ``apache`` advertises every
+version it declares; revision ``doc`` answers with response header v0 everywhere, as
+pgcdc does, so it advertises each API only up to its last non-flexible version (a client
+that chose a flexible version would expect header v1): real clients then work against
+both.  A request at a version the broker does not know is answered at v0 with
 UNSUPPORTED_VERSION and this same list (see broker.py), so the client can ask again.
 Version notes: v3+ carries the client's software name and version, which are not checked.
 """
@@ -15,13 +18,19 @@ from conformance.protocols.kafka.apis import APIS
 from conformance.protocols.kafka.broker import Broker
 from conformance.protocols.kafka.codec import Request
 
+API_VERSIONS = 18
 
-def supported() -> list[dict[str, Any]]:
-    return [
-        {"api_key": key, "min_version": api.low, "max_version": api.high}
-        for key, api in sorted(APIS.items())
-    ]
+
+def supported(revision: str = "apache") -> list[dict[str, Any]]:
+    out = []
+    for key, api in sorted(APIS.items()):
+        high = api.high
+        if revision == "doc" and key != API_VERSIONS and api.flexible_from is not None:
+            high = min(high, api.flexible_from - 1)
+        out.append({"api_key": key, "min_version": api.low, "max_version": high})
+    return out
 
 
 def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
-    return {"error_code": 0, "api_keys": supported(), "throttle_time_ms": 0}
+    keys = supported(broker.config.revision)
+    return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
