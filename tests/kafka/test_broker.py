@@ -9,6 +9,7 @@ import struct
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -283,3 +284,18 @@ def test_doc_advertises_only_versions_its_header_v0_fits(
     table = {18: 3, 3: 0, 10: 0, 11: 0, 14: 0, 12: 0, 13: 0, 2: 1, 1: 0, 8: 2, 9: 0}
     for key, version in table.items():
         assert keys[key]["min_version"] <= version <= keys[key]["max_version"]
+
+
+def test_producer_ids_keep_growing_across_a_restart_with_a_journal(tmp_path: Path) -> None:
+    """With --data-dir the journal remembers producers' sequences: a producer id given
+    again after a restart would make a new producer's first batch out of order."""
+    ids = []
+    for _ in range(2):
+        b = support.start("--data-dir", str(tmp_path), protocol="kafka")
+        try:
+            c = Conn((b.host, b.port))
+            ids.append(c.call(22, 0, {"transactional_id": None})["producer_id"])
+            c.close()
+        finally:
+            b.stop()
+    assert ids[1] > ids[0] >= 0

@@ -93,7 +93,10 @@ class Broker:
         )
         self._topic_ids: dict[str, str] = {}
         self._names_by_id: dict[str, str] = {}
-        self._producer_ids = itertools.count(1000)
+        # producer ids keep growing across restarts (microseconds since the epoch at start):
+        # with --data-dir the journal remembers old producers' sequences, and a new
+        # producer given an old id would be refused as out of order
+        self._producer_ids = itertools.count(time.time_ns() // 1000)
         self.commit_metadata: dict[tuple[str, str, int], str | None] = {}
         self.producer_epochs: dict[int, int] = {}
 
