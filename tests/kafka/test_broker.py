@@ -299,3 +299,65 @@ def test_producer_ids_keep_growing_across_a_restart_with_a_journal(tmp_path: Pat
         finally:
             b.stop()
     assert ids[1] > ids[0] >= 0
+
+
+def test_a_compressed_batch_past_the_size_limit_is_too_large_and_the_broker_stays_fast(
+    conn: Conn, served: tuple[str, tuple[str, int]]
+) -> None:
+    """A small zstd batch of a million empty records (7 MB decompressed) is refused with
+    MESSAGE_TOO_LARGE within the resource limit, not decoded into a million objects
+    while every connection waits (the review measured a 6 s stall before the limit)."""
+    topic = _topic(conn)
+    bomb = rec.encode_batch(rec.make_batch([b""] * 1_000_000, compression="zstd"))
+    assert len(bomb) < 1 << 20
+    started = time.monotonic()
+    assert _produce(conn, topic, bomb)["error_code"] == 10
+    assert time.monotonic() - started < 2
+    other = Conn(served[1])
+    assert other.call(API_VERSIONS, 0, {})["error_code"] == 0
+    other.close()
+
+
+def test_a_fetch_error_is_answered_at_once_not_at_max_wait(conn: Conn) -> None:
+    """An unknown topic or an offset out of range is answered without the long poll."""
+    topic = _topic(conn)
+    for body in (_fetch_body("no-such-topic", 0, 5000, 1), _fetch_body(topic, 9, 5000, 1)):
+        started = time.monotonic()
+        part = conn.call(FETCH, 4, body)["responses"][0]["partitions"][0]
+        assert part["error_code"] in (1, 3)
+        assert time.monotonic() - started < 2
+
+
+def test_fetch_v3_plus_returns_the_first_batch_even_with_a_limit_of_0(conn: Conn) -> None:
+    """KIP-74: a consumer whose limit is smaller than a batch still gets that batch."""
+    topic = _topic(conn)
+    _produce(conn, topic, rec.encode_batch(rec.make_batch([b"x" * 500])))
+    body = _fetch_body(topic, 0)
+    body["max_bytes"] = 0
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = 0
+    data = conn.call(FETCH, 4, body)["responses"][0]["partitions"][0]["records"]
+    assert [r.value for b in rec.decode_batches(data) for r in b.records] == [b"x" * 500]
+
+
+def test_init_producer_id_gives_an_unknown_producer_a_new_id(
+    conn: Conn, served: tuple[str, tuple[str, int]]
+) -> None:
+    """An idempotent producer bumping its epoch after a restart is not fenced (no
+    transactions here); only one of id and epoch given is INVALID_REQUEST."""
+    header = 0 if served[0] == "doc" else None  # v3 is flexible: doc answers header v0
+    body = {"transactional_id": None, "producer_id": 123, "producer_epoch": 4}
+    fresh = conn.call(22, 3, body, header)
+    assert fresh["error_code"] == 0 and fresh["producer_id"] != 123
+    body = {"transactional_id": None, "producer_id": fresh["producer_id"], "producer_epoch": 0}
+    bumped = conn.call(22, 3, body, header)
+    assert (bumped["producer_id"], bumped["producer_epoch"]) == (fresh["producer_id"], 1)
+    body = {"transactional_id": None, "producer_id": -1, "producer_epoch": 3}
+    half = conn.call(22, 3, body, header)
+    assert half["error_code"] == 42
+
+
+def test_a_refused_acks_0_produce_closes_the_connection(conn: Conn) -> None:
+    part = {"index": 0, "records": rec.encode_batch(rec.make_batch([b"x"]))}
+    data = [{"name": "no-such-topic", "partition_data": [part]}]
+    conn.send(PRODUCE, 3, {"acks": 0, "timeout_ms": 1000, "topic_data": data})
+    assert conn.frame(timeout=3) is None

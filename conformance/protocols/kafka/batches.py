@@ -18,8 +18,18 @@ from collections.abc import Sequence
 from conformance.engine import NewRecord, ProducerBatch, Record
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records as rec
+from conformance.protocols.kafka.compression import TooLarge
 
 BATCH_RECORDS = 500
+MAX_BATCH_BYTES = 1 << 20
+MAX_REQUEST_BYTES = 16 << 20
+"""The most record bytes (decompressed) one Produce request may carry over all its
+partitions; partitions past it are refused with MESSAGE_TOO_LARGE."""
+"""The most a produced batch may take, compressed on the wire or decompressed: a
+resource limit of this broker (Kafka's own default, max.message.bytes, is about 1 MiB
+too; it refuses with MESSAGE_TOO_LARGE).  Every record costs Python objects, and the
+broker decodes on its one event loop: a small compressed batch of a million empty
+records must not stall every connection for seconds."""
 _I64, _I32, _U32 = struct.Struct(">q"), struct.Struct(">i"), struct.Struct(">I")
 
 Append = tuple[list[NewRecord], ProducerBatch | None]
@@ -33,7 +43,7 @@ class Refused(ProtocolError):
         self.error = error
 
 
-def from_request(data: bytes, version: int) -> list[Append]:
+def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> list[Append]:
     """The appends of one partition's ``records`` field of a Produce v``version``.
 
     Raises Refused (INVALID_RECORD: not exactly one magic-2 batch in v3+, a control or
@@ -41,7 +51,13 @@ def from_request(data: bytes, version: int) -> list[Append]:
     count or length that disagrees with the bytes, a partial batch)."""
     if not data:
         raise Refused("INVALID_RECORD", "the partition's records are empty")
-    batches = rec.decode_batches(data, strict=True)
+    limit = min(MAX_BATCH_BYTES, budget)
+    if len(data) > limit:
+        raise Refused("MESSAGE_TOO_LARGE", f"{len(data)} bytes of records: at most {limit} here")
+    try:
+        batches = rec.decode_batches(data, strict=True, max_decompressed=limit)
+    except TooLarge as exc:
+        raise Refused("MESSAGE_TOO_LARGE", str(exc)) from None
     if version < 3:
         if any(b.magic == 2 for b in batches):
             raise Refused("INVALID_RECORD", f"Produce v{version} carries magic 0/1 messages")
@@ -67,6 +83,18 @@ def from_request(data: bytes, version: int) -> list[Append]:
             str(batch.producer_id), batch.producer_epoch, first, first + len(records) - 1
         )
     return [(records, producer)]
+
+
+def size(appends: list[Append]) -> int:
+    """The record bytes of ``appends`` (what they cost against a request's budget)."""
+    return sum(
+        16
+        + len(r.key or b"")
+        + len(r.value or b"")
+        + sum(len(k) + len(v or b"") for k, v in r.headers)
+        for records, _ in appends
+        for r in records
+    )
 
 
 def _records(batch: rec.RecordBatch) -> list[NewRecord]:

@@ -64,6 +64,15 @@ class _NoResponse:
 NO_RESPONSE = _NoResponse()
 
 
+class _Close(_NoResponse):
+    def __repr__(self) -> str:
+        return "CLOSE"
+
+
+CLOSE = _Close()
+"""No response, and the connection closed (a refused acks=0 produce)."""
+
+
 class Wait(Protocol):
     """A response body that is not ready yet; ``poll`` must give it by ``deadline``."""
 
@@ -129,6 +138,8 @@ class Broker:
         known = self._topic_ids.pop(name, None)
         if known is not None:
             self._names_by_id.pop(known, None)
+        for key in [k for k in self.commit_metadata if k[1] == name]:
+            del self.commit_metadata[key]
 
     def new_producer_id(self) -> int:
         return next(self._producer_ids)
@@ -226,7 +237,7 @@ class KafkaSession:
                 quirks.panic(request.api_key, bad)
         answer = HANDLERS[request.api_key](self.broker, request, self.peer)
         if isinstance(answer, _NoResponse):
-            return Outcome()
+            return Outcome(close=isinstance(answer, _Close))
         if isinstance(answer, dict):
             return Outcome([self.respond(request, answer)])
         return Outcome(pending=_Pending(self, request, answer))

@@ -106,8 +106,12 @@ def decompress(
     raise ProtocolError(f"unknown compression codec {codec}")
 
 
+class TooLarge(ProtocolError):
+    """Compressed data that decompresses to more than the limit allows."""
+
+
 def _too_big(codec: str, limit: int) -> ProtocolError:
-    return ProtocolError(f"{codec} data decompresses to more than {limit} bytes")
+    return TooLarge(f"{codec} data decompresses to more than {limit} bytes")
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:

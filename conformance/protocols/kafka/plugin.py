@@ -53,6 +53,11 @@ PROBE = codec.encode_request(18, 0, {}, correlation_id=0x7EC0, client_id="confor
 """ApiVersions v0: every Kafka broker answers it, whatever versions it serves."""
 
 
+def _given(options: Mapping[str, Any], name: str, default: int) -> Any:
+    value = options.get(name)
+    return default if value is None else value  # 0 is a value (--join-delay-ms 0)
+
+
 def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
     from conformance.protocols.kafka.broker import KafkaConfig, KafkaFrontend
 
@@ -60,8 +65,8 @@ def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
     kafka = KafkaConfig(
         revision=config.revision,
         quirks=config.quirks,
-        join_delay_s=int(options.get("join_delay_ms") or 300) / 1000,
-        default_partitions=int(options.get("default_partitions") or 1),
+        join_delay_s=int(_given(options, "join_delay_ms", 300)) / 1000,
+        default_partitions=int(_given(options, "default_partitions", 1)),
     )
     return KafkaFrontend(engine, kafka)
 

@@ -6,8 +6,10 @@ or above the engine's limit is INVALID_PARTITIONS; an illegal name is
 INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS; ``validate_only`` checks
 and creates nothing.  DeleteTopics v6+ names a topic or its id.  InitProducerId gives an
 idempotent producer a new id at epoch 0; v3+ with a known id and epoch bumps the epoch
-(KIP-360).  Transactions are not served: a transactional id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report as such.
+(KIP-360), an unknown one gets a new id (nothing to fence without transactions), and
+only one of id and epoch given is INVALID_REQUEST.  Transactions are not served: a
+transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients
+report as such.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def create_topics(broker: Broker, request: Request, peer: str) -> dict[str, Any]
                 broker.engine.create_topic(name, partitions)
             except EngineError as exc:
                 error, message = from_engine(exc.code), str(exc)
-        created = error == "NONE"
+        created = error == "NONE" and not body.get("validate_only", False)
         out.append(
             {
                 "name": name,
@@ -94,7 +96,7 @@ def delete_topics(broker: Broker, request: Request, peer: str) -> dict[str, Any]
             name = broker.topic_named(tid)
             error = _delete(broker, name) if name is not None else "UNKNOWN_TOPIC_ID"
         else:
-            tid = broker.topic_id(name)
+            tid = broker.topic_id(name) if broker.engine.has_topic(name) else ZERO_ID
             error = _delete(broker, name)
         out.append(
             {"name": name, "topic_id": tid, "error_code": code(error), "error_message": None}
@@ -108,13 +110,14 @@ def init_producer_id(broker: Broker, request: Request, peer: str) -> dict[str, A
     if body.get("transactional_id") is not None:
         return {**reply, "error_code": code("TRANSACTIONAL_ID_AUTHORIZATION_FAILED")}
     pid, epoch = int(body.get("producer_id", -1)), int(body.get("producer_epoch", -1))
-    if pid >= 0:
-        known = broker.producer_epochs.get(pid)
-        if known is None or known != epoch:
-            return {**reply, "error_code": code("INVALID_PRODUCER_EPOCH")}
-        if epoch < MAX_EPOCH:
-            broker.producer_epochs[pid] = epoch + 1
-            return {**reply, "producer_id": pid, "producer_epoch": epoch + 1}
+    if (pid < 0) != (epoch < 0):
+        return {**reply, "error_code": code("INVALID_REQUEST")}
+    known = broker.producer_epochs.get(pid) if pid >= 0 else None
+    if known is not None and known == epoch and epoch < MAX_EPOCH:
+        broker.producer_epochs[pid] = epoch + 1
+        return {**reply, "producer_id": pid, "producer_epoch": epoch + 1}
+    # an id this broker does not know (or an exhausted epoch) gets a new id, as Kafka
+    # does for an idempotent producer: it accepts blindly, there is nothing to fence
     pid = broker.new_producer_id()
     broker.producer_epochs[pid] = 0
     return {**reply, "producer_id": pid, "producer_epoch": 0}

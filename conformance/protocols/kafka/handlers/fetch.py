@@ -3,14 +3,16 @@
 Behavior: the response is sent once at least ``min_bytes`` of records are ready or
 ``max_wait_ms`` has passed (long poll; the server re-polls on every append).  Each
 partition gives records from ``fetch_offset`` up to ``partition_max_bytes``, and the
-response up to ``max_bytes`` (v3+), but always at least one batch when one is there, so a
-large record cannot block a consumer.  An offset below 0 or past the high watermark is
-OFFSET_OUT_OF_RANGE; an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (v13+,
-topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions (v7+) are not kept: every response says
-session id 0, which tells the client to send full requests; a request naming a session
-is FETCH_SESSION_ID_NOT_FOUND.  Nothing is transactional, so the last stable offset is
-the high watermark.  Record format: revision ``doc`` sends magic-2 batches at every
-version (as pgcdc does); ``apache`` sends magic 0 for v0-1 and magic 1 for v2-3.
+response up to ``max_bytes`` (v3+), but from v3 on always at least one batch when one is
+there, even past a limit of 0 (KIP-74), so a large record cannot block a consumer.  A
+partition error (or a session error) is answered at once, without waiting.  An offset
+below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; an unknown topic or partition
+UNKNOWN_TOPIC_OR_PARTITION (v13+, topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions
+(v7+) are not kept: every response says session id 0, which tells the client to send
+full requests; a request naming a session is FETCH_SESSION_ID_NOT_FOUND.  Nothing is
+transactional, so the last stable offset is the high watermark.  Record format: revision
+``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends magic 0
+for v0-1 and magic 1 for v2-3.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ class _Fetch:
         self.min_bytes = int(body.get("min_bytes", 1))
         wait_s = max(int(body.get("max_wait_ms", 0)), 0) / 1000
         self.deadline = broker.clock() + wait_s
+        self.error = False
 
     def poll(self, now: float) -> dict[str, Any] | None:
         body, size = self.build()
-        if size >= self.min_bytes or (size > 0 and self.min_bytes <= 0) or now >= self.deadline:
+        ready = size >= self.min_bytes or (size > 0 and self.min_bytes <= 0)
+        if ready or self.error or now >= self.deadline:
             return body
         return None
 
@@ -50,6 +54,7 @@ class _Fetch:
         broker, version, body = self.broker, self.request.api_version, self.request.body
         budget = int(body.get("max_bytes", 0x7FFFFFFF)) if version >= 3 else 0x7FFFFFFF
         total = 0
+        self.error = False  # an error in any partition is answered at once, as Kafka does
         responses = []
         for t in body.get("topics", []):
             if version >= 13:
@@ -65,10 +70,11 @@ class _Fetch:
                     entry = _partition(index, missing, -1, b"")
                 else:
                     limit = min(int(p.get("partition_max_bytes", 0x7FFFFFFF)), budget - total)
-                    entry = self._read(
-                        name, index, int(p.get("fetch_offset", 0)), limit, total == 0
-                    )
+                    first = total == 0 and version >= 3  # KIP-74: v3+ always get a batch
+                    offset = int(p.get("fetch_offset", 0))
+                    entry = self._read(name, index, offset, limit, first)
                 total += len(entry["records"] or b"")
+                self.error = self.error or entry["error_code"] != 0
                 parts.append(entry)
             responses.append({"topic": t.get("topic", ""), "topic_id": tid, "partitions": parts})
         reply = {
@@ -79,6 +85,7 @@ class _Fetch:
         }
         if version >= 7 and int(body.get("session_id", 0)) != 0:
             reply = {**reply, "error_code": code("FETCH_SESSION_ID_NOT_FOUND"), "responses": []}
+            self.error = True
             return reply, 0
         return reply, total
 
@@ -92,7 +99,7 @@ class _Fetch:
             size, at = 0, offset
             # read the log a batch's worth at a time, so a fetch costs what it returns,
             # not the length of the log behind it
-            while at < hwm and size < limit:
+            while at < hwm and (size < limit or (first and not parts)):
                 chunk = engine.read(topic, index, at, batches.BATCH_RECORDS)
                 data, count = batches.for_fetch(chunk, magic, limit - size, first and not parts)
                 if not count:

@@ -8,6 +8,11 @@ coordinator until the rebalance completes or the leader's assignment arrives; v4
 JoinGroup asks a new member to join again with the member id it is given
 (MEMBER_ID_REQUIRED).  LeaveGroup v0-2 names one member, v3+ a list.  DescribeGroups of a
 group that does not exist reports state Dead, as Kafka does.
+
+Not served: static membership (KIP-345).  A ``group_instance_id`` is recorded and reported,
+but a member rejoining with a known instance id is treated as a new member (a rebalance,
+not a replacement), nothing is fenced with FENCED_INSTANCE_ID, and LeaveGroup names
+members by member id only.  librdkafka copes, with extra rebalances.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Produce (key 0): record batches appended to partition logs.
 
 Behavior: acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partition); with
-acks=0 the records are appended and no response is sent, as Kafka does.  A topic or
+acks=0 the records are appended and no response is sent, as Kafka does (a refused acks=0
+produce closes the connection instead, as Kafka does, so the producer notices).  Resource
+limits of this broker: a partition's records at most 1 MiB, compressed or decompressed,
+and 16 MiB of records per request (MESSAGE_TOO_LARGE past them; see batches.py).  A topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
 topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
 v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, whose record count
@@ -20,21 +23,23 @@ from typing import Any
 from conformance.engine import STRICT, EngineError
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import batches
-from conformance.protocols.kafka.broker import NO_RESPONSE, Broker, _NoResponse
+from conformance.protocols.kafka.broker import CLOSE, NO_RESPONSE, Broker, _NoResponse
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.errors import code, from_engine
 
 
 def _append(
-    broker: Broker, topic: str, index: int, data: bytes | None, version: int
+    broker: Broker, topic: str, index: int, data: bytes | None, version: int, budget: list[int]
 ) -> tuple[str, int, str | None]:
-    """(error, base offset, message) of one partition's records."""
+    """(error, base offset, message) of one partition's records; ``budget[0]`` is what is
+    left of the request's record bytes (spent here)."""
     try:
         broker.engine.high_watermark(topic, index)
     except EngineError as exc:
         return from_engine(exc.code), -1, str(exc)
     try:
-        appends = batches.from_request(data or b"", version)
+        appends = batches.from_request(data or b"", version, budget[0])
+        budget[0] -= max(len(data or b""), batches.size(appends))
     except batches.Refused as exc:
         return exc.error, -1, str(exc)
     except ProtocolError as exc:
@@ -52,6 +57,8 @@ def _append(
 def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | _NoResponse:
     body, version = request.body, request.api_version
     acks = int(body.get("acks", 1))
+    budget = [batches.MAX_REQUEST_BYTES]
+    failed = False
     responses = []
     for t in body.get("topic_data", []):
         name = t.get("name", "")
@@ -62,7 +69,10 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | _NoR
             if acks not in (-1, 0, 1):
                 error, base, message = "INVALID_REQUIRED_ACKS", -1, f"acks {acks}: -1, 0 or 1"
             else:
-                error, base, message = _append(broker, name, index, p.get("records"), version)
+                error, base, message = _append(
+                    broker, name, index, p.get("records"), version, budget
+                )
+            failed = failed or error != "NONE"
             parts.append(
                 {
                     "index": index,
@@ -76,5 +86,7 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | _NoR
             )
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
-        return NO_RESPONSE
+        # no response, as Kafka; but a refused acks=0 produce closes the connection, so
+        # the producer sees that something went wrong
+        return CLOSE if failed else NO_RESPONSE
     return {"responses": responses, "throttle_time_ms": 0}
