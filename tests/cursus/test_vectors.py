@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from conformance import spec
-from conformance.errors import FrameTooLarge
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
 from conformance.protocols.cursus.messages import (
@@ -37,7 +36,7 @@ from conformance.protocols.cursus.messages import (
 )
 from conformance.protocols.cursus.vectors import REPLY_KINDS, from_message, to_message
 from conformance.vectors import Vector, VectorError, load, mismatches
-from tests.support import broker
+from tests.support import broker, deframing
 from tests.support.cursus_client import CursusTestClient
 
 VECTORS = load("cursus")
@@ -45,7 +44,6 @@ FRAMED = [v for v in VECTORS if not v.truncated]
 DECODED = [v for v in VECTORS if v.decoded is not None]
 WITH_REPLY = [v for v in VECTORS if v.reply is not None]
 # A partial next frame: announces 16 bytes and carries 4 of them.
-GARBAGE = b"\x00\x00\x00\x10junk"
 
 
 def ids(v: Vector) -> str:
@@ -58,53 +56,22 @@ def decode(v: Vector, payload: bytes) -> Request | Reply:
     return codec.decode_reply(payload)
 
 
-def announced(v: Vector) -> int:
-    return int.from_bytes(v.frame[:4], "big")
-
-
 # ---------------------------------------------------------------- the deframer
 
 
 @pytest.mark.parametrize("v", VECTORS, ids=ids)
 def test_deframe_whole(v: Vector) -> None:
-    d = codec.new_deframer()
-    if v.truncated and v.error:
-        assert v.error == "FRAME_TOO_LARGE"
-        with pytest.raises(FrameTooLarge):
-            d.feed(v.frame)
-        with pytest.raises(FrameTooLarge):  # poisoned: the stream cannot resynchronise
-            d.feed(b"")
-    elif v.truncated:
-        assert d.feed(v.frame) == []
-        assert d.pending_frame_length == announced(v)
-    else:
-        assert d.feed(v.frame) == [v.payload]
-        assert d.buffered == 0
-        assert d.pending_frame_length is None
+    deframing.check_whole(codec.new_deframer, v)
 
 
 @pytest.mark.parametrize("v", VECTORS, ids=ids)
 def test_deframe_byte_at_a_time(v: Vector) -> None:
-    d = codec.new_deframer()
-    got: list[bytes] = []
-    for i in range(len(v.frame)):
-        byte = v.frame[i : i + 1]
-        if v.error and v.truncated and i == 3:  # refused on the last prefix byte, not later
-            with pytest.raises(FrameTooLarge):
-                d.feed(byte)
-            return
-        got += d.feed(byte)
-        if i < len(v.frame) - 1:
-            assert got == [], f"a frame came out after {i + 1} of {len(v.frame)} bytes"
-    assert got == ([] if v.truncated else [v.payload])
+    deframing.check_byte_at_a_time(codec.new_deframer, v)
 
 
 @pytest.mark.parametrize("v", FRAMED, ids=ids)
 def test_deframe_with_trailing_garbage(v: Vector) -> None:
-    d = codec.new_deframer()
-    assert d.feed(v.frame + GARBAGE) == [v.payload]
-    assert d.buffered == len(GARBAGE) - 4
-    assert d.pending_frame_length == 16
+    deframing.check_trailing(codec.new_deframer, v)
 
 
 # ------------------------------------------------------------------- the codec
@@ -246,7 +213,7 @@ def test_every_vector_cites_requirements_of_spec_md() -> None:
 
 
 def test_the_frame_limit_vectors_are_there() -> None:
-    limits = {(announced(v), v.error) for v in VECTORS if v.truncated}
+    limits = {(deframing.announced(v), v.error) for v in VECTORS if v.truncated}
     assert (64 * 1024 * 1024, None) in limits
     assert (64 * 1024 * 1024 + 1, "FRAME_TOO_LARGE") in limits
 

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 
 from conformance import spec
-from conformance.errors import FrameTooLarge
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import APIS
 from conformance.protocols.kafka.codec import KafkaError, Request
@@ -45,7 +44,7 @@ from conformance.protocols.kafka.vectors import (
 )
 from conformance.vectors import Vector, VectorError, load
 from conformance.wire.schema import Bytes, Field, Type, walk
-from tests.support import broker
+from tests.support import broker, deframing
 
 VECTORS = load("kafka")
 FRAMED = [v for v in VECTORS if not v.truncated]
@@ -53,7 +52,6 @@ DECODED = [v for v in VECTORS if v.decoded is not None]
 WITH_REPLY = [v for v in VECTORS if v.reply is not None]
 CAPTURED = [v for v in VECTORS if v.file == "captured.yaml"]
 # A partial next frame: announces 16 bytes and carries 4 of them.
-GARBAGE = b"\x00\x00\x00\x10junk"
 PROBE_CORRELATION = 0x7EC0
 CODEC_BUGS: dict[str, str] = {}
 """Vector id -> the bug in the codec or the message schemas that fails its decode/encode
@@ -86,10 +84,6 @@ def decode(v: Vector, payload: bytes) -> Request | Response:
     )
 
 
-def announced(v: Vector) -> int:
-    return int.from_bytes(v.frame[:4], "big")
-
-
 def found(plain: Any, key: str) -> Iterator[Any]:
     """Every value of ``key`` anywhere in a plain form."""
     if isinstance(plain, Mapping):
@@ -118,44 +112,17 @@ def without_spaces(plain: Any) -> Any:
 
 @pytest.mark.parametrize("v", VECTORS, ids=ids)
 def test_deframe_whole(v: Vector) -> None:
-    d = codec.new_deframer()
-    if v.truncated and v.error:
-        assert v.error == "FRAME_TOO_LARGE"
-        with pytest.raises(FrameTooLarge):
-            d.feed(v.frame)
-        with pytest.raises(FrameTooLarge):  # poisoned: the stream cannot resynchronise
-            d.feed(b"")
-    elif v.truncated:
-        assert d.feed(v.frame) == []
-        assert d.pending_frame_length == announced(v)
-    else:
-        assert d.feed(v.frame) == [v.payload]
-        assert d.buffered == 0
-        assert d.pending_frame_length is None
+    deframing.check_whole(codec.new_deframer, v)
 
 
 @pytest.mark.parametrize("v", VECTORS, ids=ids)
 def test_deframe_byte_at_a_time(v: Vector) -> None:
-    d = codec.new_deframer()
-    got: list[bytes] = []
-    for i in range(len(v.frame)):
-        byte = v.frame[i : i + 1]
-        if v.error and v.truncated and i == 3:  # refused on the last prefix byte, not later
-            with pytest.raises(FrameTooLarge):
-                d.feed(byte)
-            return
-        got += d.feed(byte)
-        if i < len(v.frame) - 1:
-            assert got == [], f"a frame came out after {i + 1} of {len(v.frame)} bytes"
-    assert got == ([] if v.truncated else [v.payload])
+    deframing.check_byte_at_a_time(codec.new_deframer, v)
 
 
 @pytest.mark.parametrize("v", FRAMED, ids=ids)
 def test_deframe_with_trailing_garbage(v: Vector) -> None:
-    d = codec.new_deframer()
-    assert d.feed(v.frame + GARBAGE) == [v.payload]
-    assert d.buffered == len(GARBAGE) - 4
-    assert d.pending_frame_length == 16
+    deframing.check_trailing(codec.new_deframer, v)
 
 
 # ------------------------------------------------------------------- the codec
@@ -407,7 +374,7 @@ def test_ids_are_unique() -> None:
 
 
 def test_the_frame_limit_vectors_are_there() -> None:
-    limits = {(announced(v), v.error) for v in VECTORS if v.truncated}
+    limits = {(deframing.announced(v), v.error) for v in VECTORS if v.truncated}
     assert (codec.MAX_FRAME, None) in limits
     assert (codec.MAX_FRAME + 1, "FRAME_TOO_LARGE") in limits
     assert (0xFFFFFFFF, "FRAME_TOO_LARGE") in limits
