@@ -361,3 +361,11 @@ def test_a_refused_acks_0_produce_closes_the_connection(conn: Conn) -> None:
     data = [{"name": "no-such-topic", "partition_data": [part]}]
     conn.send(PRODUCE, 3, {"acks": 0, "timeout_ms": 1000, "topic_data": data})
     assert conn.frame(timeout=3) is None
+
+
+def test_an_unknown_coordinator_key_type_and_an_empty_group_id_are_refused(conn: Conn) -> None:
+    """Kafka answers INVALID_REQUEST (42) and INVALID_GROUP_ID (24) here."""
+    assert conn.call(10, 1, {"key": "g", "key_type": 9})["error_code"] == 42
+    assert conn.call(10, 1, {"key": "g", "key_type": 0})["error_code"] == 0
+    groups = conn.call(15, 0, {"groups": ["", "nobody"]})["groups"]
+    assert [(g["error_code"], g["group_state"]) for g in groups] == [(24, "Dead"), (0, "Dead")]

@@ -3,7 +3,8 @@
 (15), ListGroups (16).
 
 Behavior: this broker is the coordinator of every group (and of every transactional id);
-FindCoordinator names it, v4+ once per key asked.  JoinGroup and SyncGroup wait in the
+FindCoordinator names it, v4+ once per key asked (an unknown key type is INVALID_REQUEST).
+DescribeGroups of the empty group id is INVALID_GROUP_ID.  JoinGroup and SyncGroup wait in the
 coordinator until the rebalance completes or the leader's assignment arrives; v4+ of
 JoinGroup asks a new member to join again with the member id it is given
 (MEMBER_ID_REQUIRED).  LeaveGroup v0-2 names one member, v3+ a list.  DescribeGroups of a
@@ -24,15 +25,27 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.coordinator import JoinResult, SyncResult
 from conformance.protocols.kafka.errors import code
 
+KEY_TYPES = (0, 1)
+"""FindCoordinator key types: 0 a group, 1 a transactional id."""
+
 
 def find_coordinator(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
     where = {"node_id": NODE_ID, "host": broker.host, "port": broker.port}
     keys = body.get("coordinator_keys") if request.api_version >= 4 else None
-    out: dict[str, Any] = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, **where}
+    error, message = "NONE", None
+    if int(body.get("key_type", 0)) not in KEY_TYPES:
+        error, message = "INVALID_REQUEST", f"unknown key type {body.get('key_type')}"
+        where = {"node_id": -1, "host": "", "port": -1}
+    out: dict[str, Any] = {
+        "throttle_time_ms": 0,
+        "error_code": code(error),
+        "error_message": message,
+        **where,
+    }
     if keys is not None:
         out["coordinators"] = [
-            {"key": k, **where, "error_code": 0, "error_message": None} for k in keys
+            {"key": k, **where, "error_code": code(error), "error_message": message} for k in keys
         ]
     return out
 
@@ -164,7 +177,7 @@ def describe_groups(broker: Broker, request: Request, peer: str) -> dict[str, An
         view = broker.coordinator.describe(group_id)
         groups.append(
             {
-                "error_code": 0,
+                "error_code": code("INVALID_GROUP_ID" if not group_id else "NONE"),
                 "error_message": None,
                 "group_id": group_id,
                 "group_state": view.state,
