@@ -369,3 +369,27 @@ def test_an_unknown_coordinator_key_type_and_an_empty_group_id_are_refused(conn:
     assert conn.call(10, 1, {"key": "g", "key_type": 0})["error_code"] == 0
     groups = conn.call(15, 0, {"groups": ["", "nobody"]})["groups"]
     assert [(g["error_code"], g["group_state"]) for g in groups] == [(24, "Dead"), (0, "Dead")]
+
+
+def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after_it(
+    conn: Conn, served: tuple[str, tuple[str, int]]
+) -> None:
+    """KAF-OFFSET-2 and Kafka's lookup by time, over timestamps that do not ascend,
+    checked against a scan; -3 (v7+) is the record with the largest timestamp."""
+    topic = _topic(conn)
+    stamps = [5, 3, 9, 7, 9, 1]
+    batch = rec.make_batch([b"%d" % s for s in stamps], timestamps=stamps)
+    _produce(conn, topic, rec.encode_batch(batch))
+    header = 0 if served[0] == "doc" else None
+
+    def lookup(version: int, timestamp: int) -> tuple[int, int]:
+        parts = [{"partition_index": 0, "timestamp": timestamp}]
+        body = {"replica_id": -1, "topics": [{"name": topic, "partitions": parts}]}
+        got = conn.call(2, version, body, header)["topics"][0]["partitions"][0]
+        return got["offset"], got["timestamp"]
+
+    for t in range(0, 11):
+        first = next((i for i, s in enumerate(stamps) if s >= t), -1)
+        assert lookup(1, t) == (first, stamps[first] if first >= 0 else -1), t
+    assert lookup(7, -3) == (2, 9)
+    assert lookup(1, -1)[0] == len(stamps) and lookup(1, -2)[0] == 0

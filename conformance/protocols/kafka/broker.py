@@ -108,6 +108,8 @@ class Broker:
         self._producer_ids = itertools.count(time.time_ns() // 1000)
         self.commit_metadata: dict[tuple[str, str, int], str | None] = {}
         self.producer_epochs: dict[int, int] = {}
+        self.time_indexes: dict[tuple[str, int], Any] = {}
+        """ListOffsets' running timestamp maximum per partition (handlers/list_offsets.py)."""
 
     def changed(self) -> None:
         for listener in list(self._listeners):
@@ -140,6 +142,8 @@ class Broker:
             self._names_by_id.pop(known, None)
         for key in [k for k in self.commit_metadata if k[1] == name]:
             del self.commit_metadata[key]
+        for index in [k for k in self.time_indexes if k[0] == name]:
+            del self.time_indexes[index]
 
     def new_producer_id(self) -> int:
         return next(self._producer_ids)

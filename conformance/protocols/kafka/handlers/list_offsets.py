@@ -10,9 +10,11 @@ partition outside it is UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
+import bisect
+from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engine import EngineError, Record
+from conformance.engine import EngineError
 from conformance.protocols.kafka.broker import Broker
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.errors import code, from_engine
@@ -20,12 +22,53 @@ from conformance.protocols.kafka.errors import code, from_engine
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
-def _find(records: list[Record], timestamp: int) -> tuple[int, int]:
-    """(offset, timestamp) of the first record at or after ``timestamp``; (-1, -1) if none."""
-    for r in records:
-        if r.timestamp_ms >= timestamp:
-            return r.offset, r.timestamp_ms
-    return -1, -1
+@dataclass
+class TimeIndex:
+    """A partition's running maximum of timestamps, grown as the log grows.
+
+    The first record whose timestamp is at least T is the first offset where the running
+    maximum reaches T, so a lookup is a binary search, not a scan of the log (a fuzz
+    campaign asks thousands of times of a log that keeps growing)."""
+
+    highest: list[int] = field(default_factory=list)
+    """highest[i]: the largest timestamp of records 0..i."""
+    argmax: list[int] = field(default_factory=list)
+    """argmax[i]: the first offset in 0..i with that timestamp."""
+    stamps: list[int] = field(default_factory=list)
+
+    def catch_up(self, broker: Broker, topic: str, index: int, hwm: int) -> None:
+        while len(self.stamps) < hwm:
+            chunk = broker.engine.read(topic, index, len(self.stamps), 10_000)
+            for r in chunk:
+                ts = r.timestamp_ms
+                top = self.highest[-1] if self.highest else None
+                if top is None or ts > top:
+                    self.highest.append(ts)
+                    self.argmax.append(r.offset)
+                else:
+                    self.highest.append(top)
+                    self.argmax.append(self.argmax[-1])
+                self.stamps.append(ts)
+
+    def first_at_or_after(self, timestamp: int) -> tuple[int, int]:
+        at = bisect.bisect_left(self.highest, timestamp)
+        if at == len(self.highest):
+            return -1, -1
+        return at, self.stamps[at]
+
+    def largest(self) -> tuple[int, int]:
+        if not self.highest:
+            return -1, -1
+        return self.argmax[-1], self.highest[-1]
+
+
+def _index(broker: Broker, topic: str, index: int, hwm: int) -> TimeIndex:
+    key = (topic, index)
+    found = broker.time_indexes.get(key)
+    if found is None or len(found.stamps) > hwm:  # a new log (the topic was re-created)
+        found = broker.time_indexes[key] = TimeIndex()
+    found.catch_up(broker, topic, index, hwm)
+    return found
 
 
 def _lookup(broker: Broker, topic: str, index: int, timestamp: int) -> tuple[str, int, int]:
@@ -37,13 +80,10 @@ def _lookup(broker: Broker, topic: str, index: int, timestamp: int) -> tuple[str
         return "NONE", hwm, -1
     if timestamp == EARLIEST:
         return "NONE", 0, -1
-    records = broker.engine.read(topic, index, 0, hwm) if hwm else []
-    if timestamp == MAX_TIMESTAMP:
-        if not records:
-            return "NONE", -1, -1
-        best = max(records, key=lambda r: (r.timestamp_ms, -r.offset))
-        return "NONE", best.offset, best.timestamp_ms
-    offset, ts = _find(records, timestamp)
+    times = _index(broker, topic, index, hwm)
+    offset, ts = (
+        times.largest() if timestamp == MAX_TIMESTAMP else times.first_at_or_after(timestamp)
+    )
     return "NONE", offset, ts
 
 
