@@ -4,7 +4,6 @@ differences on the wire, long-poll Fetch and idempotent produce."""
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 import uuid
@@ -17,57 +16,9 @@ import pytest
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka import records as rec
 from tests.support import broker as support
+from tests.support.kafka_client import KafkaConn as Conn
 
 PRODUCE, FETCH, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 3, 18, 19
-
-
-class Conn:
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.sock = socket.create_connection(address, timeout=5)
-        self.corr = 0
-
-    def send(self, key: int, version: int, body: dict[str, Any]) -> int:
-        self.corr += 1
-        payload = codec.encode_request(key, version, body, correlation_id=self.corr)
-        self.sock.sendall(codec.frame(payload))
-        return self.corr
-
-    def raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def frame(self, timeout: float = 5) -> bytes | None:
-        """The next response payload; None if the broker closed the connection."""
-        self.sock.settimeout(timeout)
-        head = self._exactly(4)
-        if head is None:
-            return None
-        (n,) = struct.unpack(">i", head)
-        return self._exactly(n)
-
-    def _exactly(self, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            try:
-                chunk = self.sock.recv(n - len(data))
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def call(
-        self, key: int, version: int, body: dict[str, Any], header: int | None = None
-    ) -> dict[str, Any]:
-        corr = self.send(key, version, body)
-        payload = self.frame()
-        assert payload is not None, "the broker closed the connection"
-        got, reply = codec.decode_response(payload, key, version, header_version=header)
-        assert got == corr
-        return reply
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture(scope="module", params=["apache", "doc"])

@@ -26,6 +26,7 @@ from conformance.protocols.kafka.fuzzing import (
 )
 from tests.support import broker as support
 from tests.support.cli import conformance
+from tests.support.kafka_client import KafkaConn
 
 PROTO = KafkaFuzzing()
 
@@ -102,25 +103,15 @@ def test_requests_that_wait_by_design_owe_no_reply() -> None:
 
 @pytest.mark.parametrize("revision", ["doc", "apache"])
 def test_the_canary_round_trip_against_the_reference_broker(revision: str) -> None:
-    import socket
-
     served = support.start("--revision", revision, protocol="kafka")
     try:
-        with socket.create_connection((served.host, served.port), timeout=5) as sock:
-            deframer = PROTO.new_reply_deframer()
-
-            def call(payload: bytes) -> bytes:
-                sock.sendall(PROTO.frame(payload))
-                while True:
-                    frames = deframer.feed(sock.recv(65536))
-                    if frames:
-                        return frames[0]
-
-            for setup in PROTO.setup_payloads():
-                call(setup)
-            last = PROTO.canary_acked(call(PROTO.canary_produce([b"a", b"b", b"c"])))
-            assert last == 2
-            assert PROTO.canary_values(call(PROTO.canary_consume(1))) == [b"b", b"c"]
+        conn = KafkaConn((served.host, served.port))
+        for setup in PROTO.setup_payloads():
+            conn.call_raw(setup)
+        last = PROTO.canary_acked(conn.call_raw(PROTO.canary_produce([b"a", b"b", b"c"])))
+        assert last == 2
+        assert PROTO.canary_values(conn.call_raw(PROTO.canary_consume(1))) == [b"b", b"c"]
+        conn.close()
     finally:
         served.stop()
 
