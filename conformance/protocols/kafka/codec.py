@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conformance.errors import ProtocolError
@@ -225,7 +225,7 @@ def annotate(payload: bytes, direction: str) -> list[FieldSpan]:
         return [FieldSpan(n, a, b, v) for n, a, b, v in _bare_header(payload)]
     header_version = request_header_version(key, version)
     spans = [
-        FieldSpan(f"header.{s.name}", s.start, s.end, s.value)
+        replace(s, name=f"header.{s.name}")
         for s in REQUEST_HEADER.annotate(payload, header_version)
     ]
     try:

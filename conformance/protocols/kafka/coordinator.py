@@ -465,25 +465,12 @@ class Coordinator:
         group.protocol_name = select_protocol(members, leader)
         group.protocol_type = leader.protocol_type
         self._fire(group, JOIN_COMPLETED)
-        listing = tuple(
-            JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
-            for m in members
-        )
         for m in members:
             m.assignment = b""
             m.last_seen = now
             ticket, m.join_ticket = m.join_ticket, None
             assert ticket is not None  # every member left rejoined
-            result = JoinResult(
-                "NONE",
-                group.generation,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader,
-                m.member_id,
-                listing if m is leader else (),
-            )
-            self._resolve(ticket, result)
+            self._resolve(ticket, self._current(group, m))
 
 
 def _new_member_id(client_id: str) -> str:

@@ -32,22 +32,22 @@ class TimeIndex:
 
     highest: list[int] = field(default_factory=list)
     """highest[i]: the largest timestamp of records 0..i."""
-    argmax: list[int] = field(default_factory=list)
-    """argmax[i]: the first offset in 0..i with that timestamp."""
     stamps: list[int] = field(default_factory=list)
+    top: int = -1
+    """The first offset holding the largest timestamp."""
 
     def catch_up(self, broker: Broker, topic: str, index: int, hwm: int) -> None:
         while len(self.stamps) < hwm:
             chunk = broker.engine.read(topic, index, len(self.stamps), 10_000)
+            if not chunk:
+                return
             for r in chunk:
                 ts = r.timestamp_ms
-                top = self.highest[-1] if self.highest else None
-                if top is None or ts > top:
+                if not self.highest or ts > self.highest[-1]:
                     self.highest.append(ts)
-                    self.argmax.append(r.offset)
+                    self.top = r.offset
                 else:
-                    self.highest.append(top)
-                    self.argmax.append(self.argmax[-1])
+                    self.highest.append(self.highest[-1])
                 self.stamps.append(ts)
 
     def first_at_or_after(self, timestamp: int) -> tuple[int, int]:
@@ -57,9 +57,7 @@ class TimeIndex:
         return at, self.stamps[at]
 
     def largest(self) -> tuple[int, int]:
-        if not self.highest:
-            return -1, -1
-        return self.argmax[-1], self.highest[-1]
+        return (self.top, self.highest[-1]) if self.highest else (-1, -1)
 
 
 def _index(broker: Broker, topic: str, index: int, hwm: int) -> TimeIndex:
