@@ -13,11 +13,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.kafka.interop import Seen, check_split, expected, values
 from tests.support.broker import Broker
 
 pytestmark = pytest.mark.slow
-
-Seen = list[tuple[int, int, bytes, list[tuple[str, bytes]]]]
 
 
 async def _create(address: str, topic: str, partitions: int = 3) -> None:
@@ -30,7 +29,9 @@ async def _create(address: str, topic: str, partitions: int = 3) -> None:
         await admin.close()
 
 
-async def _produce(address: str, topic: str, values: range, compression: str | None = None) -> None:
+async def _produce(
+    address: str, topic: str, indexes: range, compression: str | None = None
+) -> None:
     producer = AIOKafkaProducer(
         bootstrap_servers=address, acks="all", compression_type=compression, linger_ms=5
     )
@@ -43,7 +44,7 @@ async def _produce(address: str, topic: str, values: range, compression: str | N
                 value=b"value-%d" % i,
                 headers=[("index", str(i).encode()), ("origin", b"aiokafka")],
             )
-            for i in values
+            for i in indexes
         ]
         await asyncio.gather(*sent)
     finally:
@@ -86,14 +87,6 @@ async def _poll_until(
                 await consumer.commit()
 
 
-def _values(*seen: Seen) -> list[bytes]:
-    return sorted(v for s in seen for _, _, v, _ in s)
-
-
-def _expected(values: range) -> list[bytes]:
-    return sorted(b"value-%d" % i for i in values)
-
-
 async def _group_scenario(address: str) -> None:
     topic, group = f"aio-{uuid.uuid4().hex[:8]}", f"aio-group-{uuid.uuid4().hex[:8]}"
     await _create(address, topic)
@@ -111,12 +104,7 @@ async def _group_scenario(address: str) -> None:
         await _poll_until(
             [a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 30, within=60
         )
-        assert _values(seen_a, seen_b) == _expected(range(30)), "lost or duplicated records"
-        assert {p for p, *_ in seen_a}.isdisjoint({p for p, *_ in seen_b})
-        assert all(
-            h == [("index", v.split(b"-")[1]), ("origin", b"aiokafka")]
-            for _, _, v, h in seen_a + seen_b
-        ), "headers were not read back as produced"
+        check_split(seen_a, seen_b, range(30), b"aiokafka")
 
         await b.stop()  # leaves the group: a rebalances to own all three partitions
         seen_a.clear()
@@ -124,7 +112,7 @@ async def _group_scenario(address: str) -> None:
         assert a.assignment() == {TopicPartition(topic, p) for p in range(3)}
         await _produce(address, topic, range(30, 60))
         await _poll_until([a], [seen_a], lambda: len(seen_a) >= 30, within=60)
-        assert _values(seen_a) == _expected(range(30, 60)), "lost or duplicated records"
+        assert values(seen_a) == expected(range(30, 60)), "lost or duplicated records"
     finally:
         await a.stop()
         await b.stop()
@@ -139,7 +127,7 @@ async def _group_scenario(address: str) -> None:
         await _poll_until([c], [seen_c], lambda: True, within=5)
     finally:
         await c.stop()
-    assert _values(seen_c) == _expected(range(60, 90)), "committed offsets were not honoured"
+    assert values(seen_c) == expected(range(60, 90)), "committed offsets were not honoured"
 
 
 def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
@@ -159,9 +147,9 @@ async def _codec_scenario(address: str, compression: str) -> list[bytes]:
         await _poll_until([consumer], [seen], lambda: len(seen) >= 50, within=30)
     finally:
         await consumer.stop()
-    return _values(seen)
+    return values(seen)
 
 
 @pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
 def test_compressed_batches_are_read_back_as_produced(kafka: Broker, compression: str) -> None:
-    assert asyncio.run(_codec_scenario(kafka.address, compression)) == _expected(range(50))
+    assert asyncio.run(_codec_scenario(kafka.address, compression)) == expected(range(50))

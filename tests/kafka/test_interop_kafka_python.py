@@ -12,11 +12,10 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.kafka.interop import Seen, check_split, expected, values
 from tests.support.broker import Broker
 
 pytestmark = pytest.mark.slow
-
-Seen = list[tuple[int, int, bytes, list[tuple[str, bytes]]]]
 
 
 def _create(address: str, topic: str, partitions: int = 3) -> None:
@@ -29,12 +28,12 @@ def _create(address: str, topic: str, partitions: int = 3) -> None:
         admin.close()
 
 
-def _produce(address: str, topic: str, values: range, compression: str | None = None) -> None:
+def _produce(address: str, topic: str, indexes: range, compression: str | None = None) -> None:
     producer = KafkaProducer(
         bootstrap_servers=address, acks="all", compression_type=compression, linger_ms=5
     )
     try:
-        for i in values:
+        for i in indexes:
             producer.send(
                 topic,
                 key=b"key-%d" % i,
@@ -83,14 +82,6 @@ def _owned(consumer: KafkaConsumer) -> int:
     return len(consumer.assignment())
 
 
-def _values(*seen: Seen) -> list[bytes]:
-    return sorted(v for s in seen for _, _, v, _ in s)
-
-
-def _expected(values: range) -> list[bytes]:
-    return sorted(b"value-%d" % i for i in values)
-
-
 def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
     kafka: Broker,
 ) -> None:
@@ -107,19 +98,14 @@ def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
         assert _owned(a) and _owned(b), "both members own partitions"
         _produce(kafka.address, topic, range(0, 30))
         _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 30, within=60)
-        assert _values(seen_a, seen_b) == _expected(range(30)), "lost or duplicated records"
-        assert {p for p, *_ in seen_a}.isdisjoint({p for p, *_ in seen_b})
-        assert all(
-            h == [("index", v.split(b"-")[1]), ("origin", b"kafka-python")]
-            for _, _, v, h in seen_a + seen_b
-        ), "headers were not read back as produced"
+        check_split(seen_a, seen_b, range(30), b"kafka-python")
 
         b.close()  # leaves the group: a rebalances to own all three partitions
         seen_a.clear()
         _poll_until([a], [seen_a], lambda: _owned(a) == 3, within=60)
         _produce(kafka.address, topic, range(30, 60))
         _poll_until([a], [seen_a], lambda: len(seen_a) >= 30, within=60)
-        assert _values(seen_a) == _expected(range(30, 60)), "lost or duplicated records"
+        assert values(seen_a) == expected(range(30, 60)), "lost or duplicated records"
     finally:
         a.close()
         b.close()
@@ -133,7 +119,7 @@ def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
         _poll_until([c], [seen_c], lambda: True, within=5)
     finally:
         c.close()
-    assert _values(seen_c) == _expected(range(60, 90)), "committed offsets were not honoured"
+    assert values(seen_c) == expected(range(60, 90)), "committed offsets were not honoured"
 
 
 @pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
@@ -147,4 +133,4 @@ def test_compressed_batches_are_read_back_as_produced(kafka: Broker, compression
         _poll_until([consumer], [seen], lambda: len(seen) >= 50, within=30)
     finally:
         consumer.close()
-    assert _values(seen) == _expected(range(50))
+    assert values(seen) == expected(range(50))
