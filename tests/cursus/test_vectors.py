@@ -43,7 +43,6 @@ VECTORS = load("cursus")
 FRAMED = [v for v in VECTORS if not v.truncated]
 DECODED = [v for v in VECTORS if v.decoded is not None]
 WITH_REPLY = [v for v in VECTORS if v.reply is not None]
-# A partial next frame: announces 16 bytes and carries 4 of them.
 
 
 def ids(v: Vector) -> str:

@@ -51,7 +51,6 @@ FRAMED = [v for v in VECTORS if not v.truncated]
 DECODED = [v for v in VECTORS if v.decoded is not None]
 WITH_REPLY = [v for v in VECTORS if v.reply is not None]
 CAPTURED = [v for v in VECTORS if v.file == "captured.yaml"]
-# A partial next frame: announces 16 bytes and carries 4 of them.
 PROBE_CORRELATION = 0x7EC0
 CODEC_BUGS: dict[str, str] = {}
 """Vector id -> the bug in the codec or the message schemas that fails its decode/encode
