@@ -142,9 +142,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _selected(case_id: str, reqs: tuple[str, ...], select: list[str]) -> bool:
+    """A selector is a requirement ID, a whole case ID, or a prefix ending at a ``/`` or at
+    the ``@`` of a version (``kafka/fetch/3`` selects ``kafka/fetch/3@v12``)."""
     if not select:
         return True
-    return any(s in reqs or case_id == s or case_id.startswith(s.rstrip("/") + "/") for s in select)
+    return any(
+        s in reqs
+        or case_id == s
+        or case_id.startswith(s.rstrip("/") + "/")
+        or case_id.startswith(s + "@")
+        for s in select
+    )
+
+
+def case_id_of(item: pytest.Item) -> str:
+    """The case ID of ``item``: its mark's ID, and for a case run at each version of an
+    API (parametrized by ``version``), ``@v<version>`` after it (``kafka/fetch/3@v12``)."""
+    mark = item.get_closest_marker("conformance")
+    assert mark is not None
+    base = str(mark.kwargs["case_id"])
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "version" in callspec.params:
+        return f"{base}@v{callspec.params['version']}"
+    return base
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -156,7 +176,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         mark = item.get_closest_marker("conformance")
         if mark is None:
             raise pytest.UsageError(f"{item.nodeid} is not marked as a conformance case")
-        case_id, reqs = mark.kwargs["case_id"], mark.kwargs["requirements"]
+        case_id, reqs = case_id_of(item), mark.kwargs["requirements"]
         unknown = [r for r in reqs if r not in state.requirements]
         if unknown:
             raise pytest.UsageError(f"case {case_id} names unknown requirement(s) {unknown}")
@@ -181,7 +201,7 @@ def _print_cases(state: RunState, items: list[pytest.Item]) -> None:
         assert mark is not None
         reqs = mark.kwargs["requirements"]
         levels = "/".join(sorted({state.requirements[r].level for r in reqs}))
-        print(f"{mark.kwargs['case_id']:24} {levels:11} {' '.join(reqs):36} {_title(item)}")
+        print(f"{case_id_of(item):24} {levels:11} {' '.join(reqs):36} {_title(item)}")
     print(f"{len(items)} case(s) selected; nothing was sent (--dry-run)")
 
 
@@ -242,7 +262,7 @@ def _allure_labels(item: pytest.Item, state: RunState) -> None:
     for r in reqs:
         dynamic.label("requirement", r.id)
         dynamic.label("level", r.level)
-    dynamic.title(f"{mark.kwargs['case_id']}: {_title(item)}")
+    dynamic.title(f"{case_id_of(item)}: {_title(item)}")
 
 
 # -------------------------------------------------------------------- verdicts
@@ -295,7 +315,7 @@ def _record(
     reqs = mark.kwargs["requirements"]
     log = item.stash.get(_WIRE, None)
     record = {
-        "case_id": mark.kwargs["case_id"],
+        "case_id": case_id_of(item),
         "nodeid": item.nodeid,
         "title": _title(item),
         "area": state.requirements[reqs[0]].area,

@@ -39,6 +39,9 @@ class Target:
     """The protocol's ``run`` options (credentials, what the target is configured for)."""
     dead: str | None = None
     probed: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What a suite learned about the target once per run (and worker), e.g. the API
+    versions a Kafka broker advertises; cases read it instead of asking again."""
     probe_timeout: float = field(init=False)
 
     def __post_init__(self) -> None:

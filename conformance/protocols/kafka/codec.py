@@ -197,8 +197,14 @@ def correlation_of(payload: bytes) -> int | None:
 
 
 def describe(direction: str, payload: bytes) -> str:
-    """One line for a wire log: ``Metadata v12 request #7 (client rdkafka)``."""
-    if direction == "reply":
+    """One line for a wire log: ``Metadata v12 request #7 (40 bytes)``.  What a client
+    sends (``send``) is raw bytes: a whole frame is described by its payload, anything
+    else (a split or lying frame) as raw bytes; ``recv`` and ``reply`` are responses."""
+    if direction == "send":
+        if len(payload) >= 4 and int.from_bytes(payload[:4], "big") == len(payload) - 4:
+            return "frame: " + describe("request", payload[4:])
+        return f"raw {len(payload)} bytes"
+    if direction in ("reply", "recv"):
         corr = correlation_of(payload)
         return f"response #{corr} ({len(payload)} bytes)" if corr is not None else "response"
     try:
