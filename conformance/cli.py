@@ -103,6 +103,17 @@ def _add_run(
     p.add_argument(
         "--reports", default="reports", metavar="DIR", help="output folder (default ./reports)"
     )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="known failures (from --write-baseline): exit 0 when exactly those fail again; "
+        "1 on a new failure or on a listed one that now passes",
+    )
+    p.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="write every case's verdict to FILE, for a later --baseline",
+    )
     _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")

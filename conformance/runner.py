@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import protocols
+from conformance import baseline, protocols
 from conformance.client import ClientError, Connection, WireLog
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
@@ -239,6 +239,8 @@ def pytest_args(
     out += ["-qq"] if args.quiet else ["-q"]
     if args.strict:
         out.append("--conformance-strict")
+    if args.baseline:
+        out += ["--conformance-baseline", str(Path(args.baseline).resolve())]
     if args.target is None:
         out.append("--conformance-embedded")
     for q in args.quirk:
@@ -260,6 +262,11 @@ def run_command(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
     check_quirks(plugin, args.quirk)
+    if args.baseline:
+        try:
+            baseline.load(args.baseline, plugin.name, revision)
+        except baseline.BaselineError as exc:
+            raise UsageError(str(exc)) from None
     reports = Path(args.reports)
     options = protocol_options(plugin, "run", args, embedded=not args.target)
     if args.dry_run:
@@ -280,7 +287,15 @@ def run_command(args: argparse.Namespace) -> int:
         serve = ["--revision", revision, *plugin.serve_args("run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
             code = int(pytest.main(pytest_args(args, plugin, broker.address, options, reports)))
-    return _finish(plugin, results_file, code, bool(args.select))
+    code = _finish(plugin, results_file, code, bool(args.select))
+    if args.write_baseline and results_file.exists() and code != EXIT_USAGE:
+        counts = baseline.write(args.write_baseline, json.loads(results_file.read_text()))
+        failing = counts.get("FAIL", 0) + counts.get("ERROR", 0)
+        print(
+            f"baseline written to {args.write_baseline}: {sum(counts.values())} cases, "
+            f"{failing} known failure(s)"
+        )
+    return code
 
 
 def _finish(plugin: Plugin, results_file: Path, pytest_code: int, selected: bool) -> int:

@@ -160,6 +160,9 @@ def total_line(results: Mapping[str, Any]) -> str:
     counted = count_verdicts(results)
     parts = [f"{sum(counted.values())} cases", f"{counted['PASS']} PASS"]
     parts += [f"{counted[v]} {v}" for v in VERDICTS[1:] if counted[v]]
+    known = sum(1 for c in cases(results) if c.get("expected"))
+    if known:
+        parts.append(f"{known} of them known failures (baseline)")
     return f"{target_line(results)}: {', '.join(parts)}"
 
 

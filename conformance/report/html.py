@@ -27,6 +27,7 @@ from typing import Any
 
 import jinja2
 
+from conformance.baseline import summary_lines
 from conformance.report import (
     NOT_CHECKABLE,
     NOT_RUN,
@@ -178,6 +179,7 @@ def _case_view(
         "verdict": verdict,
         "verdict_class": _CSS_CLASS[verdict],
         "open": verdict != "PASS",
+        "expected": bool(case.get("expected")),
         "violated": _text(case.get("violated") or ""),
         "message": printable(case.get("message") or ""),
         "duration": _seconds(case.get("duration_s")),
@@ -222,7 +224,14 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "counts": [{"verdict": v, "n": counted[v], "class": _CSS_CLASS[v]} for v in VERDICTS],
         "requirements": [_requirement_view(r, by_id, anchors) for r in requirements],
         "cases": [_case_view(i, c, registry) for i, c in enumerate(listed)],
+        "baseline": _baseline_lines(results.get("baseline")),
     }
+
+
+def _baseline_lines(section: object) -> list[str]:
+    if not isinstance(section, dict):
+        return []
+    return [printable(line) for _, line in summary_lines(section)]
 
 
 def _environment() -> jinja2.Environment:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from conformance.baseline import summary_lines
 from conformance.report import (
     SEVERITY,
     broken_requirements,
@@ -58,9 +59,12 @@ def _requirement_cell(case: Mapping[str, Any]) -> Text:
 
 def _row(case: Mapping[str, Any]) -> tuple[Text, Text, Text, Text]:
     verdict = verdict_of(case)
+    shown = Text(verdict, style=VERDICT_STYLES[verdict])
+    if case.get("expected"):
+        shown = Text(f"{verdict} (known)", style="dim")
     return (
         Text(printable(case.get("case_id") or case.get("nodeid") or "?", one_line=True)),
-        Text(verdict, style=VERDICT_STYLES[verdict]),
+        shown,
         _requirement_cell(case),
         Text(printable(case.get("message"), one_line=True, limit=MESSAGE_LIMIT)),
     )
@@ -113,6 +117,10 @@ def print_summary(
     if broken:
         names = ", ".join(printable(r, one_line=True) for r in broken)
         out.print(Text(f"broken requirements: {names}", style="red"), soft_wrap=True)
+    section = results.get("baseline")
+    if isinstance(section, dict):
+        for style, line in summary_lines(section):
+            out.print(Text(printable(line), style=style), soft_wrap=True)
     warning = unresponsive_line(results)
     if warning is not None:
         out.print(Text(warning, style="bold yellow"), soft_wrap=True)

@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 
 from conformance import __version__, protocols
+from conformance.baseline import Baseline, BaselineError, compare
+from conformance.baseline import load as load_baseline
 from conformance.client import ReplyTimeout, WireLog
 from conformance.plugin import FieldSpan, Plugin
 from conformance.spec import Requirement, requirements
@@ -67,6 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption("--conformance-dry-run", action="store_true", help="list the selected cases")
     g.addoption("--conformance-results", metavar="FILE", help="write results JSON here")
+    g.addoption(
+        "--conformance-baseline",
+        metavar="FILE",
+        help="known-failure baseline: listed failures that fail again do not fail the run",
+    )
     g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
     g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
 
@@ -92,6 +99,16 @@ class RunState:
         self.started = datetime.now(UTC)
         self.t0 = time.monotonic()
         self.cases: list[dict[str, Any]] = []
+        self.known: list[str] = []
+        """Every case ID of this protocol and revision, selected or not."""
+        self.baseline: Baseline | None = None
+        if opt("conformance_baseline"):
+            try:
+                self.baseline = load_baseline(
+                    opt("conformance_baseline"), self.protocol, self.revision
+                )
+            except BaselineError as exc:
+                raise pytest.UsageError(str(exc)) from None
         self.target: Target | None = None
         target = opt("conformance_target")
         if target:
@@ -182,6 +199,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"case {case_id} names unknown requirement(s) {unknown}")
         applies = any(state.revision in state.requirements[r].revisions for r in reqs)
         ours = case_id.startswith(state.protocol + "/")
+        if ours and applies:
+            state.known.append(case_id)
         if ours and applies and _selected(case_id, reqs, state.select):
             keep.append(item)
         else:
@@ -327,6 +346,11 @@ def _record(
         "duration_s": round(call.duration, 4),
         "wire_log": log.as_list() if log else [],
     }
+    expected = state.baseline is not None and state.baseline.expects_failure(
+        case_id_of(item), verdict, state.strict
+    )
+    if expected:
+        record["expected"] = True
     state.cases.append(record)
     item.stash[_CASE] = record
     props = [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
@@ -336,7 +360,11 @@ def _record(
     if log is not None:
         report.sections.append(("wire log", log.render()))
         _allure_attach(log)
-    if verdict == "UNSUPPORTED":
+    if expected:  # a known failure: pytest's xfail, which JUnit and Allure show as such
+        report.outcome = "skipped"
+        report.wasxfail = f"known failure ({verdict}, baseline): {message}"
+        report.longrepr = None
+    elif verdict == "UNSUPPORTED":
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"UNSUPPORTED: {message}")
     elif verdict == "WARN" and not state.strict:
@@ -381,12 +409,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = getattr(session.config, "workerinput", None)
     if worker is not None:
         part = path.with_name(f"{path.name}.part-{worker['workerid']}")
-        part.write_text(json.dumps({"cases": state.cases, "dead": dead}))
+        part.write_text(json.dumps({"cases": state.cases, "dead": dead, "known": state.known}))
         return
     cases = list(state.cases)
+    known = list(state.known)
     for part in sorted(path.parent.glob(path.name + ".part-*")):
         data = json.loads(part.read_text())
         cases.extend(data["cases"])
+        known.extend(data["known"])
         dead = dead or data["dead"]
         part.unlink()
     cases.sort(key=lambda c: _sort_key(c["case_id"]))
@@ -409,6 +439,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "cases": cases,
         "requirements": _requirement_rows(state, cases),
     }
+    if state.baseline is not None:
+        section = compare(state.baseline, cases, known, state.strict)
+        results["baseline"] = section
+        results["exit_code"] = section["exit_code"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1))
 

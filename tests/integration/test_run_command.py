@@ -163,3 +163,27 @@ def test_serve_on_a_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
         )
     assert proc.returncode == 2
     assert f"{b.port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_baseline_keeps_ci_green_on_known_failures_and_catches_changes(tmp_path: Path) -> None:
+    """--write-baseline on a run with a known FAIL; --baseline then exits 0 while exactly it
+    fails again (JUnit and Allure show it as an expected failure), 1 once it passes (the
+    baseline must be updated) and 1 on a failure it does not list."""
+    quirk, base = "ack-last-offset-off-by-one", str(tmp_path / "base.yaml")
+    proc, _ = run(tmp_path, "--quirk", quirk, "--write-baseline", base)
+    assert proc.returncode == 1 and "1 known failure(s)" in proc.stdout
+    proc, _ = run(tmp_path, "--quirk", quirk, "--baseline", base)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "failed as expected" in proc.stdout and "known failures (baseline)" in proc.stdout
+    data = results(tmp_path)
+    assert [c["case_id"] for c in data["cases"] if c.get("expected")] == ["cursus/ack/5"]
+    junit = (tmp_path / "reports" / "junit.xml").read_text()
+    assert 'type="pytest.xfail" message="known failure (FAIL, baseline)' in junit
+    assert "known failure (baseline)" in (tmp_path / "reports" / "report.html").read_text()
+    proc, _ = run(tmp_path, "--baseline", base)
+    assert proc.returncode == 1 and "no longer failing: cursus/ack/5" in proc.stdout
+    proc, _ = run(tmp_path, "--quirk", "consume-from-zero", "--baseline", base)
+    assert proc.returncode == 1 and "new failures" in proc.stdout
+    proc, _ = run(tmp_path, "--baseline", str(tmp_path / "missing.yaml"), timeout=60)
+    assert proc.returncode == 2 and "cannot read baseline" in proc.stderr
+    assert "Traceback" not in proc.stderr
