@@ -146,3 +146,31 @@ def test_a_broker_that_panics_on_a_negative_partition_is_found_and_replayed(
     finally:
         clean.stop()
     assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+@pytest.mark.parametrize(
+    ("quirk", "finding", "cases"),
+    [
+        # deep in a record, behind a valid CRC: first found at case 1318 of seed 0
+        ("crash-on-negative-record-length", "CRASH", "2500"),
+        # a broker that stops serving after a request it does not know: case 31 of seed 0
+        # (a stopped broker answers nothing, so every later case waits out its deadline)
+        ("stop-after-unknown-api-key", "STOPPED", "32"),
+    ],
+)
+def test_each_fault_quirk_is_found_and_its_reproducer_replays(
+    tmp_path: Path, quirk: str, finding: str, cases: str
+) -> None:
+    """The issue's bound is 20,000 cases; these seeds find each fault far sooner, and the
+    campaign stops at the first finding's signature well within the count given."""
+    proc = conformance(
+        tmp_path, "fuzz", "--protocol", "kafka", "-q", "--cases", cases, "--quirk", quirk,
+        "--max-time", "60", "--deadline", "0.5",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    found = sorted((tmp_path / "fuzz" / "findings").glob(f"{finding.lower()}-*.yaml"))
+    assert found, proc.stdout + proc.stderr
+    repro = yaml.safe_load(found[0].read_text())
+    assert (repro["finding"], repro["broker_quirks"]) == (finding, [quirk])
+    replay = conformance(tmp_path, "replay", str(found[0]))
+    assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from conformance.engine import Engine
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import codec, quirks
+from conformance.protocols.kafka.apis import APIS
 from conformance.protocols.kafka.codec import KafkaError, Request
 from conformance.protocols.kafka.coordinator import Coordinator
 from conformance.protocols.kafka.errors import code
@@ -96,6 +97,8 @@ class Broker:
         self.host = "127.0.0.1"
         self.port = 9092
         self.cluster_id = "conformance-reference"
+        self.stopped = False
+        """Set by the fault quirk stop-after-unknown-api-key: nothing is answered any more."""
         self._listeners: list[Callable[[], None]] = []
         self.coordinator = Coordinator(
             clock, join_delay_s=config.join_delay_s, on_change=self.changed
@@ -217,6 +220,8 @@ class KafkaSession:
         return self.frontend.config.revision == "doc"
 
     def respond(self, request: Request, body: dict[str, Any]) -> bytes:
+        if self.frontend.config.quirks:
+            body = quirks.after(self.frontend.config.quirks, request, body)
         header = 0 if self.pgcdc else None
         return codec.frame(
             codec.encode_response(
@@ -231,20 +236,35 @@ class KafkaSession:
     def handle(self, frame: bytes) -> Outcome:
         from conformance.protocols.kafka.handlers import HANDLERS
 
+        active = self.frontend.config.quirks
+        if active and self._stopped(active, frame):
+            return Outcome()
         try:
             request = codec.decode_request(frame)
         except KafkaError as exc:
             return self._undecodable(exc, frame)
-        if "panic-on-negative-partition" in self.frontend.config.quirks:
-            bad = quirks.negative_partition(request.api_key, request.body)
-            if bad is not None:
-                quirks.panic(request.api_key, bad)
+        answer: Any
+        if active:
+            quirks.fault(active, request)
+            seen = quirks.before(active, request)
+            if isinstance(seen, dict):
+                return Outcome([self.respond(request, seen)])
+            request = seen
         answer = HANDLERS[request.api_key](self.broker, request, self.peer)
         if isinstance(answer, _NoResponse):
             return Outcome(close=isinstance(answer, _Close))
         if isinstance(answer, dict):
             return Outcome([self.respond(request, answer)])
         return Outcome(pending=_Pending(self, request, answer))
+
+    def _stopped(self, active: tuple[str, ...], frame: bytes) -> bool:
+        """Fault quirk stop-after-unknown-api-key: once a request names an API key the
+        broker does not know, nothing is answered any more, on any connection."""
+        if "stop-after-unknown-api-key" not in active:
+            return False
+        if len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) not in APIS:
+            self.broker.stopped = True
+        return self.broker.stopped
 
     def _undecodable(self, exc: KafkaError, frame: bytes) -> Outcome:
         corr = exc.correlation_id
