@@ -151,6 +151,11 @@ def _active(config: pytest.Config) -> RunState | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance(case_id, requirements): a conformance case")
+    config.addinivalue_line(
+        "markers",
+        "conformance_versions(api, since, until): run the case at every version of an API "
+        "(expanded by the protocol suite's conftest; the case ID gets @v<version>)",
+    )
     if config.getoption("conformance_protocol"):
         config.stash[_STATE] = RunState(config)
 

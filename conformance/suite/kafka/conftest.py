@@ -9,14 +9,8 @@ import pytest
 from conformance.suite.kafka.verify import known_versions
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "kafka_api(api, since, until): run the case at every version of the API"
-    )
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    mark = metafunc.definition.get_closest_marker("kafka_api")
+    mark = metafunc.definition.get_closest_marker("conformance_versions")
     if mark is None:
         return
     revision = metafunc.config.getoption("conformance_revision", None) or "doc"

@@ -53,7 +53,7 @@ def at_every_version(api: str, since: int = 0, until: int | None = None) -> Call
     run's revision knows; the case takes the version as its ``version`` argument."""
 
     def mark(fn: F) -> F:
-        marked: F = pytest.mark.kafka_api(api, since=since, until=until)(fn)
+        marked: F = pytest.mark.conformance_versions(api, since=since, until=until)(fn)
         return marked
 
     return mark
