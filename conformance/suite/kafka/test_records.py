@@ -1,0 +1,251 @@
+"""Kafka record batches (SPEC.md, area "records")."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from crc32c import crc32c
+
+from conformance.protocols.kafka import records
+from conformance.suite.case import case, require
+from conformance.suite.kafka.steps import (
+    batch,
+    create_topic,
+    fetch,
+    produce,
+    produce_parts,
+)
+from conformance.suite.kafka.verify import KafkaClient, expect_code, need
+from conformance.suite.target import CaseContext
+
+REFUSED = ["CORRUPT_MESSAGE", "INVALID_RECORD"]
+
+
+def _recrc(data: bytearray) -> bytes:
+    """The batch with its CRC computed again (so only the lie we meant is there)."""
+    data[17:21] = crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+def _nothing_stored(target: CaseContext, k: KafkaClient, topic: str, requirement: str) -> None:
+    got = fetch(target, k, topic, 0, 0, requirement=requirement)
+    require(not got.data, requirement, f"the refused batch was stored: {got.values(requirement)}")
+
+
+def _refused(
+    target: CaseContext,
+    data: bytes,
+    requirement: str,
+    what: str,
+    codes: list[str] | None = None,
+    base: str = "refused",
+) -> None:
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, base)
+        p = produce_parts(target, k, topic, {0: data}, requirement=requirement)[0]
+        expect_code(p["error_code"], codes or REFUSED, requirement, what)
+        _nothing_stored(target, k, topic, requirement)
+
+
+@case("kafka/records/1", "KAF-REC-1")
+def test_a_produced_batch_reads_back_as_record_batch_v2(target: CaseContext) -> None:
+    """Records travel as RecordBatch v2: a produced batch reads back with the same records."""
+    sent = records.make_batch(
+        [b"v1", None, b""],
+        keys=[b"k1", b"k2", None],
+        headers=[[("h", b"x")], [], [("n", None)]],
+        base_timestamp=1_700_000_000_000,
+    )
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "v2")
+        produce(target, k, topic, records.encode_batch(sent), requirement="KAF-REC-1")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-1").batches("KAF-REC-1")
+    require(got and all(b.magic == 2 for b in got), "KAF-REC-1", "the fetch holds no magic-2 batch")
+    back = [(r.key, r.value, tuple(r.headers)) for b in got for r in b.records]
+    want = [(r.key, r.value, tuple(r.headers)) for r in sent.records]
+    require(back == want, "KAF-REC-1", f"records read back {back}, expected {want}")
+
+
+@case("kafka/records/2", "KAF-REC-2")
+def test_a_stale_crc_is_corrupt_and_nothing_is_stored(target: CaseContext) -> None:
+    """A batch whose CRC does not match is refused with CORRUPT_MESSAGE (2)."""
+    data = bytearray(batch([b"one", b"two"]))
+    data[-1] ^= 0xFF  # the last value byte changed, the CRC left as it was
+    _refused(target, bytes(data), "KAF-REC-2", "a batch with a stale CRC", ["CORRUPT_MESSAGE"])
+
+
+@case("kafka/records/3", "KAF-REC-3")
+def test_a_record_count_that_lies_is_refused(target: CaseContext) -> None:
+    """A batch whose record count disagrees with its records is refused, nothing stored."""
+    data = bytearray(batch([b"one", b"two"]))
+    data[57:61] = (5).to_bytes(4, "big")  # count 5, two records follow; CRC recomputed
+    _refused(target, _recrc(data), "KAF-REC-3", "a record count of 5 over 2 records")
+
+
+@case("kafka/records/4", "KAF-REC-3")
+def test_a_record_length_that_overruns_is_refused(target: CaseContext) -> None:
+    """A record whose varint length runs past the batch is refused, nothing stored."""
+    data = bytearray(batch([b"one"]))
+    data[61] = 0x7E  # the record's length: zigzag 63, far more than the bytes left
+    _refused(target, _recrc(data), "KAF-REC-3", "a record length of 63 over 10 bytes")
+
+
+@case("kafka/records/5", "KAF-REC-3")
+def test_a_batch_length_that_lies_is_refused(target: CaseContext) -> None:
+    """A batch whose length claims more bytes than were sent is refused, nothing stored."""
+    data = bytearray(batch([b"one"]))
+    data[8:12] = (len(data) + 1000).to_bytes(4, "big")
+    _refused(target, bytes(data), "KAF-REC-3", "a batch length 1000 bytes too long")
+
+
+def _codec_round_trip(target: CaseContext, codec_name: str) -> None:
+    values = [f"{codec_name}-{i}".encode() * 20 for i in range(5)]
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, codec_name)
+        base = produce(
+            target, k, topic, batch(values, compression=codec_name), requirement="KAF-REC-4"
+        )
+        got = fetch(target, k, topic, 0, base, requirement="KAF-REC-4").values("KAF-REC-4")
+    require(
+        [v for _, v in got] == values,
+        "KAF-REC-4",
+        f"{codec_name}: read back {[v[:12] if v else v for _, v in got]}, expected the 5 values",
+    )
+
+
+@case("kafka/records/6", "KAF-REC-4")
+def test_gzip_records_read_back_as_produced(target: CaseContext) -> None:
+    """Records compressed with gzip (codec 1) are accepted and read back exactly."""
+    _codec_round_trip(target, "gzip")
+
+
+@case("kafka/records/7", "KAF-REC-4")
+def test_snappy_records_read_back_as_produced(target: CaseContext) -> None:
+    """Records compressed with snappy (codec 2) are accepted and read back exactly."""
+    _codec_round_trip(target, "snappy")
+
+
+@case("kafka/records/8", "KAF-REC-4")
+def test_lz4_records_read_back_as_produced(target: CaseContext) -> None:
+    """Records compressed with lz4 (codec 3) are accepted and read back exactly."""
+    _codec_round_trip(target, "lz4")
+
+
+@case("kafka/records/9", "KAF-REC-4")
+def test_zstd_records_read_back_as_produced(target: CaseContext) -> None:
+    """Records compressed with zstd (codec 4) are accepted and read back exactly."""
+    _codec_round_trip(target, "zstd")
+
+
+@case("kafka/records/10", "KAF-REC-5")
+def test_fetch_v0_answers_magic_2_batches(target: CaseContext) -> None:
+    """Fetch responses carry magic-2 record batches at every version, v0 included."""
+    need(target, "Fetch", 0)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "magic")
+        produce(target, k, topic, batch([b"m"]), requirement="KAF-REC-5")
+        got = fetch(target, k, topic, 0, 0, version=0, requirement="KAF-REC-5")
+    require(
+        len(got.data) > 16 and got.data[16] == 2,
+        "KAF-REC-5",
+        f"Fetch v0 records have magic {got.data[16] if len(got.data) > 16 else None}, expected 2",
+    )
+
+
+def _legacy_message(value: bytes) -> bytes:
+    """A magic-1 message set of one message: offset, size, crc, magic 1, attributes,
+    timestamp, key (null), value; the CRC-32 covers magic to the end."""
+    body = struct.pack(">bbq", 1, 0, 1_700_000_000_000) + b"\xff\xff\xff\xff"
+    body += len(value).to_bytes(4, "big") + value
+    message = zlib.crc32(body).to_bytes(4, "big") + body
+    return struct.pack(">qi", 0, len(message)) + message
+
+
+@case("kafka/records/11", "KAF-REC-6")
+def test_a_magic_1_message_set_in_produce_v3_is_refused(target: CaseContext) -> None:
+    """Produce v3+ carrying a magic-1 message set is refused and nothing is stored."""
+    _refused(
+        target,
+        _legacy_message(b"old"),
+        "KAF-REC-6",
+        "a magic-1 message in Produce v3+",
+        ["INVALID_RECORD", "UNSUPPORTED_FOR_MESSAGE_FORMAT", "CORRUPT_MESSAGE"],
+    )
+
+
+@case("kafka/records/12", "KAF-REC-7")
+def test_compression_codecs_5_to_7_are_refused(target: CaseContext) -> None:
+    """A batch whose compression codec is 5, 6 or 7 is refused and nothing is stored."""
+    for codec_id in (5, 6, 7):
+        data = bytearray(batch([b"x"]))
+        data[22] = (data[22] & ~0x07) | codec_id  # attributes low byte
+        _refused(
+            target,
+            _recrc(data),
+            "KAF-REC-7",
+            f"compression codec {codec_id}",
+            ["UNSUPPORTED_COMPRESSION_TYPE", "CORRUPT_MESSAGE", "INVALID_RECORD"],
+            base=f"codec{codec_id}",
+        )
+
+
+@case("kafka/records/13", "KAF-REC-8")
+def test_the_broker_assigns_offsets_not_the_producer(target: CaseContext) -> None:
+    """The base offset a producer writes is ignored: the batch is stored where the broker says."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "base")
+        first = produce(target, k, topic, batch([b"a"], base_offset=1000), requirement="KAF-REC-8")
+        require(first == 0, "KAF-REC-8", f"first batch stored at offset {first}, expected 0")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-8").batches("KAF-REC-8")
+    require(
+        got and got[0].base_offset == 0,
+        "KAF-REC-8",
+        f"fetched batch base offset {got[0].base_offset if got else None}, expected 0",
+    )
+
+
+@case("kafka/records/14", "KAF-REC-9")
+def test_fetched_batches_are_well_formed(target: CaseContext) -> None:
+    """Every fetched batch has magic 2, a matching CRC-32C and length, and a last offset
+    delta and count that match its records."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "formed")
+        for i in range(3):
+            produce(target, k, topic, batch([b"r%d" % i] * (i + 1)), requirement="KAF-REC-9")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-9")
+    data, at, seen = got.data, 0, 0
+    while at + 61 <= len(data):
+        try:
+            head = records.peek_batch(data, at)
+        except Exception as exc:
+            require(False, "KAF-REC-9", f"the batch at byte {at} is malformed: {exc}")
+            raise
+        require(head.crc_ok, "KAF-REC-9", f"the batch at byte {at} has a CRC that does not match")
+        one = got.batches("KAF-REC-9")[seen]
+        require(
+            len(one.records) == head.count and one.last_offset_delta == head.count - 1,
+            "KAF-REC-9",
+            f"batch {seen}: count {head.count}, {len(one.records)} records, "
+            f"last offset delta {one.last_offset_delta}",
+        )
+        at += 12 + head.batch_length
+        seen += 1
+    require(
+        seen >= 1 and at == len(data),
+        "KAF-REC-9",
+        f"{seen} whole batch(es) in {len(data)} bytes, {len(data) - at} left over",
+    )
+
+
+@case("kafka/records/15", "KAF-REC-10")
+def test_null_and_empty_keys_and_values_are_kept_apart(target: CaseContext) -> None:
+    """A null key or value reads back null, an empty one empty."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "nulls")
+        sent = records.make_batch([None, b"", b"v"], keys=[b"", None, None])
+        produce(target, k, topic, records.encode_batch(sent), requirement="KAF-REC-10")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-10").batches("KAF-REC-10")
+    back = [(r.key, r.value) for b in got for r in b.records]
+    want = [(b"", None), (None, b""), (None, b"v")]
+    require(back == want, "KAF-REC-10", f"(key, value) read back {back}, expected {want}")
