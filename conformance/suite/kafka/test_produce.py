@@ -1,0 +1,278 @@
+"""Kafka Produce and idempotence (SPEC.md, area "produce")."""
+
+from __future__ import annotations
+
+from conformance.protocols.kafka import records
+from conformance.suite.case import Unsupported, case, require
+from conformance.suite.kafka.steps import (
+    batch,
+    create_topic,
+    fetch,
+    produce,
+    produce_body,
+    produce_parts,
+)
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    name_of,
+    need,
+    usable,
+)
+from conformance.suite.target import CaseContext
+
+
+@case("kafka/produce/1", "KAF-PRODUCE-1")
+@at_every_version("Produce", since=3)
+def test_acknowledged_records_read_back_in_order_from_the_base_offset(
+    target: CaseContext, version: int
+) -> None:
+    """An acknowledged Produce answers the first record's offset; the records are then
+    readable from it, in order, with keys, values, headers and timestamps."""
+    need(target, "Produce", version)
+    first = records.make_batch(
+        [b"a", b"b"],
+        keys=[b"k", None],
+        headers=[[("h", b"1")], []],
+        timestamps=[1_700_000_000_000, 1_700_000_000_005],
+    )
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "p1")
+        base0 = produce(target, k, topic, records.encode_batch(first), version=version)
+        base1 = produce(target, k, topic, batch([b"c"]), version=version)
+        require(
+            (base0, base1) == (0, 2),
+            "KAF-PRODUCE-1",
+            f"base offsets {base0} and {base1}, expected 0 and 2",
+        )
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-1")
+    recs = [
+        (
+            b.base_offset + r.offset_delta,
+            r.key,
+            r.value,
+            tuple(r.headers),
+            b.base_timestamp + r.timestamp_delta,
+        )
+        for b in got.batches("KAF-PRODUCE-1")
+        for r in b.records
+    ]
+    want = [
+        (0, b"k", b"a", (("h", b"1"),), 1_700_000_000_000),
+        (1, None, b"b", (), 1_700_000_000_005),
+    ]
+    require(
+        recs[:2] == want and [r[0] for r in recs] == [0, 1, 2],
+        "KAF-PRODUCE-1",
+        f"read back {recs}, expected {want} then offset 2",
+    )
+
+
+@case("kafka/produce/2", "KAF-PRODUCE-2")
+def test_acks_0_gets_no_response_and_is_appended(target: CaseContext) -> None:
+    """A Produce with acks 0 gets no response; its records are appended."""
+    v = usable(target, "Produce", lowest=3)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "acks0")
+        k.send("Produce", v, produce_body(topic, {0: batch([b"quiet"])}, acks=0))
+        k.expect_silence("KAF-PRODUCE-2", f"Produce v{v} with acks 0", 0.3)
+        # the next request on the same connection gets its own answer, not a late one
+        k.call("ApiVersions", 0, {}, "KAF-PRODUCE-2", "ApiVersions after the acks=0 Produce")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-2").values("KAF-PRODUCE-2")
+    require(
+        [v for _, v in got] == [b"quiet"],
+        "KAF-PRODUCE-2",
+        f"records after the acks=0 Produce: {got}, expected [b'quiet']",
+    )
+
+
+@case("kafka/produce/3", "KAF-PRODUCE-3")
+def test_unknown_topics_and_partitions_are_error_3(target: CaseContext) -> None:
+    """A Produce to a missing topic or partition (a negative index too) is
+    UNKNOWN_TOPIC_OR_PARTITION (3), and the broker keeps serving."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "p3")
+        for name, index in ((topic, 99), (topic, -1), (target.name("never-created"), 0)):
+            p = produce_parts(target, k, name, {index: batch([b"x"])}, requirement="KAF-PRODUCE-3")
+            expect_code(
+                p[index]["error_code"],
+                "UNKNOWN_TOPIC_OR_PARTITION",
+                "KAF-PRODUCE-3",
+                f"Produce to {name}/{index}",
+            )
+        k.call("ApiVersions", 0, {}, "KAF-PRODUCE-3", "ApiVersions after the refusals")
+
+
+def _init_producer(target: CaseContext, k: KafkaClient) -> tuple[int, int]:
+    v = usable(target, "InitProducerId")
+    body = k.call(
+        "InitProducerId",
+        v,
+        {
+            "transactional_id": None,
+            "transaction_timeout_ms": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+        "KAF-PRODUCE-4",
+        f"InitProducerId v{v}",
+    )
+    expect_code(body["error_code"], "NONE", "KAF-PRODUCE-4", "InitProducerId")
+    require(
+        body["producer_id"] >= 0 and body["producer_epoch"] >= 0,
+        "KAF-PRODUCE-4",
+        f"InitProducerId gave id {body['producer_id']} epoch {body['producer_epoch']}",
+    )
+    return int(body["producer_id"]), int(body["producer_epoch"])
+
+
+def _idem(values: list[bytes], pid: int, epoch: int, seq: int) -> bytes:
+    return batch(values, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+
+@case("kafka/produce/4", "KAF-PRODUCE-4")
+def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
+    """An idempotent batch sent twice is acknowledged with the original offset and stored once."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "idem")
+        pid, epoch = _init_producer(target, k)
+        first = produce(
+            target, k, topic, _idem([b"a", b"b"], pid, epoch, 0), requirement="KAF-PRODUCE-4"
+        )
+        again = produce_parts(
+            target, k, topic, {0: _idem([b"a", b"b"], pid, epoch, 0)}, requirement="KAF-PRODUCE-4"
+        )[0]
+        expect_code(
+            again["error_code"],
+            ["NONE", "DUPLICATE_SEQUENCE_NUMBER"],
+            "KAF-PRODUCE-4",
+            "the resend",
+        )
+        if again["error_code"] == 0:
+            require(
+                again["base_offset"] == first,
+                "KAF-PRODUCE-4",
+                f"the resend was acknowledged at {again['base_offset']}, expected {first}",
+            )
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-4").values("KAF-PRODUCE-4")
+    require(
+        [v for _, v in got] == [b"a", b"b"], "KAF-PRODUCE-4", f"stored {got}, expected a and b once"
+    )
+
+
+@case("kafka/produce/5", "KAF-PRODUCE-4")
+def test_a_sequence_gap_is_out_of_order(target: CaseContext) -> None:
+    """A batch whose first sequence skips ahead is OUT_OF_ORDER_SEQUENCE_NUMBER (45)."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "gap")
+        pid, epoch = _init_producer(target, k)
+        produce(target, k, topic, _idem([b"a"], pid, epoch, 0), requirement="KAF-PRODUCE-4")
+        p = produce_parts(
+            target, k, topic, {0: _idem([b"c"], pid, epoch, 5)}, requirement="KAF-PRODUCE-4"
+        )[0]
+        expect_code(
+            p["error_code"], "OUT_OF_ORDER_SEQUENCE_NUMBER", "KAF-PRODUCE-4", "sequence 5 after 0"
+        )
+
+
+def _bump(target: CaseContext, k: KafkaClient, pid: int, epoch: int) -> int:
+    """The producer's next epoch, from InitProducerId v3+ given its id and epoch (KIP-360)."""
+    v = usable(target, "InitProducerId", lowest=3)
+    body = k.call(
+        "InitProducerId",
+        v,
+        {
+            "transactional_id": None,
+            "transaction_timeout_ms": 60000,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+        },
+        "KAF-PRODUCE-4",
+        f"InitProducerId v{v} for producer {pid} epoch {epoch}",
+    )
+    if body["error_code"] != 0:
+        raise Unsupported(
+            f"InitProducerId v{v} with producer {pid} epoch {epoch} was answered "
+            f"{name_of(body['error_code'])}: no second epoch to check fencing with"
+        )
+    require(
+        (body["producer_id"], body["producer_epoch"]) == (pid, epoch + 1),
+        "KAF-PRODUCE-4",
+        f"InitProducerId gave {body['producer_id']}/{body['producer_epoch']}, "
+        f"expected {pid}/{epoch + 1}",
+    )
+    return epoch + 1
+
+
+@case("kafka/produce/6", "KAF-PRODUCE-4")
+def test_a_lower_epoch_is_fenced(target: CaseContext) -> None:
+    """A batch from an older epoch of a producer id is INVALID_PRODUCER_EPOCH (47)."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "epoch")
+        pid, epoch = _init_producer(target, k)
+        produce(target, k, topic, _idem([b"a"], pid, epoch, 0), requirement="KAF-PRODUCE-4")
+        newer = _bump(target, k, pid, epoch)
+        produce(target, k, topic, _idem([b"b"], pid, newer, 0), requirement="KAF-PRODUCE-4")
+        p = produce_parts(
+            target, k, topic, {0: _idem([b"c"], pid, epoch, 1)}, requirement="KAF-PRODUCE-4"
+        )[0]
+        expect_code(
+            p["error_code"],
+            ["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"],
+            "KAF-PRODUCE-4",
+            f"epoch {epoch} after epoch {newer}",
+        )
+
+
+@case("kafka/produce/7", "KAF-PRODUCE-5")
+def test_each_partition_of_a_produce_is_answered_on_its_own(target: CaseContext) -> None:
+    """A Produce to a good and a missing partition writes the good one and refuses the other."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "multi")
+        parts = produce_parts(
+            target, k, topic, {0: batch([b"ok"]), 7: batch([b"no"])}, requirement="KAF-PRODUCE-5"
+        )
+        expect_code(parts[0]["error_code"], "NONE", "KAF-PRODUCE-5", "partition 0")
+        expect_code(
+            parts[7]["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-PRODUCE-5", "partition 7"
+        )
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-5").values("KAF-PRODUCE-5")
+    require(
+        [v for _, v in got] == [b"ok"],
+        "KAF-PRODUCE-5",
+        f"partition 0 holds {got}, expected [b'ok']",
+    )
+
+
+@case("kafka/produce/8", "KAF-PRODUCE-6")
+def test_acks_other_than_minus_1_0_1_are_refused(target: CaseContext) -> None:
+    """acks 2 or -2 is INVALID_REQUIRED_ACKS (21), and nothing is stored."""
+    v = usable(target, "Produce", lowest=3)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "acks")
+        for acks in (2, -2):
+            reply = k.call(
+                "Produce",
+                v,
+                produce_body(topic, {0: batch([b"x"])}, acks=acks),
+                "KAF-PRODUCE-6",
+                f"Produce v{v} with acks {acks}",
+            )
+            codes = [p["error_code"] for t in reply["responses"] for p in t["partition_responses"]]
+            require(codes, "KAF-PRODUCE-6", f"acks {acks}: no partition answered")
+            expect_code(codes[0], "INVALID_REQUIRED_ACKS", "KAF-PRODUCE-6", f"acks {acks}")
+        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-6")
+    require(not got.data, "KAF-PRODUCE-6", f"records stored: {got.values('KAF-PRODUCE-6')}")
+
+
+@case("kafka/produce/9", "KAF-PRODUCE-7")
+def test_a_batch_over_1_mib_is_message_too_large(target: CaseContext) -> None:
+    """The reference broker refuses a batch of more than 1 MiB with MESSAGE_TOO_LARGE (10)."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "large")
+        big = batch([bytes(512 * 1024)] * 3)
+        p = produce_parts(target, k, topic, {0: big}, requirement="KAF-PRODUCE-7")[0]
+        expect_code(
+            p["error_code"], "MESSAGE_TOO_LARGE", "KAF-PRODUCE-7", f"a batch of {len(big)} bytes"
+        )
