@@ -73,7 +73,7 @@ def metadata(
     return {str(t["name"]): t for t in reply["topics"]}
 
 
-def topic_id(ctx: CaseContext, k: KafkaClient, topic: str) -> bytes:
+def topic_id(ctx: CaseContext, k: KafkaClient, topic: str) -> str:
     """The topic's id (Metadata v10+), for Fetch v13+."""
     v = usable(ctx, "Metadata", lowest=10)
     t = metadata(ctx, k, [topic], version=v).get(topic)
@@ -83,7 +83,7 @@ def topic_id(ctx: CaseContext, k: KafkaClient, topic: str) -> bytes:
         f"Metadata v{v} does not list {topic}",
     )
     assert t is not None
-    tid: bytes = t["topic_id"]
+    tid: str = t["topic_id"]
     return tid
 
 
@@ -174,7 +174,7 @@ class Fetched:
 
 
 def fetch_body(
-    topic: str | bytes,
+    topic: str,
     partition: int,
     offset: int,
     version: int,
@@ -216,7 +216,7 @@ def fetch(
     As a consumer asks: min_bytes 1 and a short max_wait_ms (100), so records already
     there come at once and an empty partition costs 100 ms."""
     v = version if version is not None else usable(ctx, "Fetch")
-    ref: str | bytes = topic_id(ctx, k, topic) if v >= 13 else topic
+    ref = topic_id(ctx, k, topic) if v >= 13 else topic
     reply = k.call(
         "Fetch",
         v,

@@ -1,0 +1,178 @@
+"""Kafka Fetch (SPEC.md, area "fetch")."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from conformance.suite.case import case, require
+from conformance.suite.kafka.steps import batch, create_topic, fetch, fetch_body, produce, topic_id
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    need,
+    usable,
+)
+from conformance.suite.target import CaseContext
+
+
+@case("kafka/fetch/1", "KAF-FETCH-1")
+def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> None:
+    """A Fetch with no data waits, and answers with the records when they arrive in time."""
+    v = usable(target, "Fetch")
+    with KafkaClient(target) as k, KafkaClient(target) as producer:
+        topic = create_topic(target, k, "poll")
+        ref = topic_id(target, k, topic) if v >= 13 else topic
+        corr = k.send("Fetch", v, fetch_body(ref, 0, 0, v, max_wait_ms=3000, min_bytes=1))
+        time.sleep(0.2)
+        start = time.monotonic()
+        produce(target, producer, topic, batch([b"late"]), requirement="KAF-FETCH-1")
+        reply = k.answer("Fetch", v, corr, "KAF-FETCH-1", f"the waiting Fetch v{v}", timeout=5)
+        took = time.monotonic() - start
+    got = [p for t in reply["responses"] for p in t["partitions"]]
+    require(got and got[0]["records"], "KAF-FETCH-1", "the long poll answered without the record")
+    require(took < 2.0, "KAF-FETCH-1", f"answered {took:.2f}s after the record arrived (wait 3s)")
+
+
+@case("kafka/fetch/2", "KAF-FETCH-2")
+@at_every_version("Fetch")
+def test_an_offset_outside_the_log_is_out_of_range(target: CaseContext, version: int) -> None:
+    """A Fetch at an offset outside the partition's log is OFFSET_OUT_OF_RANGE (1)."""
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "range")
+        produce(target, k, topic, batch([b"a"]), requirement="KAF-FETCH-2")
+        got = fetch(target, k, topic, 0, 50, version=version, requirement="KAF-FETCH-2")
+    expect_code(got.error_code, "OFFSET_OUT_OF_RANGE", "KAF-FETCH-2", f"Fetch v{version} at 50")
+
+
+@case("kafka/fetch/3", "KAF-FETCH-3")
+@at_every_version("Fetch")
+def test_the_high_watermark_is_the_offset_after_the_last_record(
+    target: CaseContext, version: int
+) -> None:
+    """Each partition of a Fetch response carries the high watermark."""
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "hwm")
+        produce(target, k, topic, batch([b"a", b"b", b"c"]), requirement="KAF-FETCH-3")
+        got = fetch(target, k, topic, 0, 1, version=version, requirement="KAF-FETCH-3")
+    require(
+        got.high_watermark == 3,
+        "KAF-FETCH-3",
+        f"Fetch v{version}: high watermark {got.high_watermark}, expected 3",
+    )
+
+
+@case("kafka/fetch/4", "KAF-FETCH-4")
+def test_an_empty_fetch_answers_once_max_wait_has_passed(target: CaseContext) -> None:
+    """A Fetch with no data is answered, error 0 and no records, once max_wait_ms has passed."""
+    v = usable(target, "Fetch")
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "wait")
+        start = time.monotonic()
+        got = fetch(
+            target,
+            k,
+            topic,
+            0,
+            0,
+            version=v,
+            requirement="KAF-FETCH-4",
+            max_wait_ms=400,
+            min_bytes=1,
+            timeout=5,
+        )
+        took = time.monotonic() - start
+    expect_code(got.error_code, "NONE", "KAF-FETCH-4", "an empty long poll")
+    require(not got.data, "KAF-FETCH-4", "an empty partition answered records")
+    require(0.3 <= took <= 2.0, "KAF-FETCH-4", f"max_wait_ms 400 answered after {took:.2f}s")
+
+
+@case("kafka/fetch/5", "KAF-FETCH-5")
+@at_every_version("Fetch")
+def test_records_come_from_the_offset_asked(target: CaseContext, version: int) -> None:
+    """A Fetch returns records from the offset asked, offsets increasing."""
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "from")
+        for i in range(3):
+            produce(target, k, topic, batch([b"%d" % (2 * i), b"%d" % (2 * i + 1)]))
+        got = fetch(target, k, topic, 0, 3, version=version).values()
+    offsets = [o for o, _ in got]
+    require(
+        offsets and offsets[0] <= 3 and 3 in offsets,
+        "KAF-FETCH-5",
+        f"Fetch v{version} at 3 returned offsets {offsets}",
+    )
+    require(offsets == sorted(set(offsets)), "KAF-FETCH-5", f"offsets not increasing: {offsets}")
+    require(
+        [v for o, v in got if o >= 3] == [b"3", b"4", b"5"],
+        "KAF-FETCH-5",
+        f"records from 3: {[v for o, v in got if o >= 3]}, expected 3, 4, 5",
+    )
+
+
+@case("kafka/fetch/6", "KAF-FETCH-5")
+def test_a_fetch_with_max_wait_0_answers_what_is_there(target: CaseContext) -> None:
+    """A Fetch with max_wait_ms 0 and min_bytes 0 answers at once, with each partition
+    asked and the records at its offset."""
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "now")
+        produce(target, k, topic, batch([b"here"]))
+        got = fetch(target, k, topic, 0, 0, max_wait_ms=0, min_bytes=0).values()
+    require([v for _, v in got] == [b"here"], "KAF-FETCH-5", f"max_wait 0 returned {got}")
+
+
+@case("kafka/fetch/7", "KAF-FETCH-6")
+@at_every_version("Fetch", since=3)
+def test_a_first_batch_larger_than_max_bytes_is_still_returned(
+    target: CaseContext, version: int
+) -> None:
+    """From Fetch v3, a first batch larger than max_bytes is still returned whole."""
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "kip74")
+        produce(target, k, topic, batch([b"x" * 300]), requirement="KAF-FETCH-6")
+        got = fetch(
+            target,
+            k,
+            topic,
+            0,
+            0,
+            version=version,
+            requirement="KAF-FETCH-6",
+            max_bytes=1,
+            partition_max_bytes=1,
+        )
+    values = [v for _, v in got.values("KAF-FETCH-6")]
+    require(
+        values == [b"x" * 300],
+        "KAF-FETCH-6",
+        f"Fetch v{version} with max_bytes 1: {len(values)} record(s), expected the batch whole",
+    )
+
+
+@case("kafka/fetch/8", "KAF-FETCH-7")
+@at_every_version("Fetch")
+def test_an_unknown_topic_is_error_3_or_100(target: CaseContext, version: int) -> None:
+    """A Fetch of a missing topic or partition is UNKNOWN_TOPIC_OR_PARTITION (3), or
+    UNKNOWN_TOPIC_ID (100) for a topic id from v13, and the connection stays open."""
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        ref = str(uuid.uuid4()) if version >= 13 else target.name("nowhere")
+        reply = k.call(
+            "Fetch",
+            version,
+            fetch_body(ref, 0, 0, version, max_wait_ms=0),
+            "KAF-FETCH-7",
+            f"Fetch v{version} of an unknown topic",
+        )
+        codes = [p["error_code"] for t in reply["responses"] for p in t["partitions"]]
+        codes += [reply.get("error_code", 0)] if not codes else []
+        want = ["UNKNOWN_TOPIC_ID"] if version >= 13 else ["UNKNOWN_TOPIC_OR_PARTITION"]
+        expect_code(
+            codes[0] if codes else 0, want, "KAF-FETCH-7", f"Fetch v{version} unknown topic"
+        )
+        k.call("ApiVersions", 0, {}, "KAF-FETCH-7", "ApiVersions after the refused Fetch")

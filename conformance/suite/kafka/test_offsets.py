@@ -1,0 +1,212 @@
+"""Kafka committed offsets and ListOffsets (SPEC.md, area "offsets")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.protocols.kafka import records
+from conformance.suite.case import case, require
+from conformance.suite.kafka.steps import batch, create_topic, produce
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    need,
+    usable,
+)
+from conformance.suite.target import CaseContext
+
+
+def commit(
+    target: CaseContext,
+    k: KafkaClient,
+    group: str,
+    topic: str,
+    offset: int,
+    metadata: str,
+    version: int | None = None,
+) -> int:
+    """A simple commit (no member, generation -1); the partition's error code."""
+    v = version if version is not None else usable(target, "OffsetCommit")
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": metadata,
+                    }
+                ],
+            }
+        ],
+    }
+    reply = k.call("OffsetCommit", v, body, "KAF-OFFSET-1", f"OffsetCommit v{v} {group}")
+    return int(reply["topics"][0]["partitions"][0]["error_code"])
+
+
+def fetch_committed(
+    target: CaseContext, k: KafkaClient, group: str, topic: str, version: int | None = None
+) -> dict[str, Any]:
+    """OffsetFetch of partition 0: its entry (committed_offset, metadata, error_code)."""
+    v = version if version is not None else usable(target, "OffsetFetch")
+    wanted = [{"name": topic, "partition_indexes": [0]}]
+    body = {
+        "group_id": group,
+        "topics": wanted,
+        "require_stable": False,
+        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
+    }
+    reply = k.call("OffsetFetch", v, body, "KAF-OFFSET-1", f"OffsetFetch v{v} {group}")
+    topics = reply["groups"][0]["topics"] if v >= 8 else reply["topics"]
+    parts = [p for t in topics for p in t["partitions"] if t["name"] == topic]
+    require(parts, "KAF-OFFSET-1", f"OffsetFetch v{v}: no entry for {topic}/0")
+    return dict(parts[0])
+
+
+@case("kafka/offsets/1", "KAF-OFFSET-1")
+@at_every_version("OffsetCommit", since=2)
+def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -> None:
+    """An offset committed by a group is what OffsetFetch returns for it afterwards."""
+    need(target, "OffsetCommit", version)
+    with KafkaClient(target) as k:
+        topic, group = create_topic(target, k, "commit"), target.name("g")
+        produce(target, k, topic, batch([b"a", b"b", b"c"]), requirement="KAF-OFFSET-1")
+        expect_code(
+            commit(target, k, group, topic, 2, "", version),
+            "NONE",
+            "KAF-OFFSET-1",
+            f"OffsetCommit v{version}",
+        )
+        got = fetch_committed(target, k, group, topic)
+    require(
+        got["committed_offset"] == 2,
+        "KAF-OFFSET-1",
+        f"OffsetFetch after committing 2 (v{version}): {got['committed_offset']}",
+    )
+
+
+@case("kafka/offsets/2", "KAF-OFFSET-1")
+@at_every_version("OffsetFetch")
+def test_a_partition_never_committed_is_minus_1(target: CaseContext, version: int) -> None:
+    """A partition never committed is answered -1."""
+    need(target, "OffsetFetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "never")
+        got = fetch_committed(target, k, target.name("g"), topic, version)
+    require(
+        got["committed_offset"] == -1,
+        "KAF-OFFSET-1",
+        f"OffsetFetch v{version} of a partition never committed: {got['committed_offset']}",
+    )
+
+
+def _list_offsets(
+    target: CaseContext,
+    k: KafkaClient,
+    topic: str,
+    partition: int,
+    timestamp: int,
+    version: int,
+    requirement: str,
+) -> dict[str, Any]:
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": partition,
+                        "timestamp": timestamp,
+                        "current_leader_epoch": -1,
+                        "max_num_offsets": 1,
+                    }
+                ],
+            }
+        ],
+    }
+    reply = k.call("ListOffsets", version, body, requirement, f"ListOffsets v{version} {timestamp}")
+    return dict(reply["topics"][0]["partitions"][0])
+
+
+def _offset(p: dict[str, Any], version: int) -> int:
+    if version == 0:
+        return int(p["old_style_offsets"][0]) if p["old_style_offsets"] else -1
+    return int(p["offset"])
+
+
+@case("kafka/offsets/3", "KAF-OFFSET-2")
+@at_every_version("ListOffsets", since=1)
+def test_latest_and_earliest_offsets(target: CaseContext, version: int) -> None:
+    """ListOffsets -1 answers the high watermark, -2 the earliest offset."""
+    need(target, "ListOffsets", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "latest")
+        produce(target, k, topic, batch([b"a", b"b", b"c", b"d"]), requirement="KAF-OFFSET-2")
+        latest = _list_offsets(target, k, topic, 0, -1, version, "KAF-OFFSET-2")
+        earliest = _list_offsets(target, k, topic, 0, -2, version, "KAF-OFFSET-2")
+    expect_code(latest["error_code"], "NONE", "KAF-OFFSET-2", "ListOffsets -1")
+    got = (_offset(latest, version), _offset(earliest, version))
+    require(
+        got == (4, 0),
+        "KAF-OFFSET-2",
+        f"v{version}: latest {got[0]} and earliest {got[1]}, expected 4 and 0",
+    )
+
+
+@case("kafka/offsets/4", "KAF-OFFSET-3")
+def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
+    """The metadata string committed with an offset is returned with it."""
+    with KafkaClient(target) as k:
+        topic, group = create_topic(target, k, "meta"), target.name("g")
+        produce(target, k, topic, batch([b"a"]), requirement="KAF-OFFSET-3")
+        expect_code(
+            commit(target, k, group, topic, 1, "checkpoint-7"), "NONE", "KAF-OFFSET-1", "commit"
+        )
+        got = fetch_committed(target, k, group, topic)
+    require(
+        got["metadata"] == "checkpoint-7",
+        "KAF-OFFSET-3",
+        f"metadata {got['metadata']!r}, expected 'checkpoint-7'",
+    )
+
+
+@case("kafka/offsets/5", "KAF-OFFSET-4")
+@at_every_version("ListOffsets", since=1)
+def test_an_offset_by_timestamp_is_the_first_at_or_after_it(
+    target: CaseContext, version: int
+) -> None:
+    """ListOffsets T answers the first offset whose timestamp is T or later, -1 if none."""
+    need(target, "ListOffsets", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "time")
+        data = records.encode_batch(
+            records.make_batch([b"a", b"b", b"c"], timestamps=[1000, 2000, 3000])
+        )
+        produce(target, k, topic, data, requirement="KAF-OFFSET-4")
+        at = _offset(_list_offsets(target, k, topic, 0, 1500, version, "KAF-OFFSET-4"), version)
+        late = _offset(_list_offsets(target, k, topic, 0, 9999, version, "KAF-OFFSET-4"), version)
+    require(
+        (at, late) == (1, -1),
+        "KAF-OFFSET-4",
+        f"v{version}: timestamp 1500 -> {at}, 9999 -> {late}; expected 1 and -1",
+    )
+
+
+@case("kafka/offsets/6", "KAF-OFFSET-5")
+def test_list_offsets_of_an_unknown_partition_is_error_3(target: CaseContext) -> None:
+    """ListOffsets for a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (3)."""
+    v = usable(target, "ListOffsets", lowest=1)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "lo")
+        p = _list_offsets(target, k, topic, 9, -1, v, "KAF-OFFSET-5")
+    expect_code(p["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-OFFSET-5", "partition 9")
