@@ -1,0 +1,397 @@
+"""Kafka consumer groups (SPEC.md, area "groups")."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conformance.client import ReplyTimeout
+from conformance.protocols.kafka.errors import CODES
+from conformance.suite.case import Unsupported, case, require
+from conformance.suite.kafka.steps import (
+    Member,
+    heartbeat,
+    join_body,
+    join_group,
+    leave_group,
+    settle,
+    sync_group,
+)
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    name_of,
+    need,
+    usable,
+)
+from conformance.suite.target import CaseContext
+
+REBALANCE = "REBALANCE_IN_PROGRESS"
+
+
+def _two_members(
+    target: CaseContext, a: KafkaClient, b: KafkaClient, group: str, session_ms: int = 10_000
+) -> tuple[Member, Member]:
+    """Two members joined in one rebalance: both joins sent, then both answers read."""
+    first = join_group(target, a, group, session_ms=session_ms)  # a group of one, settled
+    sync_group(target, a, first, {first.member_id: b"a"})
+    v = usable(target, "JoinGroup")
+    wait = target.timeout + 5
+    corr_b = b.send("JoinGroup", v, join_body(group, session_ms=session_ms))
+    try:  # v4+: MEMBER_ID_REQUIRED at once; older versions wait for the rebalance
+        early: dict[str, Any] | None = b.answer(
+            "JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", timeout=0.5
+        )
+    except ReplyTimeout:
+        early = None
+    if early is not None and early["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
+        again = join_body(group, str(early["member_id"]), session_ms=session_ms)
+        corr_b, early = b.send("JoinGroup", v, again), None
+    # the first member learns of the rebalance and joins again with its id
+    corr_a = a.send("JoinGroup", v, join_body(group, first.member_id, session_ms=session_ms))
+    reply_a = a.answer("JoinGroup", v, corr_a, "KAF-GROUP-2", "first member's rejoin", timeout=wait)
+    reply_b = early or b.answer(
+        "JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", timeout=wait
+    )
+    for who, r in (("first", reply_a), ("second", reply_b)):
+        expect_code(r["error_code"], "NONE", "KAF-GROUP-2", f"the {who} member's join")
+    ma = Member(
+        group,
+        str(reply_a["member_id"]),
+        int(reply_a["generation_id"]),
+        str(reply_a["leader"]),
+        list(reply_a["members"]),
+    )
+    mb = Member(
+        group,
+        str(reply_b["member_id"]),
+        int(reply_b["generation_id"]),
+        str(reply_b["leader"]),
+        list(reply_b["members"]),
+    )
+    return ma, mb
+
+
+@case("kafka/groups/1", "KAF-GROUP-1")
+def test_find_coordinator_names_a_broker_that_serves_the_group(target: CaseContext) -> None:
+    """FindCoordinator names a broker (node id, host, port) that serves the group."""
+    v = usable(target, "FindCoordinator")
+    group = target.name("g")
+    with KafkaClient(target) as k:
+        body = {"key": group, "key_type": 0, "coordinator_keys": [group]}
+        reply = k.call("FindCoordinator", v, body, "KAF-GROUP-1", f"FindCoordinator v{v}")
+        entry = reply["coordinators"][0] if v >= 4 else reply
+        expect_code(entry["error_code"], "NONE", "KAF-GROUP-1", "FindCoordinator")
+        require(
+            entry["host"] and entry["port"] > 0 and entry["node_id"] >= 0,
+            "KAF-GROUP-1",
+            f"coordinator {entry['node_id']} at {entry['host']}:{entry['port']}",
+        )
+        settle(target, k, group)
+
+
+@case("kafka/groups/2", "KAF-GROUP-2")
+def test_members_of_one_rebalance_share_generation_and_leader(target: CaseContext) -> None:
+    """Every member of a rebalance gets the same generation and leader; only the leader
+    gets the member list."""
+    group = target.name("g")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        ma, mb = _two_members(target, a, b, group)
+    require(
+        ma.generation == mb.generation and ma.leader == mb.leader,
+        "KAF-GROUP-2",
+        f"generations {ma.generation}/{mb.generation}, leaders {ma.leader}/{mb.leader}",
+    )
+    leader, follower = (ma, mb) if ma.member_id == ma.leader else (mb, ma)
+    require(
+        leader.member_id == leader.leader, "KAF-GROUP-2", f"leader {ma.leader} is neither member"
+    )
+    ids = sorted(m["member_id"] for m in leader.members)
+    require(
+        ids == sorted([ma.member_id, mb.member_id]),
+        "KAF-GROUP-2",
+        f"the leader got members {ids}, expected both",
+    )
+    require(not follower.members, "KAF-GROUP-2", f"a follower got {len(follower.members)} members")
+
+
+@case("kafka/groups/3", "KAF-GROUP-3")
+def test_a_follower_sync_waits_for_the_leaders_assignment(target: CaseContext) -> None:
+    """SyncGroup from a follower waits for the leader's, then gets what the leader gave it."""
+    group = target.name("g")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        ma, mb = _two_members(target, a, b, group)
+        leader, follower = (ma, mb) if ma.member_id == ma.leader else (mb, ma)
+        lk, fk = (a, b) if leader is ma else (b, a)
+        v = usable(target, "SyncGroup")
+        body = {
+            "group_id": group,
+            "generation_id": follower.generation,
+            "member_id": follower.member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": [],
+        }
+        corr = fk.send("SyncGroup", v, body)
+        fk.expect_silence("KAF-GROUP-3", "the follower's SyncGroup before the leader's", 0.3)
+        plan = {leader.member_id: b"L", follower.member_id: b"F"}
+        mine = sync_group(target, lk, leader, plan)
+        theirs = fk.answer(
+            "SyncGroup", v, corr, "KAF-GROUP-3", "the follower's SyncGroup", timeout=target.timeout
+        )
+    expect_code(theirs["error_code"], "NONE", "KAF-GROUP-3", "the follower's SyncGroup")
+    require(
+        (mine["assignment"], theirs["assignment"]) == (b"L", b"F"),
+        "KAF-GROUP-3",
+        f"assignments {mine['assignment']!r}/{theirs['assignment']!r}, expected b'L'/b'F'",
+    )
+
+
+@case("kafka/groups/4", "KAF-GROUP-4")
+def test_a_member_that_misses_its_session_is_removed(target: CaseContext) -> None:
+    """A member that misses its session timeout is removed; the others' heartbeats get
+    REBALANCE_IN_PROGRESS (27)."""
+    group = target.name("g")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        ma, mb = None, None
+        for session_ms in (1000, 6000):
+            try:
+                ma, mb = _two_members(target, a, b, group, session_ms=session_ms)
+                break
+            except Exception as exc:
+                if "INVALID_SESSION_TIMEOUT" not in str(exc):
+                    raise
+                group = target.name(f"g{session_ms}")
+        if ma is None or mb is None:
+            raise Unsupported("the target refuses session timeouts of 1 s and 6 s")
+        leader = ma if ma.member_id == ma.leader else mb
+        sync_group(
+            target, a if leader is ma else b, leader, {ma.member_id: b"a", mb.member_id: b"b"}
+        )
+        if leader is not ma:
+            sync_group(target, a, ma)
+        else:
+            sync_group(target, b, mb)
+        # a keeps heartbeating, b goes silent
+        end = time.monotonic() + 3 * session_ms / 1000 + 2
+        got = 0
+        while time.monotonic() < end:
+            got = heartbeat(target, a, ma, requirement="KAF-GROUP-4")
+            if got == CODES[REBALANCE]:
+                return
+            time.sleep(0.2)
+    require(
+        False,
+        "KAF-GROUP-4",
+        f"the survivor's heartbeat was still {name_of(got)} {3 * session_ms / 1000 + 2:g}s "
+        f"after the other member went silent (session {session_ms} ms)",
+    )
+
+
+@case("kafka/groups/5", "KAF-GROUP-5")
+def test_unknown_members_and_old_generations_are_refused(target: CaseContext) -> None:
+    """A heartbeat or sync from an unknown member is UNKNOWN_MEMBER_ID (25); with another
+    generation ILLEGAL_GENERATION (22)."""
+    group = target.name("g")
+    with KafkaClient(target) as k:
+        m = settle(target, k, group)
+        expect_code(
+            heartbeat(target, k, m, member_id="nobody", requirement="KAF-GROUP-5"),
+            "UNKNOWN_MEMBER_ID",
+            "KAF-GROUP-5",
+            "heartbeat from member 'nobody'",
+        )
+        expect_code(
+            heartbeat(target, k, m, generation=m.generation + 7, requirement="KAF-GROUP-5"),
+            "ILLEGAL_GENERATION",
+            "KAF-GROUP-5",
+            f"heartbeat with generation {m.generation + 7}",
+        )
+        stranger = Member(group, "nobody", m.generation, m.leader, [])
+        r = sync_group(target, k, stranger, requirement="KAF-GROUP-5")
+        expect_code(r["error_code"], "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup from 'nobody'")
+
+
+@case("kafka/groups/6", "KAF-GROUP-6")
+def test_a_member_that_leaves_makes_the_others_rebalance(target: CaseContext) -> None:
+    """A member that leaves is removed at once; the remaining members rebalance."""
+    group = target.name("g")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        ma, mb = _two_members(target, a, b, group)
+        leader = ma if ma.member_id == ma.leader else mb
+        sync_group(
+            target, a if leader is ma else b, leader, {ma.member_id: b"a", mb.member_id: b"b"}
+        )
+        sync_group(target, b if leader is ma else a, mb if leader is ma else ma)
+        reply = leave_group(target, b, group, mb.member_id)
+        expect_code(reply["error_code"], "NONE", "KAF-GROUP-6", "LeaveGroup")
+        got = heartbeat(target, a, ma, requirement="KAF-GROUP-6")
+    expect_code(got, REBALANCE, "KAF-GROUP-6", "the remaining member's heartbeat after the leave")
+
+
+@case("kafka/groups/7", "KAF-GROUP-7")
+@at_every_version("JoinGroup", since=4)
+def test_a_new_member_gets_member_id_required(target: CaseContext, version: int) -> None:
+    """From JoinGroup v4, a join with an empty member id is MEMBER_ID_REQUIRED (79) with
+    the id to use, and the join with that id is accepted."""
+    need(target, "JoinGroup", version)
+    group = target.name("g")
+    with KafkaClient(target) as k:
+        first = k.call(
+            "JoinGroup", version, join_body(group), "KAF-GROUP-7", f"JoinGroup v{version}"
+        )
+        expect_code(
+            first["error_code"], "MEMBER_ID_REQUIRED", "KAF-GROUP-7", f"JoinGroup v{version}, no id"
+        )
+        require(first["member_id"], "KAF-GROUP-7", "MEMBER_ID_REQUIRED came without a member id")
+        again = k.call(
+            "JoinGroup",
+            version,
+            join_body(group, str(first["member_id"])),
+            "KAF-GROUP-7",
+            "JoinGroup with the given id",
+            timeout=target.timeout + 5,
+        )
+    expect_code(again["error_code"], "NONE", "KAF-GROUP-7", "JoinGroup with the given id")
+
+
+@case("kafka/groups/8", "KAF-GROUP-8")
+def test_an_inconsistent_protocol_is_refused(target: CaseContext) -> None:
+    """A join whose protocol type or protocols do not match the group's is
+    INCONSISTENT_GROUP_PROTOCOL (23)."""
+    group = target.name("g")
+    v = usable(target, "JoinGroup")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        settle(target, a, group)
+        for what, body in (
+            ("protocol type 'connect'", join_body(group, protocol_type="connect")),
+            ("protocol 'roundrobin' only", join_body(group, protocol="roundrobin")),
+        ):
+            r = b.call(
+                "JoinGroup",
+                v,
+                body,
+                "KAF-GROUP-8",
+                f"JoinGroup with {what}",
+                timeout=target.timeout + 5,
+            )
+            if r["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
+                body = {**body, "member_id": r["member_id"]}
+                r = b.call(
+                    "JoinGroup",
+                    v,
+                    body,
+                    "KAF-GROUP-8",
+                    f"JoinGroup with {what}",
+                    timeout=target.timeout + 5,
+                )
+            expect_code(
+                r["error_code"],
+                "INCONSISTENT_GROUP_PROTOCOL",
+                "KAF-GROUP-8",
+                f"JoinGroup with {what}",
+            )
+
+
+def _join_answer(
+    target: CaseContext, k: KafkaClient, body: dict[str, Any], requirement: str, what: str
+) -> int:
+    """The error a join gets, after answering MEMBER_ID_REQUIRED with the id it gives (a
+    broker may ask for the id before it checks the rest)."""
+    v = usable(target, "JoinGroup")
+    wait = target.timeout + 5
+    r = k.call("JoinGroup", v, body, requirement, what, timeout=wait)
+    if r["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
+        r = k.call(
+            "JoinGroup", v, {**body, "member_id": r["member_id"]}, requirement, what, timeout=wait
+        )
+    return int(r["error_code"])
+
+
+@case("kafka/groups/9", "KAF-GROUP-9")
+def test_a_session_timeout_of_1_ms_is_refused(target: CaseContext) -> None:
+    """A session timeout outside the allowed range is INVALID_SESSION_TIMEOUT (26)."""
+    with KafkaClient(target) as k:
+        body = join_body(target.name("g"), session_ms=1)
+        got = _join_answer(target, k, body, "KAF-GROUP-9", "JoinGroup, session timeout 1 ms")
+    expect_code(got, "INVALID_SESSION_TIMEOUT", "KAF-GROUP-9", "session timeout 1 ms")
+
+
+@case("kafka/groups/10", "KAF-GROUP-10")
+@at_every_version("Heartbeat")
+def test_a_current_members_heartbeat_is_ok(target: CaseContext, version: int) -> None:
+    """A heartbeat from a member of a settled group, current generation, is error 0."""
+    need(target, "Heartbeat", version)
+    with KafkaClient(target) as k:
+        m = settle(target, k, target.name("g"))
+        got = heartbeat(target, k, m, version=version)
+    expect_code(got, "NONE", "KAF-GROUP-10", f"Heartbeat v{version}")
+
+
+@case("kafka/groups/11", "KAF-GROUP-11")
+def test_an_empty_group_id_is_invalid(target: CaseContext) -> None:
+    """A JoinGroup with an empty group id is INVALID_GROUP_ID (24)."""
+    with KafkaClient(target) as k:
+        got = _join_answer(target, k, join_body(""), "KAF-GROUP-11", "JoinGroup, group id ''")
+    expect_code(got, "INVALID_GROUP_ID", "KAF-GROUP-11", "group id ''")
+
+
+@case("kafka/groups/12", "KAF-GROUP-12")
+def test_describe_and_list_groups_report_a_settled_group(target: CaseContext) -> None:
+    """DescribeGroups reports a settled group as Stable with its members; ListGroups lists
+    it; an unknown group is Dead or GROUP_ID_NOT_FOUND."""
+    group, unknown = target.name("g"), target.name("none")
+    dv, lv = usable(target, "DescribeGroups"), usable(target, "ListGroups")
+    with KafkaClient(target) as k:
+        m = settle(target, k, group)
+        groups = k.call(
+            "DescribeGroups",
+            dv,
+            {"groups": [group, unknown]},
+            "KAF-GROUP-12",
+            f"DescribeGroups v{dv}",
+        )["groups"]
+        listed = k.call("ListGroups", lv, {}, "KAF-GROUP-12", f"ListGroups v{lv}")["groups"]
+    mine = next((g for g in groups if g["group_id"] == group), None)
+    require(mine is not None, "KAF-GROUP-12", f"DescribeGroups does not answer for {group}")
+    assert mine is not None
+    require(
+        (mine["group_state"], mine["protocol_type"], mine["protocol_data"])
+        == ("Stable", "consumer", "range"),
+        "KAF-GROUP-12",
+        f"state {mine['group_state']!r}, type {mine['protocol_type']!r}, "
+        f"protocol {mine['protocol_data']!r}; expected Stable, consumer, range",
+    )
+    require(
+        [x["member_id"] for x in mine["members"]] == [m.member_id],
+        "KAF-GROUP-12",
+        f"members {[x['member_id'] for x in mine['members']]}, expected [{m.member_id}]",
+    )
+    other = next((g for g in groups if g["group_id"] == unknown), None)
+    require(
+        other is not None and (other["group_state"] == "Dead" or other["error_code"] == 69),
+        "KAF-GROUP-12",
+        f"unknown group described as {other}",
+    )
+    require(
+        group in [g["group_id"] for g in listed],
+        "KAF-GROUP-12",
+        f"ListGroups does not list {group}",
+    )
+
+
+@case("kafka/groups/13", "KAF-GROUP-13")
+def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
+    """A LeaveGroup from a member the group does not have is UNKNOWN_MEMBER_ID (25)."""
+    group = target.name("g")
+    with KafkaClient(target) as k:
+        settle(target, k, group)
+        r = leave_group(target, k, group, "nobody", requirement="KAF-GROUP-13")
+    codes = [r["error_code"]] + [m["error_code"] for m in r.get("members") or []]
+    require(
+        CODES["UNKNOWN_MEMBER_ID"] in codes,
+        "KAF-GROUP-13",
+        f"LeaveGroup from 'nobody' answered {[name_of(c) for c in codes]}",
+    )
