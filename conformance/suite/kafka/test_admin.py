@@ -1,0 +1,165 @@
+"""Kafka topic admin and Metadata (SPEC.md, area "admin")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.suite.case import case, require
+from conformance.suite.kafka.steps import batch, create_topic, metadata, produce_parts
+from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
+from conformance.suite.target import CaseContext
+
+
+def _create(
+    target: CaseContext,
+    k: KafkaClient,
+    name: str,
+    partitions: int,
+    *,
+    validate_only: bool = False,
+    requirement: str = "KAF-ADMIN-1",
+) -> dict[str, Any]:
+    v = usable(target, "CreateTopics", lowest=1 if validate_only else 0)
+    body = {
+        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
+        "timeout_ms": 5000,
+        "validate_only": validate_only,
+    }
+    reply = k.call("CreateTopics", v, body, requirement, f"CreateTopics v{v} {name!r}")
+    return dict(reply["topics"][0])
+
+
+@case("kafka/admin/1", "KAF-ADMIN-1")
+def test_create_topics_makes_the_partitions_asked_for(target: CaseContext) -> None:
+    """CreateTopics creates a topic with the partitions asked for; Metadata lists them."""
+    with KafkaClient(target) as k:
+        create_topic(target, k, "three", partitions=3)  # checks Metadata's count
+
+
+@case("kafka/admin/2", "KAF-ADMIN-1")
+def test_an_existing_name_is_topic_already_exists(target: CaseContext) -> None:
+    """Creating a topic that exists is TOPIC_ALREADY_EXISTS (36)."""
+    with KafkaClient(target) as k:
+        name = create_topic(target, k, "twice")
+        got = _create(target, k, name, 1)
+    expect_code(got["error_code"], "TOPIC_ALREADY_EXISTS", "KAF-ADMIN-1", f"creating {name} again")
+
+
+@case("kafka/admin/3", "KAF-ADMIN-1")
+def test_a_partition_count_below_1_is_invalid(target: CaseContext) -> None:
+    """A partition count of 0 or -2 is INVALID_PARTITIONS (37)."""
+    with KafkaClient(target) as k:
+        for count in (0, -2):
+            got = _create(target, k, target.name(f"parts{count + 2}"), count)
+            expect_code(
+                got["error_code"], "INVALID_PARTITIONS", "KAF-ADMIN-1", f"{count} partitions"
+            )
+
+
+@case("kafka/admin/4", "KAF-ADMIN-2")
+def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> None:
+    """Metadata lists the brokers and, per partition, a leader that is one of them."""
+    v = usable(target, "Metadata")
+    with KafkaClient(target) as k:
+        name = create_topic(target, k, "leaders", partitions=2)
+        reply = k.call(
+            "Metadata",
+            v,
+            {"topics": [{"name": name}], "allow_auto_topic_creation": False},
+            "KAF-ADMIN-2",
+            f"Metadata v{v}",
+        )
+    nodes = {b["node_id"] for b in reply["brokers"]}
+    require(
+        nodes and all(b["host"] and b["port"] > 0 for b in reply["brokers"]),
+        "KAF-ADMIN-2",
+        f"brokers {reply['brokers']}",
+    )
+    topic = next(t for t in reply["topics"] if t["name"] == name)
+    leaders = [p["leader_id"] for p in topic["partitions"]]
+    require(
+        leaders and set(leaders) <= nodes,
+        "KAF-ADMIN-2",
+        f"partition leaders {leaders}, brokers {sorted(nodes)}",
+    )
+
+
+@case("kafka/admin/5", "KAF-ADMIN-2")
+def test_metadata_of_an_unknown_topic_is_error_3(target: CaseContext) -> None:
+    """An unknown topic is UNKNOWN_TOPIC_OR_PARTITION (3) when auto-creation is off (v4+)."""
+    v = usable(target, "Metadata", lowest=4)
+    name = target.name("absent")
+    with KafkaClient(target) as k:
+        got = metadata(target, k, [name], create=False, version=v).get(name)
+    require(got is not None, "KAF-ADMIN-2", f"Metadata v{v} does not answer for {name}")
+    assert got is not None
+    expect_code(
+        got["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-ADMIN-2", f"Metadata of {name}"
+    )
+
+
+def _delete(target: CaseContext, k: KafkaClient, name: str) -> int:
+    v = usable(target, "DeleteTopics")
+    body: dict[str, Any] = {"timeout_ms": 5000}
+    if v >= 6:
+        body["topics"] = [{"name": name, "topic_id": "00000000-0000-0000-0000-000000000000"}]
+    else:
+        body["topic_names"] = [name]
+    reply = k.call("DeleteTopics", v, body, "KAF-ADMIN-3", f"DeleteTopics v{v} {name}")
+    return int(reply["responses"][0]["error_code"])
+
+
+@case("kafka/admin/6", "KAF-ADMIN-3")
+def test_delete_topics_removes_a_topic(target: CaseContext) -> None:
+    """DeleteTopics removes a topic; an unknown name is UNKNOWN_TOPIC_OR_PARTITION (3)."""
+    with KafkaClient(target) as k:
+        name = create_topic(target, k, "doomed")
+        expect_code(_delete(target, k, name), "NONE", "KAF-ADMIN-3", f"deleting {name}")
+        listed = metadata(target, k, None)
+        require(name not in listed, "KAF-ADMIN-3", f"{name} is still listed after DeleteTopics")
+        p = produce_parts(target, k, name, {0: batch([b"x"])}, requirement="KAF-ADMIN-3")[0]
+        require(
+            p["error_code"] != 0, "KAF-ADMIN-3", f"a Produce to the deleted {name} was accepted"
+        )
+        got = _delete(target, k, target.name("never"))
+    expect_code(
+        got, ["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID"], "KAF-ADMIN-3", "an unknown name"
+    )
+
+
+@case("kafka/admin/7", "KAF-ADMIN-4")
+def test_validate_only_creates_nothing(target: CaseContext) -> None:
+    """CreateTopics with validate_only answers as if it created the topic, but creates nothing."""
+    name = target.name("dry")
+    with KafkaClient(target) as k:
+        got = _create(target, k, name, 2, validate_only=True, requirement="KAF-ADMIN-4")
+        expect_code(got["error_code"], "NONE", "KAF-ADMIN-4", "validate_only")
+        listed = metadata(target, k, None)
+    require(name not in listed, "KAF-ADMIN-4", f"validate_only created {name}")
+
+
+@case("kafka/admin/8", "KAF-ADMIN-5")
+def test_illegal_topic_names_are_refused(target: CaseContext) -> None:
+    """Empty, '.', '..', 250-character and non-[a-zA-Z0-9._-] topic names are
+    INVALID_TOPIC_EXCEPTION (17)."""
+    with KafkaClient(target) as k:
+        for name in ("", ".", "..", "a" * 250, "a b", "a/b"):
+            got = _create(target, k, name, 1, requirement="KAF-ADMIN-5")
+            expect_code(
+                got["error_code"],
+                "INVALID_TOPIC_EXCEPTION",
+                "KAF-ADMIN-5",
+                f"topic name {name[:20]!r}",
+            )
+
+
+@case("kafka/admin/9", "KAF-ADMIN-6")
+def test_metadata_null_lists_all_topics_and_empty_lists_none(target: CaseContext) -> None:
+    """Metadata v1+ with a null topic list lists every topic; with an empty list, none."""
+    v = usable(target, "Metadata", lowest=1)
+    with KafkaClient(target) as k:
+        name = create_topic(target, k, "all")
+        every = metadata(target, k, None, version=v)
+        none = metadata(target, k, [], version=v)
+    require(name in every, "KAF-ADMIN-6", f"Metadata v{v} with null topics does not list {name}")
+    require(not none, "KAF-ADMIN-6", f"Metadata v{v} with no topics listed {sorted(none)[:5]}")
