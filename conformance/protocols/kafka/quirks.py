@@ -84,14 +84,15 @@ QUIRKS: dict[str, QuirkSpec] = {
         _spec(
             "unknown-member-heartbeat-ok",
             "groups",
-            ("KAF-GROUP-5",),
+            ("KAF-GROUP-5", "KAF-ERR-1"),
             "answers a heartbeat from an unknown member with error 0",
         ),
         _spec(
             "leave-without-rebalance",
             "groups",
-            ("KAF-GROUP-6",),
-            "answers LeaveGroup with error 0 but keeps the member, so nothing rebalances",
+            ("KAF-GROUP-6", "KAF-GROUP-13"),
+            "answers every LeaveGroup with error 0 (an unknown member's too) but keeps the "
+            "member, so nothing rebalances",
         ),
         _spec(
             "create-existing-topic-ok",

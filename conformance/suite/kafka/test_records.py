@@ -71,7 +71,7 @@ def test_a_produced_batch_reads_back_as_record_batch_v2(target: CaseContext) -> 
 def test_a_stale_crc_is_corrupt_and_nothing_is_stored(target: CaseContext) -> None:
     """A batch whose CRC does not match is refused with CORRUPT_MESSAGE (2)."""
     data = bytearray(batch([b"one", b"two"]))
-    data[-1] ^= 0xFF  # the last value byte changed, the CRC left as it was
+    data[-2] ^= 0x01  # "two" becomes "twn" (the last byte is the header count); CRC kept
     _refused(target, bytes(data), "KAF-REC-2", "a batch with a stale CRC", ["CORRUPT_MESSAGE"])
 
 
