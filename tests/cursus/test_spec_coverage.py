@@ -3,36 +3,19 @@ be; every case names known requirements; the spec quirks break MUSTs across enou
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections import Counter
-from typing import Any
 
 import pytest
 
 import conformance.suite.cursus as suite_pkg
 from conformance.protocols.cursus.quirks import QUIRKS
 from conformance.spec import SpecError, parse, requirements
+from tests.support.suite_cases import cases
 
 REQS = requirements("cursus")
 
 
-def _cases() -> list[tuple[str, tuple[str, ...], Any]]:
-    found = []
-    for mod in pkgutil.iter_modules(suite_pkg.__path__):
-        if not mod.name.startswith("test_"):
-            continue
-        module = importlib.import_module(f"{suite_pkg.__name__}.{mod.name}")
-        for name, fn in vars(module).items():
-            if not name.startswith("test_"):
-                continue
-            marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "conformance"]
-            assert len(marks) == 1, f"{mod.name}.{name} is not marked with @case"
-            found.append((marks[0].kwargs["case_id"], marks[0].kwargs["requirements"], fn))
-    return found
-
-
-CASES = _cases()
+CASES = cases(suite_pkg)
 
 
 def test_spec_has_at_least_40_requirements_of_every_level() -> None:

@@ -5,35 +5,18 @@ revision the exactness test runs (apache)."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections import Counter
-from typing import Any
 
 import conformance.suite.kafka as suite_pkg
 from conformance.protocols.kafka.quirks import QUIRKS
 from conformance.spec import requirements
 from conformance.suite.kafka.verify import known_versions
+from tests.support.suite_cases import cases
 
 REQS = requirements("kafka")
 
 
-def _cases() -> list[tuple[str, tuple[str, ...], Any]]:
-    found = []
-    for mod in pkgutil.iter_modules(suite_pkg.__path__):
-        if not mod.name.startswith("test_"):
-            continue
-        module = importlib.import_module(f"{suite_pkg.__name__}.{mod.name}")
-        for name, fn in vars(module).items():
-            if not name.startswith("test_"):
-                continue
-            marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "conformance"]
-            assert len(marks) == 1, f"{mod.name}.{name} is not marked with @case"
-            found.append((marks[0].kwargs["case_id"], marks[0].kwargs["requirements"], fn))
-    return found
-
-
-CASES = _cases()
+CASES = cases(suite_pkg)
 
 
 def test_spec_has_at_least_60_requirements_each_with_a_source_and_revisions() -> None:

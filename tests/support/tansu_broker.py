@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.client import ClientError
+from conformance.runner import stop_process
 from tests.support.kafka_client import KafkaConn
 
 START_DEADLINE_S = 30.0
@@ -75,7 +75,9 @@ def running(log_dir: Path) -> Iterator[tuple[str, int]]:
     port = _free_port()
     log = log_dir / "tansu.log"
     with log.open("w") as out:
-        proc = subprocess.Popen(command(str(port)), stdout=out, stderr=subprocess.STDOUT)
+        proc: subprocess.Popen[bytes] = subprocess.Popen(
+            command(str(port)), stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         end = time.monotonic() + START_DEADLINE_S
         while not _answers(port):
@@ -85,10 +87,4 @@ def running(log_dir: Path) -> Iterator[tuple[str, int]]:
             time.sleep(0.2)
         yield "127.0.0.1", port
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop_process(proc)
