@@ -23,6 +23,7 @@ Every case record carries its wire log.  The records go to ``--conformance-resul
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
@@ -453,7 +454,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _sort_key(case_id: str) -> list[Any]:
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in case_id.split("/")]
+    """``kafka/fetch/3@v2`` before ``kafka/fetch/3@v10``, and both before ``kafka/fetch/10``."""
+    parts = re.split(r"/|@v", case_id)
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in parts]
 
 
 def _requirement_rows(state: RunState, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
