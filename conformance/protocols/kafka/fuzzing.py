@@ -437,10 +437,13 @@ class KafkaFuzzing:
     def canary_consume(self, offset: int) -> bytes:
         self._consumed_from = offset
         parts = [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]
+        # min_bytes 1 and a short wait, as a consumer asks: records already there come at
+        # once. (Tansu answers max_wait 0 / min_bytes 0 with no partition at all, which
+        # read as acknowledged records gone: a false CORRUPTION.)
         body = {
             "replica_id": -1,
-            "max_wait_ms": 0,
-            "min_bytes": 0,
+            "max_wait_ms": 100,
+            "min_bytes": 1,
             "max_bytes": 1 << 20,
             "topics": [{"topic": CANARY_TOPIC, "partitions": parts}],
         }

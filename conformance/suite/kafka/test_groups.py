@@ -395,3 +395,25 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
         "KAF-GROUP-13",
         f"LeaveGroup from 'nobody' answered {[name_of(c) for c in codes]}",
     )
+
+
+@case("kafka/groups/14", "KAF-GROUP-5")
+def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseContext) -> None:
+    """A SyncGroup from an unknown (static) member of a group that does not exist is
+    answered UNKNOWN_MEMBER_ID (25), never left waiting.  Found by fuzzing Tansu 0.6, which
+    left such a SyncGroup v5 unanswered (and answers others REBALANCE_IN_PROGRESS)."""
+    v = usable(target, "SyncGroup", lowest=3)
+    body = {
+        "group_id": target.name("ghost"),
+        "generation_id": 3,
+        "member_id": "nobody",
+        "group_instance_id": "static-1",
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignments": [{"member_id": "nobody", "assignment": b"a"}],
+    }
+    with KafkaClient(target) as k:
+        r = k.call("SyncGroup", v, body, "KAF-GROUP-5", f"SyncGroup v{v} of a group never made")
+    expect_code(
+        r["error_code"], "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup of a group never made"
+    )
