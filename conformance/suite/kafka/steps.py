@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records
 from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
@@ -161,7 +162,7 @@ class Fetched:
     def batches(self, requirement: str = "KAF-REC-9") -> list[records.RecordBatch]:
         try:
             return records.decode_batches(self.data)
-        except Exception as exc:
+        except ProtocolError as exc:
             raise Violation(requirement, f"the fetched records do not decode: {exc}") from None
 
     def values(self, requirement: str = "KAF-REC-9") -> list[tuple[int, bytes | None]]:

@@ -7,8 +7,9 @@ import zlib
 
 from crc32c import crc32c
 
+from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records
-from conformance.suite.case import case, require
+from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.steps import (
     batch,
     create_topic,
@@ -218,9 +219,8 @@ def test_fetched_batches_are_well_formed(target: CaseContext) -> None:
     while at + 61 <= len(data):
         try:
             head = records.peek_batch(data, at)
-        except Exception as exc:
-            require(False, "KAF-REC-9", f"the batch at byte {at} is malformed: {exc}")
-            raise
+        except ProtocolError as exc:
+            raise Violation("KAF-REC-9", f"the batch at byte {at} is malformed: {exc}") from None
         require(head.crc_ok, "KAF-REC-9", f"the batch at byte {at} has a CRC that does not match")
         one = got.batches("KAF-REC-9")[seen]
         require(
