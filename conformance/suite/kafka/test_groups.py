@@ -400,8 +400,8 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
 @case("kafka/groups/14", "KAF-GROUP-5")
 def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseContext) -> None:
     """A SyncGroup from an unknown (static) member of a group that does not exist is
-    answered UNKNOWN_MEMBER_ID (25), never left waiting.  Found by fuzzing Tansu 0.6, which
-    left such a SyncGroup v5 unanswered (and answers others REBALANCE_IN_PROGRESS)."""
+    answered UNKNOWN_MEMBER_ID (25).  From a fuzz campaign against Tansu 0.6, which answers
+    it REBALANCE_IN_PROGRESS (27), three seconds later."""
     v = usable(target, "SyncGroup", lowest=3)
     body = {
         "group_id": target.name("ghost"),
