@@ -10,8 +10,7 @@ unless a case passes its own.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,17 +371,3 @@ def leave_group(
     else:
         body["member_id"] = member_id
     return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")
-
-
-def wait_until(check: Callable[[], bool], seconds: float, step: float = 0.1) -> bool:
-    """Poll ``check`` until it holds or ``seconds`` pass (bounded)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return True
-        time.sleep(step)
-    return check()
-
-
-def api_key(api: str) -> int:
-    return BY_NAME[api].key
