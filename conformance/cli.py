@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from conformance import protocols
+from conformance.client import HEX_KEEP
 from conformance.engine import MAX_PARTITIONS
 from conformance.exits import EXIT_USAGE, UsageError
 from conformance.plugin import Plugin
@@ -114,9 +115,29 @@ def _add_run(
         metavar="FILE",
         help="write every case's verdict to FILE, for a later --baseline",
     )
+    p.add_argument(
+        "--target-name",
+        metavar="NAME",
+        help="the target's label in reports, e.g. 'mybroker 2.1' (default: 'embedded' for the "
+        "embedded broker, else HOST:PORT); JUnit suites and the report matrix are named by it",
+    )
+    p.add_argument(
+        "--wire-keep",
+        type=int,
+        default=HEX_KEEP,
+        metavar="BYTES",
+        help=f"bytes of each frame kept in the wire log (default {HEX_KEEP}); reports mark "
+        "where a frame was cut",
+    )
     _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only the one summary line: no "
+        "progress, no failure blocks (the reports have them)",
+    )
     _add_protocol_options(p, plugin, "run")
 
 
@@ -271,6 +292,26 @@ def _add_replay(
     _add_protocol_options(p, plugin, "fuzz")
 
 
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        allow_abbrev=False,
+        help="render reports again from saved results; several runs side by side",
+        description="Render the HTML report, JUnit XML and Allure results again from saved "
+        "results.json files (or folders holding one).  Given several runs, each gets a folder "
+        "under --out and matrix.html puts them side by side: requirements x targets.",
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="a results.json or its folder")
+    p.add_argument(
+        "--out", default="reports/rendered", metavar="DIR", help="default reports/rendered"
+    )
+    p.add_argument(
+        "--allure",
+        action="store_true",
+        help="also build a single-file Allure report (needs Node.js and npm: npx allure@3)",
+    )
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser, with the options of the protocol ``argv`` names (see :func:`protocol_named`)."""
     plugin = _plugin_or_none(protocol_named(argv))
@@ -284,6 +325,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_serve(sub, plugin)
     _add_fuzz(sub, plugin)
     _add_replay(sub, plugin)
+    _add_report(sub)
     return parser
 
 
@@ -342,6 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from conformance.fuzz.command import replay_command
 
             return replay_command(args)
+        if args.command == "report":
+            from conformance.report.command import report_command
+
+            return report_command(args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:

@@ -21,9 +21,10 @@ from typing import Any, Protocol
 from conformance.errors import ProtocolError
 from conformance.plugin import FieldSpan, Opening, SessionRefused, open_session
 
-HEX_KEEP = 512
-"""Bytes of each wire-log entry kept as hex (the length is always recorded)."""
-FIELDS_KEEP = 64
+HEX_KEEP = 4096
+"""Bytes of each wire-log entry kept as hex by default (the length is always recorded;
+``conformance run --wire-keep`` changes it)."""
+FIELDS_KEEP = 256
 """Fields of each wire-log entry kept (those that start within the kept bytes)."""
 
 
@@ -73,6 +74,7 @@ class WireEntry:
             "dir": self.dir,
             "len": self.len,
             "hex": self.hex,
+            "truncated": len(self.hex) // 2 < self.len,
             "summary": self.summary,
         }
         if self.fields:
@@ -88,6 +90,8 @@ class WireLog:
     annotate: Callable[[str, bytes], list[FieldSpan]] | None = None
     """``annotate(dir, data)``: the fields of what was sent (``send``: raw bytes) or
     received (``recv``: a frame payload)."""
+    keep: int = HEX_KEEP
+    """Bytes of each entry kept as hex; an entry cut shorter says so (``truncated``)."""
     _next_conn: int = 0
 
     def new_conn(self) -> int:
@@ -99,7 +103,7 @@ class WireLog:
             summary = self.describe(direction, data)
         fields: list[list[Any]] = []
         if data and self.annotate is not None and direction in ("send", "recv"):
-            kept = [s for s in self.annotate(direction, data) if s.start < HEX_KEEP]
+            kept = [s for s in self.annotate(direction, data) if s.start < self.keep]
             fields = [[s.name, s.start, s.end, _shown(s.value)] for s in kept[:FIELDS_KEEP]]
         self.entries.append(
             WireEntry(
@@ -107,7 +111,7 @@ class WireLog:
                 conn,
                 direction,
                 len(data),
-                data[:HEX_KEEP].hex(),
+                data[: self.keep].hex(),
                 summary,
                 fields,
             )
@@ -128,8 +132,8 @@ def _shown(value: object) -> object:
     """A field value as JSON can hold it (bytes as text, long text cut)."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "backslashreplace")
-    if isinstance(value, str) and len(value) > 80:
-        return value[:80] + "..."
+    if isinstance(value, str) and len(value) > 300:
+        return value[:300] + "..."
     return value if isinstance(value, int | str | None) else str(value)
 
 

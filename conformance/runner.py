@@ -33,6 +33,7 @@ from conformance import baseline, protocols
 from conformance.client import ClientError, Connection, WireLog
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
+from conformance.progress import RunProgress
 
 SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
 START_DEADLINE_S = 30.0
@@ -226,17 +227,19 @@ def pytest_args(
         target,
         "--conformance-results",
         str(reports / "results.json"),
-        "--junitxml",
-        str(reports / "junit.xml"),
-        "-o",
-        "junit_family=xunit2",
-        "--alluredir",
-        str(reports / "allure-results"),
-        "--clean-alluredir",
-        "--tb=line",
-        "-rN",
+        "--conformance-wire-keep",
+        str(args.wire_keep),
+        # the tool prints its own progress and summary (conformance.progress and
+        # conformance.report.terminal); JUnit and Allure are rendered from results.json
+        "-p",
+        "no:terminal",
+        "-p",
+        "no:junitxml",
+        "-p",
+        "no:allure_pytest",
     ]
-    out += ["-qq"] if args.quiet else ["-q"]
+    if args.target_name:
+        out += ["--conformance-target-name", args.target_name]
     if args.strict:
         out.append("--conformance-strict")
     if args.baseline:
@@ -261,6 +264,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
+    if args.wire_keep < 16:
+        raise UsageError("--wire-keep must be at least 16 bytes")
     check_quirks(plugin, args.quirk)
     if args.baseline:
         try:
@@ -278,16 +283,19 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write --reports {reports}: {exc.strerror or exc}") from None
     results_file = reports / "results.json"
     results_file.unlink(missing_ok=True)
+    progress = [] if args.quiet else [RunProgress()]
     if args.target:
         host, port = parse_target(args.target)
         check_reachable(host, port, args.timeout)
         check_session(plugin.at(revision), host, port, args.timeout, options)
-        code = int(pytest.main(pytest_args(args, plugin, f"{host}:{port}", options, reports)))
+        argv = pytest_args(args, plugin, f"{host}:{port}", options, reports)
+        code = int(pytest.main(argv, plugins=progress))
     else:
         serve = ["--revision", revision, *plugin.serve_args("run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
-            code = int(pytest.main(pytest_args(args, plugin, broker.address, options, reports)))
-    code = _finish(plugin, results_file, code, bool(args.select))
+            argv = pytest_args(args, plugin, broker.address, options, reports)
+            code = int(pytest.main(argv, plugins=progress))
+    code = _finish(plugin, results_file, code, bool(args.select), args.quiet)
     if args.write_baseline and results_file.exists() and code != EXIT_USAGE:
         counts = baseline.write(args.write_baseline, json.loads(results_file.read_text()))
         failing = counts.get("FAIL", 0) + counts.get("ERROR", 0)
@@ -298,7 +306,9 @@ def run_command(args: argparse.Namespace) -> int:
     return code
 
 
-def _finish(plugin: Plugin, results_file: Path, pytest_code: int, selected: bool) -> int:
+def _finish(
+    plugin: Plugin, results_file: Path, pytest_code: int, selected: bool, quiet: bool
+) -> int:
     if not results_file.exists():
         if pytest_code == 4:  # pytest's usage error: it printed why
             return EXIT_USAGE
@@ -317,13 +327,11 @@ def _finish(plugin: Plugin, results_file: Path, pytest_code: int, selected: bool
         )
         print(f"conformance run: {why}", file=sys.stderr)
         return EXIT_USAGE
-    from conformance.report.html import write_html
-    from conformance.report.table import print_summary
+    from conformance.report.render import write_reports
+    from conformance.report.terminal import print_summary
 
-    write_html(results, results_file.with_name("report.html"))
-    print_summary(results)
-    print(
-        f"reports written to {results_file.parent}/ (report.html, junit.xml, results.json, "
-        "allure-results/)"
-    )
+    written = write_reports(results, results_file.parent)
+    print_summary(results, quiet=quiet)
+    if not quiet:
+        print(f"reports: {results_file.parent}/ ({', '.join(written)})")
     return int(results["exit_code"])

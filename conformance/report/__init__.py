@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
+
+#: The report model's name and version, in every ``results.json``; its JSON Schema is
+#: :data:`SCHEMA_FILE`.  Readers refuse another version instead of guessing.
+SCHEMA_ID = "broker-conformance/results"
+SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).resolve().parent / "results.schema.json"
 
 #: Case verdicts, in the order reports list them.
 VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "WARN", "UNSUPPORTED", "ERROR")
@@ -98,6 +105,16 @@ def case_requirements(case: Mapping[str, Any]) -> list[str]:
     return [str(r) for r in case.get("requirements") or []]
 
 
+def reason_of(case: Mapping[str, Any], *, limit: int | None = None) -> str:
+    """A case's message on one line, without the ``CUR-ACK-4: `` its violated requirement
+    put in front (reports show the requirement beside it)."""
+    message = printable(case.get("message") or "", one_line=True)
+    violated = str(case.get("violated") or "")
+    if violated and message.startswith(violated + ": "):
+        message = message[len(violated) + 2 :]
+    return printable(message, limit=limit)
+
+
 def broken_by(case: Mapping[str, Any]) -> list[str]:
     """Requirements a FAIL or WARN case broke: the violated one, else all it checks."""
     if verdict_of(case) not in ("FAIL", "WARN"):
@@ -148,11 +165,13 @@ def requirement_rollup(
 
 
 def target_line(results: Mapping[str, Any]) -> str:
-    """``cursus doc against 127.0.0.1:9000``: what was checked against what."""
+    """``cursus doc against embedded (127.0.0.1:9000)``: what was checked against what."""
     protocol = printable(results.get("protocol") or "?", one_line=True)
     revision = printable(results.get("revision") or "?", one_line=True)
-    target = printable(results.get("target") or "?", one_line=True)
-    return f"{protocol} {revision} against {target}"
+    address = printable(results.get("target") or "", one_line=True)
+    name = printable(results.get("target_name") or "", one_line=True) or address or "?"
+    where = f"{name} ({address})" if address and address != name else name
+    return f"{protocol} {revision} against {where}"
 
 
 def total_line(results: Mapping[str, Any]) -> str:

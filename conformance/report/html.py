@@ -1,31 +1,36 @@
 """Self-contained HTML report of a run, rendered with jinja2 from ``results.json``.
 
-:func:`write_html` turns the results dict into one HTML file: inline CSS, no
-script, no external asset, and a Content-Security-Policy that forbids loading
-anything, so the file can be attached to a CI run and opened anywhere.  It holds:
+:func:`write_html` turns the results dict into one HTML file that opens from disk: inline
+CSS, inline SVG plots, one inline script (the filters and the anchors) allowed by its
+hash in the page's Content-Security-Policy, which forbids everything else.  Top to bottom:
 
-* a header: protocol, revision, target, quirks, date, duration, verdict counts;
-* the requirements coverage table: each requirement's level, its verdict rolled
-  up from its cases (see :func:`conformance.report.requirement_rollup`), its cases;
-* one section per case, folded when it passed: the requirements it checks, with
-  their text, the message, and the wire log (hex wrapped at 32 bytes a line, each
-  entry cut at 4 KiB with a note saying so).
+* a compact header: what was checked against what, the verdict counts, one total line;
+* **Failures first**: every broken requirement (FAIL, then ERROR, then WARN), each with
+  its text and its cases, and per case the one-line reason, the decisive frame (hex with
+  the protocol's fields, the field the reason names highlighted) and the command that
+  reproduces it; known failures (from a baseline) folded apart;
+* coverage per level and per area, and plots (verdicts per area, the slowest cases);
+* the requirements table, each row anchored by its ID (``#CUR-ACK-4``);
+* every case, anchored by its ID (``#cursus/ack/5``; opening that address unfolds it),
+  with filters by verdict, level, area and requirement, and its whole kept wire log.
 
-Wire logs carry whatever bytes the target sent, so autoescape is always on (the
-template's ``.j2`` suffix would defeat jinja2's suffix-based autoescape choice)
-and every string goes through :func:`conformance.report.printable` first.  This
-module turns the results into plain view data; the template only lays it out.
+Wire logs carry whatever bytes the target sent, so autoescape is always on and every
+string goes through :func:`conformance.report.printable` first.  This module turns the
+results into plain view data; the template only lays it out.
 """
 
 from __future__ import annotations
 
-import binascii
+import base64
+import hashlib
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from conformance.baseline import summary_lines
 from conformance.report import (
@@ -33,34 +38,38 @@ from conformance.report import (
     NOT_RUN,
     UNDECIDED,
     VERDICTS,
-    broken_requirements,
+    broken_by,
     case_requirements,
     cases,
     count_verdicts,
+    natural_key,
     printable,
+    reason_of,
     requirement_rollup,
     target_line,
     total_line,
     unresponsive_line,
     verdict_of,
 )
+from conformance.report import wire as wirelog
+from conformance.report.plots import slowest_cases, verdicts_per_area
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "report.html.j2"
+SCRIPT_NAME = "report.js"
 
-#: Bytes shown per hex line.
-HEX_LINE_BYTES = 32
-#: Bytes shown per wire-log entry; the rest is cut with a note.
-HEX_ENTRY_LIMIT = 4096
 #: Wire-log entries shown per case (a flood case can log many thousands).
-WIRE_ENTRY_LIMIT = 2000
+WIRE_ENTRY_LIMIT = 500
 
-_DIRECTIONS = {"send": "send", "recv": "recv", "event": "event"}
-_CSS_CLASS = {v: v.lower() for v in VERDICTS} | {
-    UNDECIDED: "undecided",
-    NOT_RUN: "not-run",
-    NOT_CHECKABLE: "not-checkable",
-}
+ROLLUPS = (*VERDICTS, UNDECIDED, NOT_RUN, NOT_CHECKABLE)
+_CSS_CLASS = {v: v.lower().replace(" ", "-") for v in ROLLUPS}
+_BACKTICKS = re.compile(r"`([^`\n]+)`")
+
+
+def text_html(value: object) -> Markup:
+    """Printable text, escaped, with Markdown's `code` spans shown as code."""
+    escaped = str(escape(printable(value)))
+    return Markup(_BACKTICKS.sub(r"<code>\1</code>", escaped))
 
 
 def _text(value: object) -> str:
@@ -68,162 +77,195 @@ def _text(value: object) -> str:
 
 
 def _seconds(value: object) -> str:
-    if not isinstance(value, int | float | str) or isinstance(value, bool):
+    if not isinstance(value, int | float) or isinstance(value, bool):
         return ""
-    try:
-        seconds = float(value)
-    except ValueError:
-        return ""
-    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def hex_lines(data: bytes) -> list[str]:
-    """``data`` as lines of ``offset  hex bytes  ascii``, :data:`HEX_LINE_BYTES` a line."""
-    lines = []
-    for start in range(0, len(data), HEX_LINE_BYTES):
-        chunk = data[start : start + HEX_LINE_BYTES]
-        hexed = " ".join(f"{b:02x}" for b in chunk).ljust(HEX_LINE_BYTES * 3 - 1)
-        shown = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
-        lines.append(f"{start:04x}  {hexed}  {shown}")
-    return lines
-
-
-#: Fields listed per wire-log entry.
-FIELDS_LIMIT = 64
-
-
-def field_labels(entry: Mapping[str, Any]) -> list[str]:
-    """``name=value @start-end`` for each field the protocol's annotator found in the entry."""
-    out = []
-    for f in entry.get("fields") or []:
-        if isinstance(f, list) and len(f) == 4:
-            name, start, end, value = f
-            out.append(printable(f"{name}={value!r} @{start}-{end}", one_line=True, limit=120))
-    return out[:FIELDS_LIMIT]
-
-
-def wire_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """View data for one wire-log entry: hex lines cut at :data:`HEX_ENTRY_LIMIT`, notes,
-    and the protocol's fields, as the wire log recorded them."""
-    raw = str(entry.get("hex") or "")
-    notes = []
-    try:
-        data = binascii.unhexlify("".join(raw.split()))
-    except (binascii.Error, ValueError):
-        data = b""
-        notes.append(f"the log's hex is not valid hex: {printable(raw, one_line=True, limit=80)}")
-    length = entry.get("len")
-    total = length if isinstance(length, int) and length >= len(data) else len(data)
-    if len(data) > HEX_ENTRY_LIMIT:
-        notes.append(f"hex cut: first {HEX_ENTRY_LIMIT} of {total} bytes shown")
-        data = data[:HEX_ENTRY_LIMIT]
-    elif total > len(data) and raw:
-        notes.append(f"the log kept {len(data)} of {total} bytes")
-    direction = str(entry.get("dir") or "")
+def entry_view(e: wirelog.Entry, marked: set[str] | None = None) -> dict[str, Any]:
+    """A wire-log entry: its header, hex rows (bytes of a marked field highlighted), its
+    fields (marked ones flagged) and the cut marker."""
+    marked = marked or set()
+    spans = [(f.start, f.end) for f in e.fields if f.name in marked]
+    rows = []
+    for start, chunk in wirelog.hex_rows(e.data):
+        cells = []
+        for i, byte in enumerate(chunk):
+            at = start + i
+            cells.append({"hex": f"{byte:02x}", "mark": any(a <= at < b for a, b in spans)})
+        pad = "   " * (wirelog.ROW_BYTES - len(chunk))
+        rows.append(
+            {"offset": f"{start:04x}", "cells": cells, "pad": pad, "ascii": wirelog.ascii_of(chunk)}
+        )
     return {
-        "t": _seconds(entry.get("t")) if entry.get("t") is not None else "",
-        "conn": _text(entry.get("conn")),
-        "dir": _text(direction),
-        "dir_class": _DIRECTIONS.get(direction, "other"),
-        "len": _text(length),
-        "summary": printable(entry.get("summary"), limit=500),
-        "hex": hex_lines(data),
-        "notes": notes,
-        "fields": field_labels(entry),
+        "header": e.header(),
+        "dir_class": e.dir if e.dir in ("send", "recv", "event") else "other",
+        "rows": rows,
+        "cut": e.cut_note,
+        "bad_hex": e.bad_hex,
+        "fields": [
+            {
+                "name": f.name,
+                "value": f.value,
+                "span": f"{f.start}..{f.end}",
+                "mark": f.name in marked,
+            }
+            for f in e.fields
+        ],
     }
 
 
-def _requirement_view(
-    req: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]], anchors: Mapping[str, str]
-) -> dict[str, Any]:
-    rolled, present = requirement_rollup(req, by_id)
+def _requirement_line(req_id: str, registry: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    req = registry.get(req_id, {})
     return {
-        "id": _text(req.get("id")),
-        "level": _text(req.get("level")),
-        "area": _text(req.get("area")),
-        "text": printable(req.get("text")),
-        "source": printable(req.get("source")),
-        "not_checkable": printable(req.get("not_checkable") or ""),
-        "verdict": rolled,
-        "verdict_class": _CSS_CLASS[rolled],
-        "cases": [{"id": _text(cid), "anchor": anchors[cid]} for cid in present],
+        "id": _text(req_id),
+        "level": _text(req.get("level") or "?"),
+        "text": text_html(req.get("text") or "(not in the registry)"),
+        "source": text_html(req.get("source") or ""),
     }
 
 
 def _case_view(
-    index: int,
-    case: Mapping[str, Any],
-    registry: Mapping[str, Mapping[str, Any]],
+    case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     verdict = verdict_of(case)
-    log = [e for e in case.get("wire_log") or [] if isinstance(e, dict)]
-    checked = []
-    for req_id in case_requirements(case):
-        req = registry.get(req_id, {})
-        checked.append(
-            {
-                "id": _text(req_id),
-                "level": _text(req.get("level") or case.get("level")),
-                "text": printable(req.get("text")),
-                "source": printable(req.get("source")),
-                "violated": req_id == case.get("violated"),
-            }
-        )
+    logged = wirelog.entries(case)
+    checked = case_requirements(case)
+    violated = _text(case.get("violated") or "") if verdict in ("FAIL", "WARN") else ""
+    shown_reqs = checked + ([violated] if violated and violated not in checked else [])
+    decisive = wirelog.decisive(case) if verdict in ("FAIL", "WARN", "ERROR") else None
+    marked = wirelog.offending(case, decisive) if decisive is not None else set()
+    cid = _text(case.get("case_id") or case.get("nodeid") or "?")
     return {
-        "anchor": f"case-{index}",
-        "id": _text(case.get("case_id") or case.get("nodeid") or f"case {index}"),
+        "id": cid,
         "title": _text(case.get("title")),
         "area": _text(case.get("area")),
-        "nodeid": _text(case.get("nodeid")),
         "level": _text(case.get("level")),
         "verdict": verdict,
         "verdict_class": _CSS_CLASS[verdict],
-        "open": verdict != "PASS",
         "expected": bool(case.get("expected")),
-        "violated": _text(case.get("violated") or ""),
+        "open": verdict in ("FAIL", "ERROR", "WARN") and not case.get("expected"),
+        "violated": violated,
+        "unsupported": _text(case.get("unsupported") or ""),
         "message": printable(case.get("message") or ""),
+        "reason": reason_of(case, limit=400),
         "duration": _seconds(case.get("duration_s")),
-        "requirements": checked,
-        "wire_log": [wire_entry(e) for e in log[:WIRE_ENTRY_LIMIT]],
-        "wire_log_cut": max(len(log) - WIRE_ENTRY_LIMIT, 0),
+        "requirements": [
+            _requirement_line(r, registry) | {"violated": r == violated} for r in shown_reqs
+        ],
+        "reqs_attr": " ".join(shown_reqs),
+        "reproduce": printable(case.get("reproduce") or "", one_line=True),
+        "decisive": entry_view(decisive, marked) if decisive is not None else None,
+        "wire_log": [
+            entry_view(e, marked if e is decisive else None) for e in logged[:WIRE_ENTRY_LIMIT]
+        ],
+        "wire_log_cut": max(len(logged) - WIRE_ENTRY_LIMIT, 0),
     }
+
+
+def failure_groups(
+    views: Sequence[dict[str, Any]], registry: Mapping[str, Mapping[str, Any]], *, known: bool
+) -> list[dict[str, Any]]:
+    """The failing cases grouped by the requirement they broke: FAIL groups, then one
+    group of ERROR cases (they broke nothing: they could not run), then WARN groups."""
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
+    order = {"FAIL": 0, "ERROR": 1, "WARN": 2}
+    for view in views:
+        if view["verdict"] not in order or view["expected"] != known:
+            continue
+        key = (order[view["verdict"]], view["violated"] if view["verdict"] != "ERROR" else "")
+        if key not in groups:
+            req = _requirement_line(key[1], registry) if key[1] else None
+            groups[key] = {
+                "verdict": view["verdict"],
+                "class": view["verdict_class"],
+                "requirement": req,
+                "cases": [],
+            }
+        groups[key]["cases"].append(view)
+    return [groups[k] for k in sorted(groups, key=lambda k: (k[0], natural_key(k[1])))]
+
+
+def _coverage(
+    requirements: Sequence[Mapping[str, Any]], rolled: Mapping[str, str], key: str
+) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, int]] = {}
+    for req in requirements:
+        group = _text(req.get(key) or "?")
+        counts = rows.setdefault(group, dict.fromkeys(ROLLUPS, 0))
+        counts[rolled[str(req.get("id"))]] += 1
+    ordered = sorted(rows, key=lambda g: (("MUST", "SHOULD", "MAY", g).index(g), natural_key(g)))
+    return [{"name": g, "total": sum(rows[g].values()), "counts": rows[g]} for g in ordered]
 
 
 def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain strings, lists and dicts."""
     listed = cases(results)
-    by_id: dict[str, Mapping[str, Any]] = {}
-    anchors: dict[str, str] = {}
-    for index, case in enumerate(listed):
-        cid = str(case.get("case_id") or case.get("nodeid") or f"case {index}")
-        by_id.setdefault(cid, case)
-        anchors.setdefault(cid, f"case-{index}")
-    requirements = [r for r in results.get("requirements") or [] if isinstance(r, dict)]
+    by_id = {str(c.get("case_id") or c.get("nodeid") or i): c for i, c in enumerate(listed)}
+    requirements = [dict(r) for r in results.get("requirements") or [] if isinstance(r, dict)]
     registry = {str(r.get("id")): r for r in requirements}
-    for req_id in broken_requirements(results):
-        if req_id not in registry:  # broken, but missing from the registry: still show it
-            requirements.append({"id": req_id, "level": "?", "text": "(not in the registry)"})
+    for case in listed:
+        for req_id in broken_by(case):
+            if req_id not in registry:  # broken, but missing from the registry: still show it
+                registry[req_id] = {"id": req_id, "level": "?", "text": "(not in the registry)"}
+                requirements.append(registry[req_id])
+    rolled = {}
+    for req in requirements:
+        verdict, present = requirement_rollup(req, by_id)
+        rolled[str(req.get("id"))] = verdict
+        req["present"] = present
+    views = [_case_view(c, registry) for c in listed]
     counted = count_verdicts(results)
     quirks = results.get("quirks") or []
+    label = results.get("target_name") or results.get("target") or "?"
+    anchors = {v["id"]: v["id"] for v in views}
     return {
-        "title": f"{target_line(results)}: conformance report",
+        "title": f"{_text(results.get('protocol'))} conformance of {_text(label)}",
         "tool": _text(results.get("tool") or "broker-conformance"),
         "version": _text(results.get("version")),
-        "protocol": _text(results.get("protocol")),
-        "revision": _text(results.get("revision")),
-        "target": _text(results.get("target")),
-        "embedded": bool(results.get("embedded")),
-        "strict": bool(results.get("strict")),
-        "quirks": [_text(q) for q in (quirks if isinstance(quirks, list) else [quirks])],
-        "started": _text(results.get("started")),
-        "duration": _seconds(results.get("duration_s")),
-        "exit_code": _text(results.get("exit_code")),
+        "target_line": target_line(results),
+        "meta": [
+            (k, _text(v))
+            for k, v in (
+                ("revision", results.get("revision")),
+                ("target", results.get("target")),
+                ("software", results.get("target_software")),
+                ("quirks", ", ".join(map(str, quirks)) if isinstance(quirks, list) else quirks),
+                ("strict", "yes (WARN fails)" if results.get("strict") else None),
+                ("selection", " ".join(map(str, results.get("selection") or [])) or None),
+                ("started", results.get("started")),
+                ("duration", _seconds(results.get("duration_s"))),
+                ("exit code", results.get("exit_code")),
+            )
+            if v not in (None, "", [])
+        ],
         "unresponsive": unresponsive_line(results),
         "total": total_line(results),
-        "broken": [_text(r) for r in broken_requirements(results)],
         "counts": [{"verdict": v, "n": counted[v], "class": _CSS_CLASS[v]} for v in VERDICTS],
-        "requirements": [_requirement_view(r, by_id, anchors) for r in requirements],
-        "cases": [_case_view(i, c, registry) for i, c in enumerate(listed)],
+        "failures": failure_groups(views, registry, known=False),
+        "known": failure_groups(views, registry, known=True),
+        "coverage_level": _coverage(requirements, rolled, "level"),
+        "coverage_area": _coverage(requirements, rolled, "area"),
+        "rollups": [{"name": r, "class": _CSS_CLASS[r]} for r in ROLLUPS],
+        "plot_areas": verdicts_per_area(listed),
+        "plot_slowest": slowest_cases(listed, anchors),
+        "requirements": [
+            _requirement_line(str(r.get("id")), registry)
+            | {
+                "verdict": rolled[str(r.get("id"))],
+                "verdict_class": _CSS_CLASS[rolled[str(r.get("id"))]],
+                "cases": [_text(c) for c in r["present"]],
+            }
+            for r in requirements
+        ],
+        "cases": views,
+        "filters": {
+            "levels": sorted({v["level"] for v in views}, key=("MUST", "SHOULD", "MAY").index),
+            "areas": sorted({v["area"] for v in views}, key=natural_key),
+            "requirements": sorted(
+                {r for v in views for r in v["reqs_attr"].split()}, key=natural_key
+            ),
+        },
         "baseline": _baseline_lines(results.get("baseline")),
     }
 
@@ -245,19 +287,29 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_html(results: Mapping[str, Any]) -> str:
+def script_and_policy() -> tuple[Markup, str]:
+    """The page's script and the CSP that allows exactly it (by its SHA-256)."""
+    script = (TEMPLATE_DIR / SCRIPT_NAME).read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    return Markup(script), policy
+
+
+def render_html(results: Mapping[str, Any], template: str = TEMPLATE_NAME, **extra: Any) -> str:
     """The HTML report of ``results`` as a string."""
-    return _environment().get_template(TEMPLATE_NAME).render(report=report_view(results))
+    script, policy = script_and_policy()
+    page = _environment().get_template(template)
+    return page.render(report=report_view(results), script=script, policy=policy, **extra)
 
 
-def write_html(results: dict[str, Any], path: Path) -> None:
-    """Write the HTML report of ``results`` to ``path``, creating its folder.
-
-    The file is written next to ``path`` first and then moved into place, so a
-    reader never sees half a report.
-    """
-    page = render_html(results)
+def write_page(page: str, path: Path) -> None:
+    """Write ``page`` to ``path`` via a temporary file, so a reader never sees half a page."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(page, encoding="utf-8", errors="backslashreplace")
     os.replace(partial, path)
+
+
+def write_html(results: Mapping[str, Any], path: Path) -> None:
+    """Write the HTML report of ``results`` to ``path``, creating its folder."""
+    write_page(render_html(results), path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
@@ -35,8 +36,9 @@ import pytest
 from conformance import __version__, protocols
 from conformance.baseline import Baseline, BaselineError, compare
 from conformance.baseline import load as load_baseline
-from conformance.client import ReplyTimeout, WireLog
+from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
 from conformance.plugin import FieldSpan, Plugin
+from conformance.report import SCHEMA_ID, SCHEMA_VERSION, requirement_rollup
 from conformance.spec import Requirement, requirements
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.target import CaseContext, Target, TargetUnresponsive
@@ -74,6 +76,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--conformance-baseline",
         metavar="FILE",
         help="known-failure baseline: listed failures that fail again do not fail the run",
+    )
+    g.addoption(
+        "--conformance-target-name",
+        metavar="NAME",
+        help="the target's label in reports (default: embedded, or HOST:PORT)",
+    )
+    g.addoption(
+        "--conformance-wire-keep",
+        type=int,
+        default=HEX_KEEP,
+        metavar="BYTES",
+        help=f"bytes of each frame kept in the wire log (default {HEX_KEEP})",
     )
     g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
     g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
@@ -119,10 +133,17 @@ class RunState:
             self.target = Target(
                 host, int(port), plugin, self.revision, opt("conformance_timeout"), self.options
             )
+        self.timeout: float = opt("conformance_timeout")
+        self.wire_keep: int = opt("conformance_wire_keep")
+        if self.wire_keep < 16:
+            raise pytest.UsageError("--conformance-wire-keep must be at least 16 bytes")
+        embedded = bool(opt("conformance_embedded"))
         self.meta = {
             "quirks": opt("conformance_quirk"),
-            "embedded": opt("conformance_embedded"),
+            "embedded": embedded,
             "target": target or "",
+            "target_name": opt("conformance_target_name")
+            or ("embedded" if embedded else target or ""),
         }
 
 
@@ -244,9 +265,8 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
     plugin = state.target.plugin
-    log = WireLog(describe=plugin.describe, annotate=_wire_fields(plugin))
+    log = WireLog(describe=plugin.describe, annotate=_wire_fields(plugin), keep=state.wire_keep)
     request.node.stash[_WIRE] = log
-    _allure_labels(request.node, state)
     state.target.ensure_reachable()
     ctx = CaseContext(state.target, log)
     try:
@@ -268,26 +288,6 @@ def _wire_fields(plugin: Plugin) -> Callable[[str, bytes], list[FieldSpan]]:
         return plugin.annotate_payload(data, "reply")
 
     return fields
-
-
-def _allure_labels(item: pytest.Item, state: RunState) -> None:
-    try:
-        import allure
-    except ImportError:  # pragma: no cover - allure-pytest is a dependency
-        return
-    mark = item.get_closest_marker("conformance")
-    if mark is None:
-        return
-    reqs = [state.requirements[r] for r in mark.kwargs["requirements"]]
-    dynamic: Any = allure.dynamic  # allure-pytest ships no type hints
-    dynamic.parent_suite(state.protocol)
-    dynamic.suite(reqs[0].area)
-    dynamic.label("protocol", state.protocol)
-    dynamic.label("area", reqs[0].area)
-    for r in reqs:
-        dynamic.label("requirement", r.id)
-        dynamic.label("level", r.level)
-    dynamic.title(f"{case_id_of(item)}: {_title(item)}")
 
 
 # -------------------------------------------------------------------- verdicts
@@ -347,7 +347,9 @@ def _record(
         "requirements": list(reqs),
         "level": _strongest(state, reqs),
         "verdict": verdict,
-        "violated": violated,
+        # only a FAIL or WARN broke a requirement; an UNSUPPORTED names what it lacks
+        "violated": violated if verdict in ("FAIL", "WARN") else None,
+        "unsupported": violated if verdict == "UNSUPPORTED" else None,
         "message": message,
         "duration_s": round(call.duration, 4),
         "wire_log": log.as_list() if log else [],
@@ -360,12 +362,11 @@ def _record(
     state.cases.append(record)
     item.stash[_CASE] = record
     props = [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
-    props += [("violated", violated)] if violated else []
+    props += [("violated", violated)] if record["violated"] else []
     item.user_properties.extend(props)  # junitxml reads them from the teardown report
     report.user_properties.extend(props)
     if log is not None:
         report.sections.append(("wire log", log.render()))
-        _allure_attach(log)
     if expected:  # a known failure: pytest's xfail, which JUnit and Allure show as such
         report.outcome = "skipped"
         report.wasxfail = f"known failure ({verdict}, baseline): {message}"
@@ -378,15 +379,6 @@ def _record(
         report.longrepr = None
     elif verdict in ("FAIL", "ERROR", "WARN"):
         report.outcome = "failed"
-
-
-def _allure_attach(log: WireLog) -> None:
-    try:
-        import allure
-
-        allure.attach(log.render(), name="wire log", attachment_type=allure.attachment_type.TEXT)
-    except Exception:  # no allure listener: nothing to attach to
-        pass
 
 
 def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
@@ -427,13 +419,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         part.unlink()
     cases.sort(key=lambda c: _sort_key(c["case_id"]))
     counts = _counts(cases)
+    for case in cases:
+        case["reproduce"] = reproduce_command(state, case["case_id"])
     results = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
         "tool": "broker-conformance",
         "version": __version__,
         "protocol": state.protocol,
         "revision": state.revision,
         "target": state.meta["target"],
+        "target_name": state.meta["target_name"],
+        "target_software": None,  # neither cursus nor kafka tells its software over the wire
         "embedded": state.meta["embedded"],
+        "selection": list(state.select),
+        "timeout_s": state.timeout,
+        "wire_keep": state.wire_keep,
         "quirks": state.meta["quirks"],
         "options": protocols.get(state.protocol).public(state.options),
         "strict": state.strict,
@@ -445,12 +446,40 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "cases": cases,
         "requirements": _requirement_rows(state, cases),
     }
+    by_id = {c["case_id"]: c for c in cases}
+    for row in results["requirements"]:
+        row["verdict"] = requirement_rollup(row, by_id)[0]
     if state.baseline is not None:
         section = compare(state.baseline, cases, known, state.strict)
         results["baseline"] = section
         results["exit_code"] = section["exit_code"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1))
+
+
+def reproduce_command(state: RunState, case_id: str) -> str:
+    """The command line that runs case ``case_id`` again against the same target (the
+    embedded broker with the same quirks, or the same address); secrets are left out."""
+    plugin = protocols.get(state.protocol)
+    words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
+    if not state.meta["embedded"]:
+        words += ["--target", state.meta["target"]]
+        if state.meta["target_name"] != state.meta["target"]:
+            words += ["--target-name", state.meta["target_name"]]
+    for quirk in state.meta["quirks"]:
+        words += ["--quirk", quirk]
+    defaults = plugin.option_values("run", {}, embedded=state.meta["embedded"])
+    public = plugin.public(state.options)
+    for option in plugin.options_for("run"):
+        value = public.get(option.dest)
+        if option.dest in public and value is not None and value != defaults.get(option.dest):
+            words += [option.flag, str(value)]
+    if state.strict:
+        words.append("--strict")
+    if state.timeout != 5.0:
+        words += ["--timeout", f"{state.timeout:g}"]
+    words.append(case_id)
+    return shlex.join(words)
 
 
 def _sort_key(case_id: str) -> list[Any]:
