@@ -23,8 +23,10 @@ LOG_EVERY_S = 15.0
 class RunProgress:
     """A pytest plugin object: counts verdicts as reports arrive and shows them."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, quiet: bool = False) -> None:
         self.console = console or Console(stderr=True, highlight=False)
+        self.quiet = quiet
+        """Show no progress (errors loading the suite are still printed)."""
         self.total: int | None = None
         self.done = 0
         self.bad: dict[str, int] = {}
@@ -49,7 +51,7 @@ class RunProgress:
 
     def _start(self, total: int) -> None:
         self.total = total
-        if self.console.is_terminal and total:
+        if self.console.is_terminal and total and not self.quiet:
             self._bar = Progress(
                 TextColumn("cases"),
                 BarColumn(),
@@ -72,7 +74,7 @@ class RunProgress:
         so_far = ", ".join(f"{n} {v}" for v, n in sorted(self.bad.items()))
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, description=so_far)
-        elif time.monotonic() - self._last_line >= LOG_EVERY_S:
+        elif not self.quiet and time.monotonic() - self._last_line >= LOG_EVERY_S:
             self._last_line = time.monotonic()
             of = f" of {self.total}" if self.total else ""
             self.console.print(f"{self.done}{of} cases done{'; ' + so_far if so_far else ''}")

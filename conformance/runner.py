@@ -283,7 +283,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write --reports {reports}: {exc.strerror or exc}") from None
     results_file = reports / "results.json"
     results_file.unlink(missing_ok=True)
-    progress = [] if args.quiet else [RunProgress()]
+    progress = [RunProgress(quiet=args.quiet)]
     if args.target:
         host, port = parse_target(args.target)
         check_reachable(host, port, args.timeout)
@@ -320,11 +320,12 @@ def _finish(
         return EXIT_FAIL
     results: dict[str, Any] = json.loads(results_file.read_text())
     if not results["cases"]:
-        why = (
-            "no case was selected; check the SELECT arguments (try --dry-run)"
-            if selected
-            else f"the {plugin.name} suite has no cases yet: nothing was checked"
-        )
+        if pytest_code == 2:  # pytest was interrupted: a suite module did not load
+            why = f"the {plugin.name} suite could not be loaded (see above): nothing was checked"
+        elif selected:
+            why = "no case was selected; check the SELECT arguments (try --dry-run)"
+        else:
+            why = f"the {plugin.name} suite has no cases yet: nothing was checked"
         print(f"conformance run: {why}", file=sys.stderr)
         return EXIT_USAGE
     from conformance.report.render import write_reports

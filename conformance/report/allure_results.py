@@ -182,6 +182,8 @@ def _result(
         Label("severity", SEVERITY.get(str(case.get("level")), "normal")),
         Label("tag", verdict),
     ]
+    labels += [Label("protocol", protocol), Label("area", area)]
+    labels += [Label("level", printable(case.get("level") or "?", one_line=True))]
     labels += [Label("story", reqs[0])] if reqs else []
     labels += [Label("requirement", r) for r in reqs]
     labels += [Label("violated", violated)] if violated else []

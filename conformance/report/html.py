@@ -134,7 +134,8 @@ def _case_view(
     violated = _text(case.get("violated") or "") if verdict in ("FAIL", "WARN") else ""
     shown_reqs = checked + ([violated] if violated and violated not in checked else [])
     decisive = wirelog.decisive(case) if verdict in ("FAIL", "WARN", "ERROR") else None
-    marked = wirelog.offending(case, decisive) if decisive is not None else set()
+    blamed = decisive is not None and verdict in ("FAIL", "WARN")  # an ERROR blames no field
+    marked = wirelog.offending(case, decisive) if blamed and decisive is not None else set()
     cid = _text(case.get("case_id") or case.get("nodeid") or "?")
     return {
         "id": cid,
@@ -186,6 +187,12 @@ def failure_groups(
     return [groups[k] for k in sorted(groups, key=lambda k: (k[0], natural_key(k[1])))]
 
 
+def _level_key(name: str) -> tuple[int, tuple[tuple[int, int | str], ...]]:
+    """MUST, SHOULD, MAY first in that order, then anything else naturally sorted."""
+    levels = ("MUST", "SHOULD", "MAY")
+    return (levels.index(name) if name in levels else len(levels), natural_key(name))
+
+
 def _coverage(
     requirements: Sequence[Mapping[str, Any]], rolled: Mapping[str, str], key: str
 ) -> list[dict[str, Any]]:
@@ -194,7 +201,7 @@ def _coverage(
         group = _text(req.get(key) or "?")
         counts = rows.setdefault(group, dict.fromkeys(ROLLUPS, 0))
         counts[rolled[str(req.get("id"))]] += 1
-    ordered = sorted(rows, key=lambda g: (("MUST", "SHOULD", "MAY", g).index(g), natural_key(g)))
+    ordered = sorted(rows, key=_level_key)
     return [{"name": g, "total": sum(rows[g].values()), "counts": rows[g]} for g in ordered]
 
 
@@ -260,7 +267,7 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "cases": views,
         "filters": {
-            "levels": sorted({v["level"] for v in views}, key=("MUST", "SHOULD", "MAY").index),
+            "levels": sorted({v["level"] for v in views if v["level"]}, key=_level_key),
             "areas": sorted({v["area"] for v in views}, key=natural_key),
             "requirements": sorted(
                 {r for v in views for r in v["reqs_attr"].split()}, key=natural_key
@@ -287,12 +294,12 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def script_and_policy() -> tuple[Markup, str]:
+def script_and_policy() -> tuple[Markup, Markup]:
     """The page's script and the CSP that allows exactly it (by its SHA-256)."""
     script = (TEMPLATE_DIR / SCRIPT_NAME).read_text(encoding="utf-8")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
-    return Markup(script), policy
+    return Markup(script), Markup(policy)
 
 
 def render_html(results: Mapping[str, Any], template: str = TEMPLATE_NAME, **extra: Any) -> str:

@@ -23,7 +23,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.report import case_requirements, cases, count_verdicts, printable, verdict_of
+from conformance.report import (
+    case_requirements,
+    cases,
+    count_verdicts,
+    printable,
+    reason_of,
+    verdict_of,
+)
 from conformance.report.wire import render_text
 
 
@@ -42,7 +49,7 @@ def case_name(case: Mapping[str, Any]) -> str:
 
 def _reason(case: Mapping[str, Any]) -> str:
     violated = case.get("violated")
-    message = printable(case.get("message"), one_line=True, limit=500)
+    message = reason_of(case, limit=500)
     return f"{printable(violated, one_line=True)}: {message}" if violated else message
 
 

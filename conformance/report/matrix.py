@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from conformance.report import NOT_RUN, count_verdicts, natural_key, printable, requirement_rollup
 from conformance.report.html import ROLLUPS, _environment, text_html
@@ -115,5 +116,5 @@ def matrix_view(runs: Sequence[Mapping[str, Any]], folders: Sequence[str]) -> di
 
 def render_matrix(runs: Sequence[Mapping[str, Any]], folders: Sequence[str]) -> str:
     env: jinja2.Environment = _environment()
-    policy = "default-src 'none'; style-src 'unsafe-inline'"
+    policy = Markup("default-src 'none'; style-src 'unsafe-inline'")
     return env.get_template(MATRIX_TEMPLATE).render(m=matrix_view(runs, folders), policy=policy)

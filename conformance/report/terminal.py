@@ -89,9 +89,12 @@ def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], w
     if req_id:
         out.append(f"  {printable(req_id, one_line=True)} ({printable(req.get('level') or '?')})")
     title = printable(case.get("title"), one_line=True)
-    if title:
-        out.append(f"  {title}", style="dim")
-    out.append("\n")
+    if title and len(out) + 2 + len(title) <= width:
+        out.append(f"  {title}\n", style="dim")
+    else:
+        out.append("\n")
+        if title:
+            out.append_text(_labelled("", [title], width, "dim"))
     out.append_text(_labelled("reason", [reason_of(case, limit=600)], width))
     if req.get("text"):
         rule = printable(req.get("text"), one_line=True, limit=300)
@@ -100,15 +103,16 @@ def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], w
     if frame is not None:
         row_bytes = 16 if width >= 90 else 8
         rows = wirelog.dump(frame.data, row_bytes)
-        lines = [frame.header(), *rows[:FRAME_ROWS]]
+        lines = rows[:FRAME_ROWS]
         if len(rows) > FRAME_ROWS:
             more = len(frame.data) - FRAME_ROWS * row_bytes
             lines.append(f"... {more} more bytes in the HTML report")
         elif frame.cut:
             lines.append(f"({frame.cut_note})")
-        named = wirelog.offending(case, frame)
+        named = wirelog.offending(case, frame) if verdict in ("FAIL", "WARN") else set()
         lines += [f"field {wirelog.field_line(f)}" for f in frame.fields if f.name in named]
-        out.append_text(_labelled("frame", lines, width, wrap=False))
+        out.append_text(_labelled("frame", [frame.header()], width))
+        out.append_text(_labelled("", lines, width, wrap=False))
     if case.get("reproduce"):
         again = printable(case.get("reproduce"), one_line=True)
         out.append_text(_labelled("again", [again], width, wrap=False))

@@ -1,0 +1,84 @@
+"""``conformance report``: reports rendered again from saved runs, several side by side."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import conformance
+
+pytestmark = pytest.mark.slow
+
+QUIRK = "ack-last-offset-off-by-one"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two saved runs of the cursus suite: the reference broker, and the same with a quirk."""
+    out = tmp_path_factory.mktemp("runs")
+    clean: subprocess.CompletedProcess[str] = conformance(
+        out, "run", "-q", "--reports", str(out / "clean")
+    )
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    quirk = conformance(out, "run", "-q", "--quirk", QUIRK, "--reports", str(out / "quirk"))
+    assert quirk.returncode == 1, quirk.stdout + quirk.stderr
+    return out / "clean", out / "quirk"
+
+
+def _cells(matrix: str, req_id: str) -> list[str]:
+    row = re.search(rf'<tr id="{req_id}"( class="differs")?>(.*?)</tr>', matrix, re.S)
+    assert row is not None, req_id
+    return re.findall(r'<td class="cell"><a class="[^"]+" href="([^"]+)">([^<]+)</a>', row.group(2))
+
+
+def test_two_runs_make_a_matrix_of_requirements_by_target(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    clean, quirk = runs
+    done = conformance(tmp_path, "report", str(clean), str(quirk / "results.json"), "--out", "m")
+    assert done.returncode == 0, done.stdout + done.stderr
+    matrix = (tmp_path / "m" / "matrix.html").read_text()
+    heads = re.findall(r'<th class="run"><a href="([^"]+)">([^<]+)</a>', matrix)
+    assert [name for _, name in heads] == ["embedded", f"embedded +{QUIRK}"]
+    for href, _ in heads:
+        assert (tmp_path / "m" / href).is_file(), href
+    ack = _cells(matrix, "CUR-ACK-4")
+    assert [verdict for _, verdict in ack] == ["PASS", "FAIL"]
+    assert '<tr id="CUR-ACK-4" class="differs">' in matrix
+    assert [verdict for _, verdict in _cells(matrix, "CUR-FRAME-1")] == ["PASS", "PASS"]
+    # a cell opens the requirement in that run's own report
+    page, anchor = ack[1][0].split("#")
+    assert f'<tr id="{anchor}">' in (tmp_path / "m" / page).read_text()
+    assert (tmp_path / "m" / page).with_name("junit.xml").is_file()
+
+
+def test_one_run_renders_again_to_the_same_page(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    _, quirk = runs
+    done = conformance(tmp_path, "report", str(quirk), "--out", "again")
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = tmp_path / "again"
+    assert (again / "report.html").read_bytes() == (quirk / "report.html").read_bytes()
+    assert (again / "junit.xml").read_bytes() == (quirk / "junit.xml").read_bytes()
+    assert len(list((again / "allure-results").glob("*-result.json"))) == 80
+    assert not (again / "matrix.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "no such file"),
+        ("{}", "not the results of `conformance run`"),
+        ('{"schema": "broker-conformance/results", "schema_version": 9}', "schema version 9"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, said: str) -> None:
+    given = tmp_path / "results.json"
+    if content is not None:
+        given.write_text(content)
+    done = conformance(tmp_path, "report", str(given))
+    assert done.returncode == 2
+    assert done.stderr.startswith("conformance report: ") and said in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
