@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support import broker
 from tests.support.cli import conformance
 
 pytestmark = pytest.mark.slow
@@ -82,3 +86,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, s
     assert done.returncode == 2
     assert done.stderr.startswith("conformance report: ") and said in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_the_readme_report_examples_run_as_written(tmp_path: Path) -> None:
+    """The ``sh`` block of the README's Reports section, with ``mybroker:9000`` replaced by a
+    reference broker started here."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    _, found, after = text.partition("\n## Reports\n")
+    block = re.search(r"^```sh\n(.*?)^```", after, re.S | re.M)
+    assert found and block is not None
+    lines = [shlex.split(line, comments=True) for line in block.group(1).splitlines()]
+    assert [words[:2] for words in lines] == [["conformance", "run"]] * 2 + [
+        ["conformance", "report"]
+    ] * 2
+    with broker.running() as reference:
+        for words in lines:
+            words = [w.replace("mybroker:9000", reference.address) for w in words[1:]]
+            if (
+                "--allure" in words
+                and shutil.which("npx") is None
+                and os.environ.get("CI") != "true"
+            ):
+                words.remove("--allure")
+            done = conformance(tmp_path, *words)
+            assert done.returncode == 0, (words, done.stdout[-1500:], done.stderr[-1500:])
+    assert (tmp_path / "reports" / "compare" / "matrix.html").is_file()
+    assert (tmp_path / "reports" / "compare" / "mybroker-2.1" / "report.html").is_file()
