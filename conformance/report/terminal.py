@@ -103,9 +103,10 @@ def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], w
     if frame is not None:
         row_bytes = 16 if width >= 90 else 8
         rows = wirelog.dump(frame.data, row_bytes)
-        lines = rows[:FRAME_ROWS]
-        if len(rows) > FRAME_ROWS:
-            more = len(frame.data) - FRAME_ROWS * row_bytes
+        shown = len(rows) if len(rows) <= FRAME_ROWS + 2 else FRAME_ROWS  # never "1 more row"
+        lines = rows[:shown]
+        if len(rows) > shown:
+            more = len(frame.data) - shown * row_bytes
             lines.append(f"... {more} more bytes in the HTML report")
         elif frame.cut:
             lines.append(f"({frame.cut_note})")

@@ -81,3 +81,16 @@ def test_the_annotation_names_and_places_each_field() -> None:
     assert spans["message_count"].value == 0 and spans["message_count"].end == len(data)
     tokens = [(s.name, s.value) for s in annotate(b"CONSUME t 0 5")]
     assert tokens == [("command", "CONSUME"), ("topic", "t"), ("partition", "0"), ("offset", "5")]
+
+
+def test_a_json_ack_is_annotated_member_by_member_spanning_each_value() -> None:
+    ack = b'{"status":"OK", "last_offset":3,"leader":"","seq":[1, 2],"error":null}'
+    spans = {s.name: s for s in annotate(ack, "reply")}
+    assert list(spans) == ["status", "last_offset", "leader", "seq", "error"]
+    assert ack[spans["last_offset"].start : spans["last_offset"].end] == b"3"
+    assert spans["last_offset"].value == 3 and spans["status"].value == "OK"
+    assert ack[spans["leader"].start : spans["leader"].end] == b'""'
+    assert spans["seq"].value == "[1, 2]" and spans["error"].value == "null"
+    for broken in (b'{"status":', b'{"a" 1}', b'["a"]', '{"é":1}'.encode()):
+        assert [s.name for s in annotate(broken, "reply")] == ["reply"]
+    assert [s.name for s in annotate(ack, "request")] == ["reply"]  # what we send is not an ack

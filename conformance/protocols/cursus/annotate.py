@@ -6,11 +6,15 @@ malformed batch is annotated as far as its bytes go: each length-prefixed string
 are named ``message[i].<field>``, and ``message_count`` lists the messages it counts.  A
 text command is annotated token by token, named after the command's declared arguments
 (a text reply, or a request that is no command, as ``word0``, ``word1``...);
-every token but the command word can be dropped (with the space before it).  Anything else
-(a gzip body, a JSON ack, a text reply) is one field.
+every token but the command word can be dropped (with the space before it).  A JSON
+object received as a reply (the ack) is annotated key by key, each field spanning its
+value, so a report can point at ``last_offset``.  Anything else (a gzip body, other JSON)
+is one field.
 """
 
 from __future__ import annotations
+
+import json
 
 from conformance.plugin import FieldSpan
 from conformance.protocols.cursus.messages import COMMANDS, GZIP_MAGIC
@@ -34,8 +38,43 @@ def annotate(payload: bytes, direction: str = "request") -> list[FieldSpan]:
     if payload[:2] == GZIP_MAGIC:
         return [FieldSpan("gzip body", 0, len(payload), f"{len(payload)} bytes")]
     if payload[:1] in (b"{", b"[") or not payload:
+        keyed = _json_members(payload) if direction == "reply" else None
+        if keyed:
+            return keyed
         return [FieldSpan("reply", 0, len(payload), _text(payload))] if payload else []
     return _tokens(payload, commands=direction == "request")
+
+
+def _json_members(payload: bytes) -> list[FieldSpan] | None:
+    """One field per member of a flat JSON object (``"last_offset":3`` spans the ``3``),
+    or None when the payload is not one (or not ASCII, where characters are not bytes)."""
+    if not payload.isascii():
+        return None
+    text, decoder, out = payload.decode("ascii"), json.JSONDecoder(), []
+    pos = _skip(text, 1)
+    try:
+        while pos < len(text) and text[pos] != "}":
+            key, pos = decoder.raw_decode(text, pos)
+            pos = _skip(text, pos)
+            if text[pos : pos + 1] != ":" or not isinstance(key, str):
+                return None
+            start = _skip(text, pos + 1)
+            value, pos = decoder.raw_decode(text, start)
+            number = isinstance(value, int) and not isinstance(value, bool)
+            raw = value if isinstance(value, str) else text[start:pos]  # a number, list, null...
+            out.append(FieldSpan(key, start, pos, value if number else _text(raw.encode())))
+            pos = _skip(text, pos)
+            if text[pos : pos + 1] == ",":
+                pos = _skip(text, pos + 1)
+    except (ValueError, IndexError):
+        return None
+    return out if text[pos : pos + 1] == "}" else None
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
 
 
 def _name(s: Span) -> str:
