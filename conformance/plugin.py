@@ -298,6 +298,10 @@ class Plugin:
     new_reply_deframer: Callable[[], Deframer] | None = None
     """For a protocol whose replies are framed unlike its requests (Iggy: a status first)."""
     frame_reply: Callable[[bytes], bytes] | None = None
+    annotate_reply: Callable[[bytes, Sequence[bytes]], list[FieldSpan]] | None = None
+    """The fields of a reply payload given the request payloads sent before it (newest
+    last), for a protocol whose replies only make sense with their request (Kafka: the
+    correlation id names the API and version); None: ``annotate(payload, "reply")``."""
     variant: Callable[[Plugin, str], Plugin] | None = None
     """The plug-in as a revision other than the default sees the wire (framing, limits,
     annotator, fuzzing...): :meth:`at` calls it; None when every revision shares them."""
@@ -403,6 +407,15 @@ class Plugin:
             return self.annotate(payload, direction)
         except Exception:  # an annotator must not break a report over a strange frame
             return []
+
+    def annotate_reply_payload(self, payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
+        """The fields of a reply payload, with the requests sent before it as context."""
+        if self.annotate_reply is None:
+            return self.annotate_payload(payload, "reply")
+        try:
+            return self.annotate_reply(payload, requests)
+        except Exception:  # as above: never break a report
+            return self.annotate_payload(payload, "reply")
 
 
 def _shifted(spans: list[FieldSpan], by: int) -> list[FieldSpan]:

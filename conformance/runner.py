@@ -3,9 +3,13 @@
 With no ``--target`` the embedded reference broker is started as a subprocess on a
 free port (and stopped by its PID afterwards).  pytest runs in this process over the
 ``conformance.suite`` package, isolated from any pytest configuration in the current
-directory.  Output: a summary table on the terminal and, under ``--reports``
-(default ``./reports``), ``results.json``, ``junit.xml``, ``report.html``,
-``allure-results/`` and, for the embedded broker, ``broker.log``.
+directory, with pytest's own terminal output, JUnit and Allure writers off: the suite
+plugin writes ``results.json`` (the report model), and every other report is rendered
+from it when pytest returns (:mod:`conformance.report.render`).  Output: progress while
+the cases run (:mod:`conformance.progress`), a block per problem and one summary line
+(:mod:`conformance.report.terminal`) and, under ``--reports`` (default ``./reports``),
+``results.json``, ``junit.xml``, ``report.html``, ``allure-results/`` and, for the
+embedded broker, ``broker.log``.
 
 Exit codes: 0 every case PASS, UNSUPPORTED or (without ``--strict``) WARN; 1 any FAIL
 or ERROR; 2 a usage error, an unreachable target or a broker that did not start.

@@ -149,12 +149,16 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def offending(case: Mapping[str, Any], e: Entry) -> set[str]:
-    """Names of ``e``'s fields that the case's message mentions (last name part, so
-    ``partitions[0].error_code`` matches a message about ``error_code``)."""
-    words = set(_WORD.findall(str(case.get("message") or "")))
+    """Names of ``e``'s fields that the case's message mentions, by the last part of the
+    name (``partitions[0].error_code`` matches a message about ``error_code``), also when
+    the message spells it with spaces (``high watermark`` for ``high_watermark``)."""
+    message = str(case.get("message") or "")
+    words = set(_WORD.findall(message))
+    spaced = " " + " ".join(_WORD.findall(message.lower())) + " "
     hits = set()
     for f in e.fields:
         leaf = re.split(r"[.\]\[]", f.name.rstrip("]"))[-1] or f.name
-        if f.name in words or (len(leaf) > 2 and leaf in words):
+        named = f.name in words or (len(leaf) > 2 and leaf in words)
+        if named or ("_" in leaf and f" {leaf.lower().replace('_', ' ')} " in spaced):
             hits.add(f.name)
     return hits

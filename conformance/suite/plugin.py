@@ -18,14 +18,20 @@ TargetUnresponsive or anything else       ERROR          failed
 
 Every case record carries its wire log.  The records go to ``--conformance-results``
 (JSON); under pytest-xdist each worker writes a part file and the controller merges them.
+That file is the report model (schema: ``conformance/report/results.schema.json``): the
+terminal summary, HTML, JUnit and Allure reports are all rendered from it.  Each report
+also carries the case's ``verdict`` as a user property, which ``conformance.progress``
+counts while the run goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +43,7 @@ from conformance import __version__, protocols
 from conformance.baseline import Baseline, BaselineError, compare
 from conformance.baseline import load as load_baseline
 from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
+from conformance.errors import ProtocolError
 from conformance.plugin import FieldSpan, Plugin
 from conformance.report import SCHEMA_ID, SCHEMA_VERSION, requirement_rollup
 from conformance.spec import Requirement, requirements
@@ -280,14 +287,22 @@ _WIRE = pytest.StashKey[WireLog]()
 
 def _wire_fields(plugin: Plugin) -> Callable[[str, bytes], list[FieldSpan]]:
     """The wire log's annotator: what we send is raw bytes (a whole request frame when it
-    is one), what we receive a reply payload."""
+    is one), what we receive a reply payload, annotated with the requests sent before it
+    (the last :data:`REQUESTS_KEPT`) as context."""
+    sent: deque[bytes] = deque(maxlen=REQUESTS_KEPT)
 
     def fields(direction: str, data: bytes) -> list[FieldSpan]:
         if direction == "send":
+            with contextlib.suppress(ProtocolError):  # not a frame: no reply context
+                sent.extend(plugin.deframer("request").feed(data))
             return plugin.annotate_frame(data, "request")
-        return plugin.annotate_payload(data, "reply")
+        return plugin.annotate_reply_payload(data, tuple(sent))
 
     return fields
+
+
+#: Requests remembered per case to annotate the replies to them.
+REQUESTS_KEPT = 256
 
 
 # -------------------------------------------------------------------- verdicts
@@ -363,7 +378,7 @@ def _record(
     item.stash[_CASE] = record
     props = [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
     props += [("violated", violated)] if record["violated"] else []
-    item.user_properties.extend(props)  # junitxml reads them from the teardown report
+    item.user_properties.extend(props)  # pytest's junitxml, if a user runs it, reads these
     report.user_properties.extend(props)
     if log is not None:
         report.sections.append(("wire log", log.render()))

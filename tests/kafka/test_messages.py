@@ -717,3 +717,20 @@ def test_annotate_stops_at_the_damage() -> None:
     data = b"\x00\x00\x00\x02\x00\x01a\x00\x09bc"
     names = [s.name for s in msg.annotate(data, 0)]
     assert names == ["topics[0].name length", "topics[0].name"]
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_a_response_is_annotated_as_the_answer_to_its_request(version: int) -> None:
+    from conformance.protocols.kafka import codec
+
+    asked = codec.encode_request(18, version, {}, correlation_id=7)  # ApiVersions
+    other = codec.encode_request(18, 0, {}, correlation_id=8)
+    body = {"error_code": 35, "api_keys": [{"api_key": 1, "min_version": 0, "max_version": 16}]}
+    reply = codec.encode_response(18, version, 7, body)
+    spans = {s.name: s for s in codec.annotate_reply(reply, [asked, other])}
+    assert spans["error_code"].value == 35
+    assert reply[spans["error_code"].start : spans["error_code"].end] == (35).to_bytes(2, "big")
+    assert spans["api_keys[0].max_version"].value == 16
+    assert spans["header.correlation_id"].value == 7
+    alone = codec.annotate_reply(reply, [other])  # no request with correlation id 7
+    assert [s.name for s in alone] == ["correlation_id"]

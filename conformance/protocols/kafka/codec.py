@@ -16,7 +16,7 @@ once the first 8 bytes of the header are.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -239,6 +239,33 @@ def annotate(payload: bytes, direction: str) -> list[FieldSpan]:
     except ProtocolError:
         return spans
     return spans + api.request.annotate(payload, version, end)
+
+
+def annotate_reply(payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
+    """The fields of a response, decoded as the answer to the request among ``requests``
+    (payloads sent before it, newest last) that has its correlation id; only the
+    correlation id when none does."""
+    corr = correlation_of(payload)
+    for request in reversed(requests):
+        try:
+            key, version, sent = peek(request)
+        except KafkaError:
+            continue
+        api = APIS.get(key)
+        if sent != corr or api is None or version not in api.response.versions:
+            continue
+        for hv in dict.fromkeys((response_header_version(key, version), 0)):  # pgcdc: v0
+            try:
+                _, end = RESPONSE_HEADER.decode_at(payload, hv)
+                body = api.response.annotate(payload, version, end)
+            except ProtocolError:
+                continue
+            header = [
+                replace(s, name=f"header.{s.name}") for s in RESPONSE_HEADER.annotate(payload, hv)
+            ]
+            return header + body
+        break
+    return annotate(payload, "reply")
 
 
 def _bare_header(payload: bytes) -> list[tuple[str, int, int, int]]:

@@ -97,6 +97,7 @@ PLUGIN = Plugin(
     probe_request=PROBE,
     describe=codec.describe,
     annotate=codec.annotate,
+    annotate_reply=codec.annotate_reply,
     frontend=_frontend,
     vectors=_vectors,
     fuzzing=_fuzzing,
