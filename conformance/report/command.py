@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def _allure(sources: list[Path], out: Path) -> int:
     try:
         page = build_allure_report(merged, out / "allure-report")
     except AllureUnavailable as exc:
-        print(f"conformance report: no Allure report: {exc}")
+        print(f"conformance report: no Allure report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{page}: the Allure report (one file; opens from disk)")
     return 0

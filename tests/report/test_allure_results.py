@@ -16,7 +16,12 @@ from typing import Any
 
 import pytest
 
-from conformance.report.allure_results import exchanges, write_allure
+from conformance.report.allure_results import (
+    AllureUnavailable,
+    build_allure_report,
+    exchanges,
+    write_allure,
+)
 from tests.support.cli import conformance
 from tests.support.report_sample import sample_results
 
@@ -107,3 +112,13 @@ def test_conformance_report_builds_a_single_file_allure_report(tmp_path: Path) -
     page = tmp_path / "out" / "allure-report" / "index.html"
     assert page.stat().st_size > 100_000 and "the Allure report" in done.stdout
     assert not (tmp_path / "out" / "allure-report" / "data").exists()  # one file, no folder
+
+
+def test_without_node_the_allure_build_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_allure(sample_results(), tmp_path / "results")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(AllureUnavailable, match=r"install Node\.js 18 or newer with npm"):
+        build_allure_report(tmp_path / "results", tmp_path / "report")
+    assert not (tmp_path / "report" / "index.html").exists()
