@@ -135,8 +135,8 @@ def _add_run(
         "-q",
         "--quiet",
         action="store_true",
-        help="print only the one summary line: no "
-        "progress, no failure blocks (the reports have them)",
+        help="print only the summary line (and what a --baseline found): no progress, no "
+        "failure blocks (the reports have them)",
     )
     _add_protocol_options(p, plugin, "run")
 

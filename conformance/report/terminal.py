@@ -8,12 +8,13 @@ unless ``COLUMNS`` says otherwise):
    actual), the requirement's text, the decisive frame (hex, and the fields the reason
    names) and the command that reproduces it.  Cases with the same verdict and reason
    after the third are listed by ID only (a dead target fails every case alike);
-2. notes: the baseline's verdict, a target that stopped answering;
-3. one summary line: ``FAILED cursus doc against embedded: 80 cases, 75 PASS, 5 FAIL
-   (CUR-ACK-4) in 3.1 s``.
+2. a note when the target stopped answering, and what the baseline found;
+3. one summary line: ``FAILED cursus doc against embedded (127.0.0.1:9000): 80 cases,
+   75 PASS, 5 FAIL; broken: CUR-ACK-4; 3.1 s``.
 
-With ``quiet`` only the summary line is printed.  Every piece of text is a
-:class:`rich.text.Text`, never markup, so a target's ``[bold]`` is printed as it is.
+With ``quiet`` only the baseline's notes (they decide the exit code) and the summary line
+are printed.  Every piece of text is a :class:`rich.text.Text`, never markup, so a
+target's ``[bold]`` is printed as it is.
 """
 
 from __future__ import annotations
@@ -162,12 +163,12 @@ def print_summary(
                         style=VERDICT_STYLES[verdict],
                     )
                 )
-        section = results.get("baseline")
-        if isinstance(section, dict):
-            for style, line in summary_lines(section):
-                out.print(Text(printable(line), style=style), soft_wrap=True)
         warning = unresponsive_line(results)
         if warning is not None:
             out.print(Text(warning, style="bold yellow"), soft_wrap=True)
+    section = results.get("baseline")
+    if isinstance(section, dict):  # what the baseline found decides the exit code: always shown
+        for style, line in summary_lines(section):
+            out.print(Text(printable(line), style=style), soft_wrap=True)
     # soft_wrap: the summary stays one line in a narrow CI log, so grep finds it whole
     out.print(summary_line(results), soft_wrap=True)

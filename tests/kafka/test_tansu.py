@@ -25,8 +25,8 @@ def test_the_suite_against_tansu_matches_its_baseline(tmp_path: Path) -> None:
     with tansu_broker.running(tmp_path) as (host, port):
         proc = subprocess.run(
             [sys.executable, "-m", "conformance", "run", "--protocol", "kafka", "--revision",
-             "apache", "--target", f"{host}:{port}", "--baseline", str(BASELINE), "-j", "3",
-             "-q", "--reports", str(tmp_path / "reports")],
+             "apache", "--target", f"{host}:{port}", "--target-name", "tansu 0.6.0",
+             "--baseline", str(BASELINE), "-j", "3", "-q", "--reports", str(tmp_path / "reports")],
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
@@ -35,3 +35,6 @@ def test_the_suite_against_tansu_matches_its_baseline(tmp_path: Path) -> None:
     assert sorted(section["expected"]) == failing
     assert section["new"] == section["fixed"] == section["stale"] == []
     assert "failed as expected" in proc.stdout
+    assert proc.stdout.splitlines()[-1].startswith(
+        f"PASSED kafka apache against tansu 0.6.0 ({host}:{port}): 253 cases, "
+    )

@@ -87,6 +87,8 @@ def test_known_failures_are_not_blocks_and_the_baseline_says_so() -> None:
     assert "FAIL cursus/framing/3" not in text
     assert "baseline base.yaml: 1 known failure(s) failed as expected" in text
     assert "1 of them known failures (baseline)" in text
+    quiet = _printed(results, quiet=True).splitlines()
+    assert len(quiet) == 2 and quiet[0].startswith("baseline base.yaml: 1 known failure(s)")
 
 
 def test_cases_with_the_same_reason_are_listed_by_id_after_the_third() -> None:
