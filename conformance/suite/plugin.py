@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import shlex
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
@@ -39,19 +37,18 @@ from typing import Any
 
 import pytest
 
-from conformance import __version__, protocols
-from conformance.baseline import Baseline, BaselineError, compare
+from conformance import protocols
+from conformance.baseline import Baseline, BaselineError
 from conformance.baseline import load as load_baseline
 from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
 from conformance.errors import ProtocolError
 from conformance.plugin import FieldSpan, Plugin
-from conformance.report import SCHEMA_ID, SCHEMA_VERSION, requirement_rollup
 from conformance.spec import Requirement, requirements
+from conformance.suite import results
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.target import CaseContext, Target, TargetUnresponsive
 
 _SET_BY_RUN = "(set by `conformance run`; recorded in the results)"
-VERDICTS = ("PASS", "FAIL", "WARN", "UNSUPPORTED", "ERROR")
 _STATE = pytest.StashKey["RunState"]()
 _CASE = pytest.StashKey[dict[str, Any]]()
 
@@ -404,15 +401,6 @@ def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
 # --------------------------------------------------------------------- results
 
 
-def _counts(cases: list[dict[str, Any]]) -> dict[str, int]:
-    return {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
-
-
-def exit_code(counts: dict[str, int], strict: bool) -> int:
-    bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
-    return 1 if bad else 0
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = _active(session.config)
     if state is None or not state.results_path or session.config.getoption("conformance_dry_run"):
@@ -432,91 +420,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         known.extend(data["known"])
         dead = dead or data["dead"]
         part.unlink()
-    cases.sort(key=lambda c: _sort_key(c["case_id"]))
-    counts = _counts(cases)
-    for case in cases:
-        case["reproduce"] = reproduce_command(state, case["case_id"])
-    results = {
-        "schema": SCHEMA_ID,
-        "schema_version": SCHEMA_VERSION,
-        "tool": "broker-conformance",
-        "version": __version__,
-        "protocol": state.protocol,
-        "revision": state.revision,
-        "target": state.meta["target"],
-        "target_name": state.meta["target_name"],
-        "target_software": None,  # neither cursus nor kafka tells its software over the wire
-        "embedded": state.meta["embedded"],
-        "selection": list(state.select),
-        "timeout_s": state.timeout,
-        "wire_keep": state.wire_keep,
-        "quirks": state.meta["quirks"],
-        "options": protocols.get(state.protocol).public(state.options),
-        "strict": state.strict,
-        "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "duration_s": round(time.monotonic() - state.t0, 3),
-        "target_unresponsive": dead,
-        "counts": counts,
-        "exit_code": exit_code(counts, state.strict),
-        "cases": cases,
-        "requirements": _requirement_rows(state, cases),
-    }
-    by_id = {c["case_id"]: c for c in cases}
-    for row in results["requirements"]:
-        row["verdict"] = requirement_rollup(row, by_id)[0]
-    if state.baseline is not None:
-        section = compare(state.baseline, cases, known, state.strict)
-        results["baseline"] = section
-        results["exit_code"] = section["exit_code"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=1))
-
-
-def reproduce_command(state: RunState, case_id: str) -> str:
-    """The command line that runs case ``case_id`` again against the same target (the
-    embedded broker with the same quirks, or the same address); secrets are left out."""
-    plugin = protocols.get(state.protocol)
-    words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
-    if not state.meta["embedded"]:
-        words += ["--target", state.meta["target"]]
-        if state.meta["target_name"] != state.meta["target"]:
-            words += ["--target-name", state.meta["target_name"]]
-    for quirk in state.meta["quirks"]:
-        words += ["--quirk", quirk]
-    defaults = plugin.option_values("run", {}, embedded=state.meta["embedded"])
-    public = plugin.public(state.options)
-    for option in plugin.options_for("run"):
-        value = public.get(option.dest)
-        if option.dest in public and value is not None and value != defaults.get(option.dest):
-            words += [option.flag, str(value)]
-    if state.strict:
-        words.append("--strict")
-    if state.timeout != 5.0:
-        words += ["--timeout", f"{state.timeout:g}"]
-    words.append(case_id)
-    return shlex.join(words)
-
-
-def _sort_key(case_id: str) -> list[Any]:
-    """``kafka/fetch/3@v2`` before ``kafka/fetch/3@v10``, and both before ``kafka/fetch/10``."""
-    parts = re.split(r"/|@v", case_id)
-    return [(0, int(p)) if p.isdigit() else (1, p) for p in parts]
-
-
-def _requirement_rows(state: RunState, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
-    for r in state.requirements.values():
-        if state.revision not in r.revisions:
-            continue
-        rows.append(
-            {
-                "id": r.id,
-                "level": r.level,
-                "area": r.area,
-                "text": r.text,
-                "source": r.source,
-                "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
-                "not_checkable": r.not_checkable,
-            }
-        )
-    return rows
+    path.write_text(json.dumps(results.build(state, cases, known, dead), indent=1))

@@ -9,7 +9,8 @@ import pytest
 from conformance.client import PeerClosed
 from conformance.spec import requirements
 from conformance.suite.case import Unsupported, Violation, case
-from conformance.suite.plugin import _selected, _verdict, exit_code
+from conformance.suite.plugin import _selected, _verdict
+from conformance.suite.results import exit_code
 from conformance.suite.target import TargetUnresponsive
 
 STATE = SimpleNamespace(requirements=requirements("cursus"), target=None)

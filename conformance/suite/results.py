@@ -1,0 +1,124 @@
+"""The results of a run (``results.json``, the report model), built from its case records.
+
+The conformance plugin (:mod:`conformance.suite.plugin`) collects one record per case, on
+each pytest-xdist worker; when the run ends the controller merges them and
+:func:`build` turns them into the document every report is rendered from (its schema is
+``conformance/report/results.schema.json``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+from conformance import __version__, protocols
+from conformance.baseline import compare
+from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_rollup
+
+if TYPE_CHECKING:
+    from conformance.suite.plugin import RunState
+
+
+def counts(cases: list[dict[str, Any]]) -> dict[str, int]:
+    return {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
+
+
+def exit_code(counts: dict[str, int], strict: bool) -> int:
+    bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
+    return 1 if bad else 0
+
+
+def build(
+    state: RunState, cases: list[dict[str, Any]], known: list[str], dead: bool
+) -> dict[str, Any]:
+    """The results of a run: every case record (of every worker), sorted, with its
+    reproduce command; the requirements with their verdicts; the baseline's comparison."""
+    cases.sort(key=lambda c: sort_key(c["case_id"]))
+    counted = counts(cases)
+    for case in cases:
+        case["reproduce"] = reproduce_command(state, case["case_id"])
+    out = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "tool": "broker-conformance",
+        "version": __version__,
+        "protocol": state.protocol,
+        "revision": state.revision,
+        "target": state.meta["target"],
+        "target_name": state.meta["target_name"],
+        "target_software": None,  # neither cursus nor kafka tells its software over the wire
+        "embedded": state.meta["embedded"],
+        "selection": list(state.select),
+        "timeout_s": state.timeout,
+        "wire_keep": state.wire_keep,
+        "quirks": state.meta["quirks"],
+        "options": protocols.get(state.protocol).public(state.options),
+        "strict": state.strict,
+        "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "duration_s": round(time.monotonic() - state.t0, 3),
+        "target_unresponsive": dead,
+        "counts": counted,
+        "exit_code": exit_code(counted, state.strict),
+        "cases": cases,
+        "requirements": requirement_rows(state, cases),
+    }
+    by_id = {c["case_id"]: c for c in cases}
+    for row in out["requirements"]:
+        row["verdict"] = requirement_rollup(row, by_id)[0]
+    if state.baseline is not None:
+        section = compare(state.baseline, cases, known, state.strict)
+        out["baseline"] = section
+        out["exit_code"] = section["exit_code"]
+    return out
+
+
+def reproduce_command(state: RunState, case_id: str) -> str:
+    """The command line that runs case ``case_id`` again against the same target (the
+    embedded broker with the same quirks, or the same address); secrets are left out."""
+    plugin = protocols.get(state.protocol)
+    words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
+    if not state.meta["embedded"]:
+        words += ["--target", state.meta["target"]]
+        if state.meta["target_name"] != state.meta["target"]:
+            words += ["--target-name", state.meta["target_name"]]
+    for quirk in state.meta["quirks"]:
+        words += ["--quirk", quirk]
+    defaults = plugin.option_values("run", {}, embedded=state.meta["embedded"])
+    public = plugin.public(state.options)
+    for option in plugin.options_for("run"):
+        value = public.get(option.dest)
+        if option.dest in public and value is not None and value != defaults.get(option.dest):
+            words += [option.flag, str(value)]
+    if state.strict:
+        words.append("--strict")
+    if state.timeout != 5.0:
+        words += ["--timeout", f"{state.timeout:g}"]
+    words.append(case_id)
+    return shlex.join(words)
+
+
+def sort_key(case_id: str) -> list[Any]:
+    """``kafka/fetch/3@v2`` before ``kafka/fetch/3@v10``, and both before ``kafka/fetch/10``."""
+    parts = re.split(r"/|@v", case_id)
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in parts]
+
+
+def requirement_rows(state: RunState, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for r in state.requirements.values():
+        if state.revision not in r.revisions:
+            continue
+        rows.append(
+            {
+                "id": r.id,
+                "level": r.level,
+                "area": r.area,
+                "text": r.text,
+                "source": r.source,
+                "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
+                "not_checkable": r.not_checkable,
+            }
+        )
+    return rows
