@@ -302,6 +302,9 @@ class Plugin:
     """The fields of a reply payload given the request payloads sent before it (newest
     last), for a protocol whose replies only make sense with their request (Kafka: the
     correlation id names the API and version); None: ``annotate(payload, "reply")``."""
+    describe_reply: Callable[[bytes, Sequence[bytes]], str] | None = None
+    """A reply's wire-log line given the requests sent before it, like ``annotate_reply``;
+    None: ``describe("recv", payload)``."""
     variant: Callable[[Plugin, str], Plugin] | None = None
     """The plug-in as a revision other than the default sees the wire (framing, limits,
     annotator, fuzzing...): :meth:`at` calls it; None when every revision shares them."""
@@ -407,6 +410,15 @@ class Plugin:
             return self.annotate(payload, direction)
         except Exception:  # an annotator must not break a report over a strange frame
             return []
+
+    def describe_reply_payload(self, payload: bytes, requests: Sequence[bytes]) -> str:
+        """A reply's wire-log line, with the requests sent before it as context."""
+        if self.describe_reply is not None:
+            try:
+                return self.describe_reply(payload, requests)
+            except Exception:  # a description must not break a report either
+                pass
+        return self.describe("recv", payload)
 
     def annotate_reply_payload(self, payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
         """The fields of a reply payload, with the requests sent before it as context."""

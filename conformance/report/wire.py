@@ -148,17 +148,26 @@ def decisive(case: Mapping[str, Any]) -> Entry | None:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
+_CODE = re.compile(r"\b[A-Z][A-Z0-9_]+ \((-?\d+)\)")
+
+
 def offending(case: Mapping[str, Any], e: Entry) -> set[str]:
     """Names of ``e``'s fields that the case's message mentions, by the last part of the
     name (``partitions[0].error_code`` matches a message about ``error_code``), also when
-    the message spells it with spaces (``high watermark`` for ``high_watermark``)."""
+    the message spells it with spaces (``high watermark`` for ``high_watermark``); and the
+    ``error_code`` fields holding the code a message names as what came back
+    (``NONE (0), expected INVALID_PARTITIONS (37)``: an error_code of 0)."""
     message = str(case.get("message") or "")
     words = set(_WORD.findall(message))
     spaced = " " + " ".join(_WORD.findall(message.lower())) + " "
+    got = message.split("expected", 1)[0]
+    codes = {int(n) for n in _CODE.findall(got)}
     hits = set()
     for f in e.fields:
         leaf = re.split(r"[.\]\[]", f.name.rstrip("]"))[-1] or f.name
         named = f.name in words or (len(leaf) > 2 and leaf in words)
-        if named or ("_" in leaf and f" {leaf.lower().replace('_', ' ')} " in spaced):
+        spelled = "_" in leaf and f" {leaf.lower().replace('_', ' ')} " in spaced
+        returned = leaf == "error_code" and f.value.lstrip("-").isdigit() and int(f.value) in codes
+        if named or spelled or returned:
             hits.add(f.name)
     return hits

@@ -30,7 +30,7 @@ import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -269,7 +269,8 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
     plugin = state.target.plugin
-    log = WireLog(describe=plugin.describe, annotate=_wire_fields(plugin), keep=state.wire_keep)
+    context = _WireContext(plugin)
+    log = WireLog(describe=context.describe, annotate=context.fields, keep=state.wire_keep)
     request.node.stash[_WIRE] = log
     state.target.ensure_reachable()
     ctx = CaseContext(state.target, log)
@@ -282,20 +283,26 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
 _WIRE = pytest.StashKey[WireLog]()
 
 
-def _wire_fields(plugin: Plugin) -> Callable[[str, bytes], list[FieldSpan]]:
-    """The wire log's annotator: what we send is raw bytes (a whole request frame when it
-    is one), what we receive a reply payload, annotated with the requests sent before it
-    (the last :data:`REQUESTS_KEPT`) as context."""
-    sent: deque[bytes] = deque(maxlen=REQUESTS_KEPT)
+class _WireContext:
+    """How the wire log of one case describes and annotates what it records: what we send
+    is raw bytes (a whole request frame when it is one), what we receive a reply payload,
+    read as the answer to the requests sent before it (the last :data:`REQUESTS_KEPT`)."""
 
-    def fields(direction: str, data: bytes) -> list[FieldSpan]:
+    def __init__(self, plugin: Plugin) -> None:
+        self.plugin = plugin
+        self.sent: deque[bytes] = deque(maxlen=REQUESTS_KEPT)
+
+    def describe(self, direction: str, data: bytes) -> str:
+        if direction == "recv":
+            return self.plugin.describe_reply_payload(data, tuple(self.sent))
+        return self.plugin.describe(direction, data)
+
+    def fields(self, direction: str, data: bytes) -> list[FieldSpan]:
         if direction == "send":
             with contextlib.suppress(ProtocolError):  # not a frame: no reply context
-                sent.extend(plugin.deframer("request").feed(data))
-            return plugin.annotate_frame(data, "request")
-        return plugin.annotate_reply_payload(data, tuple(sent))
-
-    return fields
+                self.sent.extend(self.plugin.deframer("request").feed(data))
+            return self.plugin.annotate_frame(data, "request")
+        return self.plugin.annotate_reply_payload(data, tuple(self.sent))
 
 
 #: Requests remembered per case to annotate the replies to them.

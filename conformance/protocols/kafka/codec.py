@@ -241,30 +241,46 @@ def annotate(payload: bytes, direction: str) -> list[FieldSpan]:
     return spans + api.request.annotate(payload, version, end)
 
 
-def annotate_reply(payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
-    """The fields of a response, decoded as the answer to the request among ``requests``
-    (payloads sent before it, newest last) that has its correlation id; only the
-    correlation id when none does."""
+def _asked(payload: bytes, requests: Sequence[bytes]) -> tuple[int, int] | None:
+    """``(api_key, version)`` of the request among ``requests`` (newest last) whose
+    correlation id the response ``payload`` carries, or None."""
     corr = correlation_of(payload)
     for request in reversed(requests):
         try:
             key, version, sent = peek(request)
         except KafkaError:
             continue
-        api = APIS.get(key)
-        if sent != corr or api is None or version not in api.response.versions:
+        if sent == corr:
+            return key, version
+    return None
+
+
+def describe_reply(payload: bytes, requests: Sequence[bytes]) -> str:
+    """``Fetch v12 response #7 (100 bytes)``: a response named by the request it answers."""
+    asked = _asked(payload, requests)
+    api = APIS.get(asked[0]) if asked else None
+    if asked is None or api is None:
+        return describe("recv", payload)
+    return f"{api.name} v{asked[1]} response #{correlation_of(payload)} ({len(payload)} bytes)"
+
+
+def annotate_reply(payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
+    """The fields of a response, decoded as the answer to the request among ``requests``
+    (payloads sent before it, newest last) that has its correlation id; only the
+    correlation id when none does."""
+    asked = _asked(payload, requests)
+    api = APIS.get(asked[0]) if asked else None
+    if asked is None or api is None or asked[1] not in api.response.versions:
+        return annotate(payload, "reply")
+    key, version = asked
+    for hv in dict.fromkeys((response_header_version(key, version), 0)):  # pgcdc: always 0
+        try:
+            _, end = RESPONSE_HEADER.decode_at(payload, hv)
+            body = api.response.annotate(payload, version, end)
+        except ProtocolError:
             continue
-        for hv in dict.fromkeys((response_header_version(key, version), 0)):  # pgcdc: v0
-            try:
-                _, end = RESPONSE_HEADER.decode_at(payload, hv)
-                body = api.response.annotate(payload, version, end)
-            except ProtocolError:
-                continue
-            header = [
-                replace(s, name=f"header.{s.name}") for s in RESPONSE_HEADER.annotate(payload, hv)
-            ]
-            return header + body
-        break
+        header = RESPONSE_HEADER.annotate(payload, hv)
+        return [replace(s, name=f"header.{s.name}") for s in header] + body
     return annotate(payload, "reply")
 
 

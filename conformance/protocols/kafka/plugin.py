@@ -96,6 +96,7 @@ PLUGIN = Plugin(
     frame=codec.frame,
     probe_request=PROBE,
     describe=codec.describe,
+    describe_reply=codec.describe_reply,
     annotate=codec.annotate,
     annotate_reply=codec.annotate_reply,
     frontend=_frontend,
