@@ -19,137 +19,58 @@ What the broker does with a request it cannot serve:
 
 Revision ``doc`` answers with response header v0 everywhere (pgcdc); ``apache`` follows
 Kafka's rule (v1 for flexible versions, ApiVersions excepted).  Both serve the same APIs.
+
+What the handlers are given and may answer (:class:`Broker`, :class:`KafkaConfig`,
+:data:`NO_RESPONSE`, :class:`Wait` ...) lives in :mod:`.context`, which the handlers
+import instead of this module; it is re-exported here.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from conformance.engine import Engine
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import codec, quirks
-from conformance.protocols.kafka.apis import APIS
+from conformance.protocols.kafka.apis import API_VERSIONS_KEY, APIS
 from conformance.protocols.kafka.codec import KafkaError, Request
-from conformance.protocols.kafka.coordinator import Coordinator
+from conformance.protocols.kafka.context import (
+    CLOSE,
+    NO_RESPONSE,
+    NODE_ID,
+    Answer,
+    Broker,
+    Close,
+    Handler,
+    KafkaConfig,
+    NoResponse,
+    Wait,
+)
 from conformance.protocols.kafka.errors import code
+from conformance.protocols.kafka.handlers import HANDLERS
+from conformance.protocols.kafka.handlers.api_versions import supported
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
 
+__all__ = [
+    "API_VERSIONS_KEY",
+    "CLOSE",
+    "NODE_ID",
+    "NO_RESPONSE",
+    "Answer",
+    "Broker",
+    "Handler",
+    "KafkaConfig",
+    "KafkaFrontend",
+    "KafkaSession",
+    "Wait",
+]
+
 log = logging.getLogger("conformance.kafka")
-
-API_VERSIONS_KEY = 18
-NODE_ID = 1
-
-
-@dataclass(frozen=True)
-class KafkaConfig:
-    revision: str = "doc"
-    quirks: tuple[str, ...] = ()
-    join_delay_s: float = 0.3
-    auto_create_topics: bool = True
-    default_partitions: int = 1
-    fetch_max_records: int = 10_000
-
-
-class _NoResponse:
-    def __repr__(self) -> str:
-        return "NO_RESPONSE"
-
-
-NO_RESPONSE = _NoResponse()
-
-
-class _Close(_NoResponse):
-    def __repr__(self) -> str:
-        return "CLOSE"
-
-
-CLOSE = _Close()
-"""No response, and the connection closed (a refused acks=0 produce)."""
-
-
-class Wait(Protocol):
-    """A response body that is not ready yet; ``poll`` must give it by ``deadline``."""
-
-    deadline: float
-
-    def poll(self, now: float) -> dict[str, Any] | None: ...
-
-
-Answer = dict[str, Any] | Wait | _NoResponse
-Handler = Callable[["Broker", Request, str], Answer]
-"""``handler(broker, request, peer)``: the answer to one request from ``peer`` (host:port)."""
-
-
-class Broker:
-    """The state every connection shares: engine, coordinator, topic ids, producer ids."""
-
-    def __init__(self, engine: Engine, config: KafkaConfig, clock: Callable[[], float]) -> None:
-        self.engine = engine
-        self.config = config
-        self.clock = clock
-        self.host = "127.0.0.1"
-        self.port = 9092
-        self.cluster_id = "conformance-reference"
-        self.stopped = False
-        """Set by the fault quirk stop-after-unknown-api-key: nothing is answered any more."""
-        self._listeners: list[Callable[[], None]] = []
-        self.coordinator = Coordinator(
-            clock, join_delay_s=config.join_delay_s, on_change=self.changed
-        )
-        self._topic_ids: dict[str, str] = {}
-        self._names_by_id: dict[str, str] = {}
-        # producer ids keep growing across restarts (microseconds since the epoch at start):
-        # with --data-dir the journal remembers old producers' sequences, and a new
-        # producer given an old id would be refused as out of order
-        self._producer_ids = itertools.count(time.time_ns() // 1000)
-        self.commit_metadata: dict[tuple[str, str, int], str | None] = {}
-        self.producer_epochs: dict[int, int] = {}
-        self.time_indexes: dict[tuple[str, int], Any] = {}
-        """ListOffsets' running timestamp maximum per partition (handlers/list_offsets.py)."""
-
-    def changed(self) -> None:
-        for listener in list(self._listeners):
-            listener()
-
-    def add_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
-        self._listeners.append(callback)
-
-        def remove() -> None:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
-
-        return remove
-
-    def topic_id(self, name: str) -> str:
-        """The topic's id (Metadata v10+, Fetch v13+), given at first sight."""
-        known = self._topic_ids.get(name)
-        if known is None:
-            known = self._topic_ids[name] = str(uuid.uuid4())
-            self._names_by_id[known] = name
-        return known
-
-    def topic_named(self, topic_id: str) -> str | None:
-        name = self._names_by_id.get(topic_id)
-        return name if name is not None and self.engine.has_topic(name) else None
-
-    def forget_topic(self, name: str) -> None:
-        known = self._topic_ids.pop(name, None)
-        if known is not None:
-            self._names_by_id.pop(known, None)
-        for key in [k for k in self.commit_metadata if k[1] == name]:
-            del self.commit_metadata[key]
-        for index in [k for k in self.time_indexes if k[0] == name]:
-            del self.time_indexes[index]
-
-    def new_producer_id(self) -> int:
-        return next(self._producer_ids)
 
 
 @dataclass
@@ -234,8 +155,6 @@ class KafkaSession:
         )
 
     def handle(self, frame: bytes) -> Outcome:
-        from conformance.protocols.kafka.handlers import HANDLERS
-
         active = self.frontend.config.quirks
         if active and self._stopped(active, frame):
             return Outcome()
@@ -251,8 +170,8 @@ class KafkaSession:
                 return Outcome([self.respond(request, seen)])
             request = seen
         answer = HANDLERS[request.api_key](self.broker, request, self.peer)
-        if isinstance(answer, _NoResponse):
-            return Outcome(close=isinstance(answer, _Close))
+        if isinstance(answer, NoResponse):
+            return Outcome(close=isinstance(answer, Close))
         if isinstance(answer, dict):
             return Outcome([self.respond(request, answer)])
         return Outcome(pending=_Pending(self, request, answer))
@@ -279,8 +198,6 @@ class KafkaSession:
         if corr is None or exc.error != "UNSUPPORTED_VERSION":
             return Outcome(close=True)
         if exc.api_key == API_VERSIONS_KEY:
-            from conformance.protocols.kafka.handlers.api_versions import supported
-
             keys = supported(self.frontend.config.revision)
             body = {"error_code": code("UNSUPPORTED_VERSION"), "api_keys": keys}
             payload = codec.encode_response(API_VERSIONS_KEY, 0, corr, body, header_version=0)

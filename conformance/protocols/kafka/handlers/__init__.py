@@ -6,7 +6,7 @@ versions it serves (its module docstring).
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.broker import Handler
+from conformance.protocols.kafka.context import Handler
 from conformance.protocols.kafka.handlers import (
     admin,
     api_versions,

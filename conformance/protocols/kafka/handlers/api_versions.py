@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.protocols.kafka.apis import APIS
-from conformance.protocols.kafka.broker import Broker
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import Broker
 
 API_VERSIONS = 18
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from conformance.engine import EngineError
 from conformance.protocols.kafka import batches
-from conformance.protocols.kafka.broker import Broker
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.metadata import ZERO_ID
 

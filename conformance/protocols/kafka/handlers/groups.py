@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocols.kafka.broker import NODE_ID, Broker
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import NODE_ID, Broker
 from conformance.protocols.kafka.coordinator import JoinResult, SyncResult
 from conformance.protocols.kafka.errors import code
 

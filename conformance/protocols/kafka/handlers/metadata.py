@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from conformance.engine import EngineError
-from conformance.protocols.kafka.broker import NODE_ID, Broker
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import NODE_ID, Broker
 from conformance.protocols.kafka.errors import code
 
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")

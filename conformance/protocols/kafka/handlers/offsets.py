@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import EngineError
-from conformance.protocols.kafka.broker import Broker
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 
 

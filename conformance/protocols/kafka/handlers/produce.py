@@ -23,8 +23,8 @@ from typing import Any
 from conformance.engine import STRICT, EngineError
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import batches
-from conformance.protocols.kafka.broker import CLOSE, NO_RESPONSE, Broker, _NoResponse
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.context import CLOSE, NO_RESPONSE, Broker, NoResponse
 from conformance.protocols.kafka.errors import code, from_engine
 
 
@@ -54,7 +54,7 @@ def _append(
     return "NONE", base, None
 
 
-def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | _NoResponse:
+def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | NoResponse:
     body, version = request.body, request.api_version
     acks = int(body.get("acks", 1))
     budget = [batches.MAX_REQUEST_BYTES]
