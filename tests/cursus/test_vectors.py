@@ -1,10 +1,11 @@
-"""The Cursus golden vectors (vectors/cursus/*.yaml) against the deframer, the codec and
-the reference broker.
+"""The Cursus golden vectors (vectors/cursus/*.yaml) against the codec and the reference
+broker, and what Cursus's collection must hold.
 
-Every vector's frame is deframed whole, one byte at a time, and followed by garbage (the
-deframer must return the frame and keep the rest); its payload is decoded and compared
-with ``decoded`` (or the error code), and ``decoded`` is encoded back and compared with
-the bytes.  Request vectors with a ``reply`` are sent to the reference broker: one broker
+What every protocol's vectors go through (loading, cited requirements, the deframer
+whole, byte by byte and before the next frame, plain data and back) is in
+tests/protocols/test_vectors.py.  Here each vector's payload is decoded and compared with
+``decoded`` (or the error code), and ``decoded`` is encoded back and compared with the
+bytes.  Request vectors with a ``reply`` are sent to the reference broker: one broker
 per vector FILE, started on first use and shared by that file's vectors, each on a new
 connection after its own ``setup``.  The vectors of a file use distinct topic and group
 names, so any subset runs alone and in any order; replies are compared on the keys the
@@ -20,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from conformance import spec
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
 from conformance.protocols.cursus.messages import (
@@ -34,7 +34,7 @@ from conformance.protocols.cursus.messages import (
     Reply,
     Request,
 )
-from conformance.protocols.cursus.vectors import REPLY_KINDS, from_message, to_message
+from conformance.protocols.cursus.vectors import REPLY_KINDS, from_message
 from conformance.vectors import Vector, VectorError, load, mismatches
 from tests.support import broker, deframing
 from tests.support.cursus_client import CursusTestClient
@@ -53,24 +53,6 @@ def decode(v: Vector, payload: bytes) -> Request | Reply:
     if v.direction == "request":
         return codec.decode_request(payload, compression=v.extras.get("compression"))
     return codec.decode_reply(payload)
-
-
-# ---------------------------------------------------------------- the deframer
-
-
-@pytest.mark.parametrize("v", VECTORS, ids=ids)
-def test_deframe_whole(v: Vector) -> None:
-    deframing.check_whole(codec.new_deframer, v)
-
-
-@pytest.mark.parametrize("v", VECTORS, ids=ids)
-def test_deframe_byte_at_a_time(v: Vector) -> None:
-    deframing.check_byte_at_a_time(codec.new_deframer, v)
-
-
-@pytest.mark.parametrize("v", FRAMED, ids=ids)
-def test_deframe_with_trailing_garbage(v: Vector) -> None:
-    deframing.check_trailing(codec.new_deframer, v)
 
 
 # ------------------------------------------------------------------- the codec
@@ -99,11 +81,6 @@ def test_encode(v: Vector) -> None:
         assert codec.frame(payload).hex(" ", 4) == v.frame.hex(" ", 4)
     else:
         assert decode(v, payload) == msg
-
-
-@pytest.mark.parametrize("v", DECODED, ids=ids)
-def test_plain_data_round_trip(v: Vector) -> None:
-    assert to_message(from_message(v.message)) == v.message
 
 
 # ------------------------------------------------------------------ the broker
@@ -203,12 +180,6 @@ def test_every_batch_field_has_a_non_default_value() -> None:
         f.name for f in fields(Message) if all(getattr(m, f.name) == f.default for m in msgs)
     }
     assert missing == set()
-
-
-def test_every_vector_cites_requirements_of_spec_md() -> None:
-    known = spec.requirements("cursus")
-    unknown = {(v.id, r) for v in VECTORS for r in v.requirements if r not in known}
-    assert unknown == set()
 
 
 def test_the_frame_limit_vectors_are_there() -> None:

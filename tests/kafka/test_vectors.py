@@ -1,14 +1,16 @@
-"""The Kafka golden vectors (vectors/kafka/*.yaml) against the deframer, the codec and
-the reference broker.
+"""The Kafka golden vectors (vectors/kafka/*.yaml) against the codec and the reference
+broker, and what Kafka's collection must hold.
 
-Every vector's frame is deframed whole, one byte at a time, and followed by garbage (the
-deframer must return the frame and keep the rest); its payload is decoded and compared
-with ``decoded`` (or the error code), and ``decoded`` is encoded back and compared with
-the bytes.  (A request may carry bytes after its body: Apache Kafka and librdkafka
-ignore them, so the codec counts them in ``Request.trailing``; bytes after the *frame*
-are the deframer's business, checked here.)  Request vectors with a ``reply`` are sent
-to the reference broker: one broker per vector FILE and revision, started on first use
-and shared by that file's vectors, each on a new connection after its own ``setup``.
+What every protocol's vectors go through (loading, cited requirements, unique IDs, the
+deframer whole, byte by byte and before the next frame, plain data and back) is in
+tests/protocols/test_vectors.py.  Here each vector's payload is decoded and compared with
+``decoded`` (or the error code), and ``decoded`` is encoded back and compared with the
+bytes.  (A request may carry bytes after its body: Apache Kafka and librdkafka ignore
+them, so the codec counts them in ``Request.trailing``, checked here; bytes after the
+*frame* are the deframer's business, checked with every protocol's.)  Request vectors
+with a ``reply`` are sent to the reference broker: one broker per vector FILE and
+revision, started on first use and shared by that file's vectors, each on a new
+connection after its own ``setup``.
 The vectors of a file use distinct topic and group names, so any subset runs alone and in
 any order; replies are compared on the keys the vector gives.  captured.yaml holds
 frames captured from real clients (tests/support/kafka_capture.py).
@@ -25,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from conformance import spec
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import APIS
 from conformance.protocols.kafka.codec import KafkaError, Request
@@ -40,7 +41,6 @@ from conformance.protocols.kafka.vectors import (
     errors_in,
     from_message,
     setup_request,
-    to_message,
 )
 from conformance.vectors import Vector, VectorError, load
 from conformance.wire.schema import Bytes, Field, Type, walk
@@ -106,24 +106,6 @@ def without_spaces(plain: Any) -> Any:
     return plain
 
 
-# ---------------------------------------------------------------- the deframer
-
-
-@pytest.mark.parametrize("v", VECTORS, ids=ids)
-def test_deframe_whole(v: Vector) -> None:
-    deframing.check_whole(codec.new_deframer, v)
-
-
-@pytest.mark.parametrize("v", VECTORS, ids=ids)
-def test_deframe_byte_at_a_time(v: Vector) -> None:
-    deframing.check_byte_at_a_time(codec.new_deframer, v)
-
-
-@pytest.mark.parametrize("v", FRAMED, ids=ids)
-def test_deframe_with_trailing_garbage(v: Vector) -> None:
-    deframing.check_trailing(codec.new_deframer, v)
-
-
 # ------------------------------------------------------------------- the codec
 
 
@@ -152,12 +134,6 @@ def test_encode(v: Vector) -> None:
             k: x for k, x in canonical(v.decoded).items() if k not in ("header_tags", "trailing")
         }
         assert from_message(decode(v, payload)) == want
-
-
-@pytest.mark.parametrize("v", DECODED, ids=ids)
-def test_plain_data_round_trip(v: Vector) -> None:
-    plain = from_message(v.message)
-    assert from_message(to_message(plain)) == plain
 
 
 @pytest.mark.parametrize("v", DECODED, ids=ids)
@@ -360,16 +336,6 @@ def test_records_fields_are_named_records_and_no_field_is_a_reply_key() -> None:
         walk(api.request.body, visit)
         walk(api.response.body, visit)
     assert bad == []
-
-
-def test_every_vector_cites_requirements_of_spec_md() -> None:
-    known = spec.requirements("kafka")
-    unknown = {(v.id, r) for v in VECTORS for r in v.requirements if r not in known}
-    assert unknown == set()
-
-
-def test_ids_are_unique() -> None:
-    assert len({v.id for v in VECTORS}) == len(VECTORS)
 
 
 def test_the_frame_limit_vectors_are_there() -> None:
