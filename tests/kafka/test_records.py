@@ -32,13 +32,13 @@ from conformance.protocols.kafka.records import (
     Header,
     Record,
     RecordBatch,
-    _varint,
     batch_spans,
     decode_batches,
     encode_batch,
     make_batch,
     peek_batch,
 )
+from conformance.wire.varint import varint as _varint
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
+from conformance.errors import ProtocolError
 from conformance.plugin import QuirkSpec
+from conformance.wire.varint import read_varint
 
 if TYPE_CHECKING:
     from conformance.protocols.kafka.codec import Request
@@ -231,40 +233,30 @@ def negative_partition(api_key: int, body: dict[str, Any]) -> int | None:
     return next((p for p in found if p < 0), None)
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """A zigzag varint at ``at``: (value, next position); raises IndexError at the end."""
-    shift = raw = 0
-    while True:
-        b = data[at]
-        at += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80 or shift > 63:
-            return (raw >> 1) ^ -(raw & 1), at
-        shift += 7
-
-
 def negative_record_length(data: bytes) -> int | None:
     """The first key or value length below -1 in the uncompressed records of the first
-    batch in ``data``, else None (what a broker trusting its records would crash on)."""
+    batch in ``data``, else None (what a broker trusting its records would crash on).  The
+    walk stops (None) where the bytes end or a varint is malformed (over 10 bytes or 64
+    bits); every varint is read as 64 bits wide, so an overwide length still counts."""
     if len(data) < 61 or data[16] != 2 or data[22] & 0x07:
         return None
     at, count = 61, int.from_bytes(data[57:61], "big", signed=True)
     try:
         for _ in range(max(0, min(count, 10_000))):
-            length, at = _varint(data, at)
+            length, at = read_varint(data, at)
             end = at + length
             at += 1  # attributes
-            _, at = _varint(data, at)  # timestamp delta
-            _, at = _varint(data, at)  # offset delta
+            _, at = read_varint(data, at)  # timestamp delta
+            _, at = read_varint(data, at)  # offset delta
             for _part in ("key", "value"):
-                n, at = _varint(data, at)
+                n, at = read_varint(data, at)
                 if n < -1:
                     return n
                 at += max(n, 0)
             if length < 0:
                 return None
             at = end
-    except IndexError:
+    except ProtocolError:  # the bytes end (Truncated), or a varint is malformed
         return None
     return None
 
