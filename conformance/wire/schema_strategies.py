@@ -10,7 +10,12 @@ out of the tagged section) and sometimes not.  What each type draws:
   strings;
 * ``string``: short text, mostly ASCII, sometimes any UTF-8 (no lone surrogates: they
   have no UTF-8 form); ``bytes`` and ``records``: up to 32 bytes;
-* arrays: 0 to ``max_items`` elements; structs: a dict of their fields.
+* arrays: 0 to ``max_items`` elements; structs: a dict of their fields;
+* a sized value: its inner type's values; a union: ``{"kind": k, "value": v}``, every
+  kind drawn, each with its variant's values.
+
+Lengths are drawn short enough for the narrowest prefix an encoding offers (a u8), so
+the values suit every protocol's :class:`~conformance.wire.encoding.Encoding`.
 
 ``overrides`` replaces the strategy of a field, named by its dotted path from the
 message root through arrays without indices (``"topic_data.partition_data.records"``),
@@ -35,16 +40,20 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from conformance.wire.schema import (
+    KIND,
     UNKNOWN_TAGS,
+    VALUE,
     Array,
     Bool,
     Bytes,
     Field,
     Fixed,
     Message,
+    Sized,
     String,
     Struct,
     Type,
+    Union,
     Uuid,
     Varint,
 )
@@ -200,6 +209,16 @@ def _base(
     if isinstance(typ, Struct):
         key = ("struct", id(typ), version, flexible, path, *opts.key)
         return _cached(key, typ, lambda: _struct(typ, version, flexible, path, opts))
+    if isinstance(typ, Sized):
+        return _type(typ.inner, version, flexible, False, path, opts)
+    if isinstance(typ, Union):
+        variants = [
+            st.fixed_dictionaries(
+                {KIND: st.just(kind), VALUE: _type(t, version, flexible, False, path, opts)}
+            )
+            for kind, t in typ.variants.items()
+        ]
+        return st.one_of(variants)
     raise TypeError(f"no strategy for schema type {typ.name!r} ({type(typ).__name__})")
 
 

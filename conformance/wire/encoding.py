@@ -1,0 +1,150 @@
+"""The encoding rules a binary protocol gives the schema machinery of :mod:`.schema`.
+
+A message declaration says *what* a message holds; an :class:`Encoding` says *how* its
+protocol writes it, so one declaration language serves every binary protocol:
+
+* ``byte_order``: ``"big"`` or ``"little"``, for every fixed-width number (one ``INT32``
+  declaration is little-endian in a little-endian protocol) and every fixed-width length;
+* the length prefix of a string (``string_length``), of bytes (``bytes_length``) and the
+  item count of an array (``array_count``): a :data:`Prefix`, a fixed-width integer
+  (``u8``, ``i8``, ``u16``, ``i16``, ``u32``, ``i32``, ``u64``, ``i64``: sign and width)
+  or ``uvarint`` (the one varint codec, :mod:`.varint`);
+* ``null_length``: -1 when a -1 length means null (Kafka; every prefix must then be
+  signed), or None when the protocol has no null (declaring a nullable field is then an
+  error);
+* ``flexible``: whether messages may declare *flexible* versions, Kafka's second form, in
+  which every string, bytes and array prefix is compact (an unsigned varint holding the
+  length + 1, 0 for null) and every struct ends in a tagged-field section.
+
+:data:`KAFKA` is Kafka's: big-endian, int16 string lengths, int32 bytes lengths and
+array counts, -1 for null, flexible versions.  Lengths are read strictly: a negative one
+other than the null value is a :class:`~conformance.errors.ProtocolError`, and a value
+that does not fit its prefix is a ValueError when writing.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from dataclasses import dataclass
+from typing import Literal
+
+from conformance.errors import ProtocolError, Truncated
+from conformance.wire.varint import read_uvarint, uvarint
+
+Prefix = Literal["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "uvarint"]
+ByteOrder = Literal["big", "little"]
+
+FORMATS: dict[str, str] = {
+    "u8": "B",
+    "i8": "b",
+    "u16": "H",
+    "i16": "h",
+    "u32": "I",
+    "i32": "i",
+    "u64": "Q",
+    "i64": "q",
+}
+"""The :mod:`struct` format letter of each fixed-width prefix."""
+
+
+@functools.cache
+def packer(order: ByteOrder, fmt: str) -> struct.Struct:
+    """The :class:`struct.Struct` of one format letter in ``order``."""
+    return struct.Struct((">" if order == "big" else "<") + fmt)
+
+
+def prefix_range(prefix: Prefix) -> tuple[int, int]:
+    """The smallest and largest value a prefix holds."""
+    if prefix == "uvarint":
+        return 0, (1 << 32) - 1
+    bits = 8 * struct.calcsize(FORMATS[prefix])
+    if prefix.startswith("i"):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How a protocol writes what a message declaration holds (see the module doc)."""
+
+    name: str
+    byte_order: ByteOrder = "big"
+    string_length: Prefix = "i16"
+    bytes_length: Prefix = "i32"
+    array_count: Prefix = "i32"
+    null_length: int | None = -1
+    flexible: bool = False
+
+    def __post_init__(self) -> None:
+        if self.null_length not in (-1, None):
+            raise ValueError(f"{self.name}: null is a -1 length or none, not {self.null_length}")
+        if self.byte_order not in ("big", "little"):
+            raise ValueError(f"{self.name}: byte order {self.byte_order!r}")
+        for prefix in (self.string_length, self.bytes_length, self.array_count):
+            if prefix != "uvarint" and prefix not in FORMATS:
+                raise ValueError(f"{self.name}: no length prefix {prefix!r}")
+            low, high = prefix_range(prefix)
+            if self.null_length is not None and not low <= self.null_length <= high:
+                raise ValueError(f"{self.name}: null {self.null_length} does not fit {prefix}")
+
+    @property
+    def order(self) -> Literal[">", "<"]:
+        """The :mod:`struct` byte-order character."""
+        return ">" if self.byte_order == "big" else "<"
+
+    def fixed(self, fmt: str) -> struct.Struct:
+        """The :class:`struct.Struct` of a fixed-width format letter in this byte order."""
+        return packer(self.byte_order, fmt)
+
+    def prefix_struct(self, prefix: Prefix) -> struct.Struct | None:
+        """A fixed-width prefix's struct; None for ``uvarint``."""
+        return None if prefix == "uvarint" else packer(self.byte_order, FORMATS[prefix])
+
+    def write_length(self, out: bytearray, prefix: Prefix, n: int | None, compact: bool) -> None:
+        """Length or count ``n`` (None: null) as ``prefix``, or compact (flexible form)."""
+        if compact:
+            out += uvarint(0 if n is None else n + 1)
+            return
+        if n is None:
+            if self.null_length is None:
+                raise ValueError(f"{self.name} has no null")
+            n = self.null_length
+        low, high = prefix_range(prefix)
+        if not low <= n <= high:
+            raise ValueError(f"a length of {n} does not fit {prefix}")
+        packed = self.prefix_struct(prefix)
+        out += uvarint(n) if packed is None else packed.pack(n)
+
+    def read_length(
+        self, data: bytes, pos: int, prefix: Prefix, compact: bool, what: str
+    ) -> tuple[int | None, int]:
+        """The length or count at ``data[pos:]`` (None: null) and the position after it."""
+        if compact:
+            raw, end = read_uvarint(data, pos, 32, what)
+            return (None if raw == 0 else raw - 1), end
+        packed = self.prefix_struct(prefix)
+        if packed is None:
+            return read_uvarint(data, pos, 32, what)
+        end = pos + packed.size
+        if end > len(data):
+            raise Truncated(f"{what}: need {packed.size} bytes at offset {pos}")
+        (n,) = packed.unpack_from(data, pos)
+        if self.null_length is not None and n == self.null_length:
+            return None, end
+        if n < 0:
+            raise ProtocolError(f"{what}: negative {int(n)}")
+        return int(n), end
+
+
+KAFKA = Encoding(
+    name="kafka",
+    byte_order="big",
+    string_length="i16",
+    bytes_length="i32",
+    array_count="i32",
+    null_length=-1,
+    flexible=True,
+)
+"""Kafka's encoding: big-endian, int16 string lengths, int32 bytes lengths and array
+counts, -1 for null, compact lengths and tagged fields in flexible versions."""
