@@ -70,26 +70,21 @@ _as_header = partial(_new, Header)  # a Header from a Header or a (key, value) p
 
 
 class _VarintTable(dict[int, bytes]):
-    """Small values' varints, looked up; any other is computed on a miss."""
+    """Varints looked up: those of -1 .. 8191 (one or two bytes) built at import, any
+    other computed on a miss and kept while the table is under :data:`_ZZ_MOST` entries
+    (a bounded cache: a producer's offset deltas repeat batch after batch)."""
 
     def __missing__(self, value: int) -> bytes:
-        return varint(value)
+        encoded = varint(value)
+        if len(self) < _ZZ_MOST:
+            self[value] = encoded
+        return encoded
 
 
+_ZZ_MOST = 1 << 15
 _ZZ = _VarintTable({v: varint(v) for v in range(-1, 1 << 13)})
 _HEADER_KEYS: dict[str, bytes] = {}  # a header key's length and bytes, by key
-
-
-def _uvarint(buf: bytes, pos: int, bits: int) -> tuple[int, int]:
-    """(raw value, end) of the varint at ``pos``, of ``bits`` bits: the slow path of
-    :func:`_decode_records`.  Truncated if ``buf`` ends inside it (the caller words that),
-    ProtocolError if it is too long or too wide."""
-    try:
-        return read_uvarint(buf, pos, bits, "record")
-    except Truncated:
-        raise
-    except ProtocolError as exc:
-        raise ProtocolError(f"a record's varint is out of range ({exc})") from None
+_OUT_OF_RANGE = "record varint out of range"  # how read_uvarint's errors begin here
 
 
 def encode_batch(batch: RecordBatch, *, compression_level: int | None = None) -> bytes:
@@ -255,30 +250,41 @@ def _decode_v2(data: bytes, start: int, end: int, limit: int) -> RecordBatch:
 
 def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, ...]:
     """``count`` records filling ``b[pos:stop]``.  ``n`` is a varint's raw (zigzag) value:
-    its first byte is read inline, and its second where two are common; else ``u``."""
+    its first byte is read inline, and its second where two are common; else ``u``
+    (:func:`~conformance.wire.varint.read_uvarint`: Truncated where the bytes end, turned
+    into this function's message; ProtocolError for a varint too long or too wide)."""
     records: list[Record] = []
-    append, new, u, bad = records.append, _new, _uvarint, "length below -1"
+    append, new, u, bad, w = records.append, _new, read_uvarint, "length below -1", _OUT_OF_RANGE
     try:
         for index in range(count):
             n = b[pos]
             pos += 1
             if n > 0x7F:
-                n, pos = (n - 128 + (b[pos] << 7), pos + 1) if b[pos] < 128 else u(b, pos - 1, 32)
+                if b[pos] < 128:
+                    n, pos = n - 128 + (b[pos] << 7), pos + 1
+                else:
+                    n, pos = u(b, pos - 1, 32, w)
             end = pos + ((n >> 1) ^ -(n & 1))
             if end > stop or end - pos < 6:
                 raise ProtocolError(f"record {index}: bad length {end - pos}")
             attributes, n = b[pos], b[pos + 1]
             pos += 2
             if n > 0x7F:
-                n, pos = (n - 128 + (b[pos] << 7), pos + 1) if b[pos] < 128 else u(b, pos - 1, 64)
+                if b[pos] < 128:
+                    n, pos = n - 128 + (b[pos] << 7), pos + 1
+                else:
+                    n, pos = u(b, pos - 1, 64, w)
             timestamp_delta, n = (n >> 1) ^ -(n & 1), b[pos]
             pos += 1
             if n > 0x7F:
-                n, pos = (n - 128 + (b[pos] << 7), pos + 1) if b[pos] < 128 else u(b, pos - 1, 32)
+                if b[pos] < 128:
+                    n, pos = n - 128 + (b[pos] << 7), pos + 1
+                else:
+                    n, pos = u(b, pos - 1, 32, w)
             offset_delta, n = (n >> 1) ^ -(n & 1), b[pos]
             pos += 1
             if n > 0x7F:
-                n, pos = u(b, pos - 1, 32)
+                n, pos = u(b, pos - 1, 32, w)
             if n & 1 and n > 1:
                 raise ProtocolError(f"record {index}: key {bad}")
             key = None if n == 1 else b[pos : pos + (n >> 1)]
@@ -286,7 +292,10 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
             n = b[pos]
             pos += 1
             if n > 0x7F:
-                n, pos = (n - 128 + (b[pos] << 7), pos + 1) if b[pos] < 128 else u(b, pos - 1, 32)
+                if b[pos] < 128:
+                    n, pos = n - 128 + (b[pos] << 7), pos + 1
+                else:
+                    n, pos = u(b, pos - 1, 32, w)
             if n & 1 and n > 1:
                 raise ProtocolError(f"record {index}: value {bad}")
             value = None if n == 1 else b[pos : pos + (n >> 1)]
@@ -294,7 +303,7 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
             n = b[pos]
             pos += 1
             if n > 0x7F:
-                n, pos = u(b, pos - 1, 32)
+                n, pos = u(b, pos - 1, 32, w)
             if n & 1 or n >> 1 > end - pos:
                 raise ProtocolError(f"record {index}: bad header count")
             hs = []
@@ -302,7 +311,7 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
                 n = b[pos]
                 pos += 1
                 if n > 0x7F:
-                    n, pos = u(b, pos - 1, 32)
+                    n, pos = u(b, pos - 1, 32, w)
                 if n & 1:
                     raise ProtocolError(f"record {index}: header key length below 0")
                 hkey = b[pos : pos + (n >> 1)].decode("utf-8", "surrogateescape")
@@ -310,7 +319,7 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
                 n = b[pos]
                 pos += 1
                 if n > 0x7F:
-                    n, pos = u(b, pos - 1, 32)
+                    n, pos = u(b, pos - 1, 32, w)
                 if n & 1 and n > 1:
                     raise ProtocolError(f"record {index}: header value {bad}")
                 hs.append(new(Header, (hkey, None if n == 1 else b[pos : pos + (n >> 1)])))
