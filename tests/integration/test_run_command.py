@@ -2,8 +2,9 @@
 
 Each test runs the installed command in a subprocess and judges it by its exit code,
 its output and ``reports/results.json``: against the embedded broker, through a plain
-TCP relay, against a target that never answers, against a closed port, and against
-every spec quirk of the reference broker (exactly the declared requirements fail).
+TCP relay, against a target that never answers, against a closed port.  That each spec
+quirk fails exactly its requirements is checked for every protocol in
+tests/protocols/test_quirk_exactness.py.
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.protocols.cursus.quirks import QUIRKS
 from tests.support import broker, net
-
-SPEC_QUIRKS = sorted(q.name for q in QUIRKS.values() if q.kind == "spec")
 
 
 def run(
@@ -44,15 +42,6 @@ def results(tmp_path: Path) -> dict[str, Any]:
 
 def verdicts(data: dict[str, Any]) -> dict[str, str]:
     return {c["case_id"]: c["verdict"] for c in data["cases"]}
-
-
-def violated(data: dict[str, Any]) -> set[str]:
-    """Requirement IDs that some case reports as broken (FAIL or WARN)."""
-    return {
-        c["violated"]
-        for c in data["cases"]
-        if c["verdict"] in ("FAIL", "WARN") and c.get("violated")
-    }
 
 
 def test_clean_embedded_broker_passes_every_case(tmp_path: Path) -> None:
@@ -110,16 +99,6 @@ def test_unknown_quirk_is_a_usage_error(tmp_path: Path) -> None:
     proc, _ = run(tmp_path, "--quirk", "no-such-quirk", timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "no-such-quirk" in proc.stderr
-
-
-@pytest.mark.parametrize("quirk", SPEC_QUIRKS)
-def test_each_spec_quirk_fails_exactly_its_requirements(tmp_path: Path, quirk: str) -> None:
-    proc, _ = run(tmp_path, "--quirk", quirk)
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    data = results(tmp_path)
-    assert violated(data) == set(QUIRKS[quirk].breaks)
-    for req in QUIRKS[quirk].breaks:
-        assert req in proc.stdout, f"{req} not named in the output"
 
 
 def test_dry_run_lists_selected_cases_without_a_target(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """``conformance run --protocol kafka`` end to end: the reference broker passes in both
-revisions (the embedded broker starts with the run's revision), and each spec quirk
-fails exactly the requirements it declares (revision apache, where all of them are)."""
+revisions (the embedded broker starts with the run's revision).  That each spec quirk
+fails exactly the requirements it declares is checked for every protocol in
+tests/protocols/test_quirk_exactness.py."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conformance.protocols.kafka.quirks import QUIRKS
-
-SPEC_QUIRKS = sorted(q.name for q in QUIRKS.values() if q.kind == "spec")
 
 
 def run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -39,19 +36,3 @@ def test_the_reference_broker_passes_every_case(tmp_path: Path, revision: str) -
     ids = [c["case_id"] for c in data["cases"]]
     assert len(ids) >= 60
     assert any("@v" in i for i in ids), "no case ran at several versions"
-
-
-@pytest.mark.parametrize("quirk", SPEC_QUIRKS)
-def test_each_spec_quirk_fails_exactly_its_requirements(tmp_path: Path, quirk: str) -> None:
-    proc, data = run(tmp_path, "--revision", "apache", "--quirk", quirk)
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    broken = {
-        c["violated"] for c in data["cases"] if c["verdict"] in ("FAIL", "WARN") and c["violated"]
-    }
-    errors = {c["case_id"]: c["message"] for c in data["cases"] if c["verdict"] == "ERROR"}
-    assert not errors, errors
-    assert broken == set(QUIRKS[quirk].breaks), {
-        c["case_id"]: c["message"] for c in data["cases"] if c["verdict"] == "FAIL"
-    }
-    for req in QUIRKS[quirk].breaks:
-        assert req in proc.stdout, f"{req} not named in the output"
