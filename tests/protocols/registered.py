@@ -3,9 +3,9 @@
 :data:`NAMES` is every protocol :func:`conformance.protocols.names` lists while the
 test-only protocols (:data:`TEST_ONLY`: the toy) are registered the way a third-party
 package registers one: an entry point in a throw-away ``*.dist-info`` put on ``sys.path``.
-They are registered only while :func:`extra_protocols_registered` is active (at collection, and
-around each test by this folder's ``conftest.py``), because elsewhere the project checks
-that the toy is unknown without its entry point.  A protocol added to
+They are registered only while :func:`extra_protocols_registered` is active (at
+collection, and around each test by this folder's ``conftest.py``), because elsewhere the
+project checks that the toy is unknown without its entry point.  A protocol added to
 :mod:`conformance.protocols` is in :data:`NAMES` with no change here.
 """
 
