@@ -20,10 +20,11 @@ offset, and the position a reader waits at, may lie past the high watermark (Kaf
 any committed offset too); it must only be in 0..2**63-1.  How many partitions a topic may
 have is the broker's resource limit, ``max_partitions`` (10000 unless configured).
 
-Group sessions need no timer: ``expire_members`` runs at the start of every group and
-offset operation and drops members silent for longer than ``session_timeout_s`` by
-``clock``.  Session times are not durable: after a restart every member's session starts
-again at the moment of recovery.
+Consumer groups and committed offsets are the group coordinator's (coordinator.py, under
+the policies of groups.py, whose docstring explains the one group model); the group
+methods here hand each call to it.  Session times are not durable: after a restart every
+session member's session starts again at the moment of recovery, and every member bound
+to a connection is gone (no connection survives a restart).
 """
 
 from __future__ import annotations
@@ -33,24 +34,23 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
+from conformance.engine.coordinator import GroupCoordinator
 from conformance.engine.errors import (
     CLOSED,
-    GENERATION_MISMATCH,
     INVALID_ARGUMENT,
     INVALID_PARTITIONS,
     OFFSET_OUT_OF_RANGE,
     TOPIC_EXISTS,
-    UNKNOWN_GROUP,
-    UNKNOWN_MEMBER,
     UNKNOWN_PARTITION,
     UNKNOWN_TOPIC,
     EngineError,
 )
-from conformance.engine.groups import Group, Member, assignor_named
+from conformance.engine.groups import DEFAULT_GROUP_POLICY, GroupPolicy
 from conformance.engine.log import IdempotencePolicy, PartitionLog, Topic
-from conformance.engine.ops import Append, Commit, CreateTopic, DeleteTopic, Op
+from conformance.engine.ops import Append, CreateTopic, DeleteTopic, Op
 from conformance.engine.records import (
     AppendResult,
+    GroupInfo,
     HeartbeatStatus,
     JoinResult,
     NewRecord,
@@ -58,7 +58,7 @@ from conformance.engine.records import (
     Record,
     TopicInfo,
 )
-from conformance.engine.state import Inconsistent, State, group_state
+from conformance.engine.state import Inconsistent, State
 from conformance.engine.store import Journal, JournalError, ReplayStats
 
 MAX_PARTITIONS = 10_000
@@ -91,12 +91,17 @@ class Engine:
         if max_partitions < 1:
             raise ValueError(f"max_partitions must be at least 1, not {max_partitions}")
         self.max_partitions = max_partitions
-        self._assign = assignor_named(assignor)
-        self._timeout = session_timeout_s
-        self._clock = clock
         self._state = State(clock)
         self._topics = self._state.topics
-        self._groups = self._state.groups
+        self._coordinator = GroupCoordinator(
+            self._state,
+            self._write,
+            lambda topic: len(self._topic(topic).logs),
+            self.check_offset,
+            session_timeout_s=session_timeout_s,
+            assignor=assignor,
+            clock=clock,
+        )
         self._listeners: list[Listener] = []
         self._closed = False
         self._journal: Journal | None = None
@@ -127,6 +132,7 @@ class Engine:
                 journal.close()
                 raise
         self._journal = journal
+        self._coordinator.forget_connections()
 
     def close(self) -> None:
         """Close the journal; the engine refuses further changes.  Safe to call twice."""
@@ -283,154 +289,90 @@ class Engine:
 
         return remove
 
-    # ------------------------------------------------------------------- groups
+    # ------------------------------------------------ groups and offsets (coordinator.py)
 
-    def _group(self, name: str) -> Group:
-        try:
-            return self._groups[name]
-        except KeyError:
-            raise EngineError(UNKNOWN_GROUP, f"there is no group {name!r}") from None
+    def create_group(
+        self, group: str, topic: str, *, policy: GroupPolicy = DEFAULT_GROUP_POLICY
+    ) -> GroupInfo:
+        return self._coordinator.create_group(group, topic, policy=policy)
 
-    def _member(self, group: Group, member_id: str) -> Member:
-        try:
-            return group.members[member_id]
-        except KeyError:
-            raise EngineError(
-                UNKNOWN_MEMBER, f"group {group.name!r} has no member {member_id!r}"
-            ) from None
+    def delete_group(self, group: str) -> None:
+        self._coordinator.delete_group(group)
 
-    def _check_generation(self, group: Group, member_id: str, generation: int) -> Member:
-        member = self._member(group, member_id)
-        if generation != group.generation:
-            raise EngineError(
-                GENERATION_MISMATCH,
-                f"member {member_id!r} of group {group.name!r} is at generation {generation}; "
-                f"the group is at generation {group.generation}",
-            )
-        return member
+    def group_info(self, group: str) -> GroupInfo:
+        return self._coordinator.group_info(group)
 
-    def subscribe(self, group: str, topic: str) -> None:
-        self.expire_members()
-        self._topic(topic)
-        _need_name("group", group)
-        g = self._groups.get(group) or Group(group)
-        if group not in self._groups or topic not in g.subscriptions:
-            self._write(group_state(g, subscriptions=[*g.subscriptions, topic]))
+    def list_groups(self) -> list[GroupInfo]:
+        return self._coordinator.list_groups()
 
-    def join_group(self, group: str, topic: str, consumer_id: str) -> JoinResult:
-        self.expire_members()
-        self._topic(topic)
-        _need_name("group", group)
-        _need_name("consumer id", consumer_id)
-        g = self._groups.get(group) or Group(group)
-        counter = g.counter + 1
-        member_id = f"{consumer_id}-{counter}"
-        subscriptions = g.subscriptions if topic in g.subscriptions else [*g.subscriptions, topic]
-        members = [(m, x.consumer_id) for m, x in g.members.items()] + [(member_id, consumer_id)]
-        generation = g.generation + 1
-        self._write(
-            group_state(
-                g,
-                generation=generation,
-                counter=counter,
-                subscriptions=subscriptions,
-                members=members,
-            )
+    def subscribe(
+        self, group: str, topic: str, *, policy: GroupPolicy = DEFAULT_GROUP_POLICY
+    ) -> None:
+        self._coordinator.subscribe(group, topic, policy=policy)
+
+    def join_group(
+        self,
+        group: str,
+        topic: str,
+        consumer_id: str,
+        *,
+        policy: GroupPolicy = DEFAULT_GROUP_POLICY,
+        assignor: str | None = None,
+    ) -> JoinResult:
+        return self._coordinator.join_group(
+            group, topic, consumer_id, policy=policy, assignor=assignor
         )
-        return JoinResult(member_id, generation, tuple(sorted(m for m, _ in members)))
 
     def members_of(self, group: str, consumer_id: str) -> list[str]:
-        self.expire_members()
-        g = self._groups.get(group)
-        return g.members_of(consumer_id) if g is not None else []
+        return self._coordinator.members_of(group, consumer_id)
 
-    def leave_group(self, group: str, member_id: str) -> None:
-        self.expire_members()
-        g = self._group(group)
-        self._member(g, member_id)
-        self._remove_members(g, [member_id])
+    def leave_group(self, group: str, member_id: str, generation: int | None = None) -> None:
+        self._coordinator.leave_group(group, member_id, generation)
 
-    def _remove_members(self, g: Group, gone: list[str]) -> None:
-        members = [(m, x.consumer_id) for m, x in g.members.items() if m not in gone]
-        self._write(group_state(g, generation=g.generation + 1, members=members))
+    def disconnect(self, consumer_id: str) -> list[str]:
+        return self._coordinator.disconnect(consumer_id)
 
     def group_generation(self, group: str) -> int:
-        self.expire_members()
-        return self._group(group).generation
+        return self._coordinator.group_generation(group)
 
     def sync_group(self, group: str, member_id: str, generation: int) -> dict[str, list[int]]:
-        self.expire_members()
-        g = self._group(group)
-        member = self._check_generation(g, member_id, generation)
-        member.last_seen = self._clock()
-        members = g.sorted_members()
-        return {
-            topic: self._assign(len(self._topics[topic].logs), members)[member_id]
-            for topic in g.subscriptions
-        }
+        return self._coordinator.sync_group(group, member_id, generation)
 
     def heartbeat(self, group: str, member_id: str, generation: int) -> HeartbeatStatus:
-        self.expire_members()
-        g = self._group(group)
-        member = self._member(g, member_id)
-        if generation < 0:
-            raise EngineError(
-                GENERATION_MISMATCH,
-                f"member {member_id!r} sent generation {generation}, below 0: no group has "
-                f"it ({group!r} is at generation {g.generation})",
-            )
-        if generation > g.generation:
-            raise EngineError(
-                GENERATION_MISMATCH,
-                f"member {member_id!r} sent generation {generation}, ahead of group "
-                f"{group!r} at generation {g.generation}",
-            )
-        member.last_seen = self._clock()
-        if generation < g.generation:
-            return HeartbeatStatus.REBALANCE_REQUIRED
-        return HeartbeatStatus.OK
+        return self._coordinator.heartbeat(group, member_id, generation)
 
     def expire_members(self) -> list[str]:
-        """Remove members whose session ran out (one new generation per group touched)."""
-        now = self._clock()
-        removed: list[str] = []
-        for g in list(self._groups.values()):
-            gone = g.expired(now, self._timeout)
-            if gone:
-                self._remove_members(g, gone)
-                removed += gone
-        return removed
+        return self._coordinator.expire_members()
 
-    # ------------------------------------------------------------------ offsets
-
-    def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
-        self.expire_members()
-        self.check_offset(topic, partition, offset)
-        _need_name("group", group)
-        self._write(Commit(group, topic, ((partition, offset),)))
+    def commit(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        policy: GroupPolicy = DEFAULT_GROUP_POLICY,
+    ) -> None:
+        self._coordinator.commit(group, topic, partition, offset, policy=policy)
 
     def commit_many(
-        self, group: str, topic: str, offsets: dict[int, int], member_id: str, generation: int
+        self,
+        group: str,
+        topic: str,
+        offsets: dict[int, int],
+        member_id: str,
+        generation: int,
+        *,
+        policy: GroupPolicy = DEFAULT_GROUP_POLICY,
     ) -> None:
-        """Commit every offset or none: all are checked before anything is written."""
-        self.expire_members()
-        g = self._group(group)
-        self._check_generation(g, member_id, generation)
-        self._topic(topic)
-        pairs = tuple(sorted(offsets.items()))
-        for partition, offset in pairs:
-            self.check_offset(topic, partition, offset)
-        if pairs:
-            self._write(Commit(group, topic, pairs))
+        self._coordinator.commit_many(group, topic, offsets, member_id, generation, policy=policy)
 
     def committed(self, group: str, topic: str, partition: int) -> int | None:
-        g = self._groups.get(group)
-        return None if g is None else g.offsets.get(topic, {}).get(partition)
+        return self._coordinator.committed(group, topic, partition)
 
     def committed_all(self, group: str) -> dict[str, dict[int, int]]:
         """Every offset ``group`` committed: topic -> partition -> offset."""
-        g = self._groups.get(group)
-        return {} if g is None else {t: dict(p) for t, p in g.offsets.items() if p}
+        return self._coordinator.committed_all(group)
 
 
 def _ts(record: NewRecord, now: int) -> int:

@@ -10,6 +10,11 @@ stored per record: they run from ``base_offset``.
 A ProducerSnapshot is written as type 7, whose ranges carry their own epoch.  Type 6, the
 older form without per-range epochs, is still read: every range it holds was appended at
 the snapshot's epoch (the engine that wrote it remembered ranges of one epoch only).
+
+A GroupState is written as type 8: type 5's fields, then the group's assignor and the
+members bound to their connection.  Type 5 is still read: its group uses the engine's
+assignor and all its members have sessions (the only kind there was).  A DeleteGroup is
+type 9.
 """
 
 from __future__ import annotations
@@ -57,6 +62,15 @@ class GroupState:
     counter: int
     subscriptions: tuple[str, ...]
     members: tuple[tuple[str, str], ...]  # (member id, consumer id)
+    assignor: str = ""  # "": the engine's
+    bound: tuple[str, ...] = ()  # the member ids that end with their connection
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroup:
+    """A group and its committed offsets are gone."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +84,14 @@ class ProducerSnapshot:
     ranges: tuple[SeqRange, ...]
 
 
-Op = CreateTopic | DeleteTopic | Append | Commit | GroupState | ProducerSnapshot
+Op = CreateTopic | DeleteTopic | Append | Commit | GroupState | DeleteGroup | ProducerSnapshot
 
-_CREATE, _DELETE, _APPEND, _COMMIT, _GROUP = 1, 2, 3, 4, 5
+_CREATE, _DELETE, _APPEND, _COMMIT = 1, 2, 3, 4
+_GROUP_V1 = 5  # without assignor and bound members (read only)
 _PRODUCER_V1 = 6  # ranges without their epoch (read only)
 _PRODUCER = 7
+_GROUP = 8
+_DELETE_GROUP = 9
 
 _U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
@@ -116,7 +133,11 @@ def encode(op: Op) -> bytes:
         parts.append(_U32.pack(len(op.members)))
         for member_id, consumer_id in op.members:
             parts += [_text(member_id), _text(consumer_id)]
+        parts += [_text(op.assignor), _U32.pack(len(op.bound))]
+        parts += [_text(m) for m in op.bound]
         return b"".join(parts)
+    if isinstance(op, DeleteGroup):
+        return _U8.pack(_DELETE_GROUP) + _text(op.name)
     parts = [_U8.pack(_PRODUCER), _text(op.topic), _U32.pack(op.partition), _text(op.producer_id)]
     parts += [_I64.pack(op.epoch), _U32.pack(len(op.ranges))]
     parts += [
@@ -204,11 +225,17 @@ def decode(payload: bytes) -> Op:
         op = CreateTopic(r.text(), r.u32())
     elif kind == _DELETE:
         op = DeleteTopic(r.text())
-    elif kind == _GROUP:
+    elif kind in (_GROUP, _GROUP_V1):
         name, generation, counter = r.text(), r.i64(), r.i64()
         subscriptions = tuple(r.text() for _ in range(r.u32()))
         members = tuple((r.text(), r.text()) for _ in range(r.u32()))
         op = GroupState(name, generation, counter, subscriptions, members)
+        if kind == _GROUP:
+            assignor = r.text()
+            bound = tuple(r.text() for _ in range(r.u32()))
+            op = GroupState(name, generation, counter, subscriptions, members, assignor, bound)
+    elif kind == _DELETE_GROUP:
+        op = DeleteGroup(r.text())
     elif kind in (_PRODUCER, _PRODUCER_V1):
         topic, partition, producer_id, epoch = r.text(), r.u32(), r.text(), r.i64()
         ranges = tuple(_seq_range(r, kind, epoch) for _ in range(r.u32()))

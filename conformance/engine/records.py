@@ -68,6 +68,24 @@ class JoinResult:
     members: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class MemberInfo:
+    member_id: str
+    consumer_id: str
+    assignment: dict[str, list[int]]  # topic -> the member's partitions
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A group as ``Engine.group_info`` describes it (Iggy's get/list consumer groups)."""
+
+    name: str
+    generation: int
+    assignor: str  # the name in force: the group's, else the engine's
+    topics: tuple[str, ...]
+    members: tuple[MemberInfo, ...]  # sorted by member id
+
+
 class HeartbeatStatus(enum.Enum):
     OK = "OK"
     REBALANCE_REQUIRED = "REBALANCE_REQUIRED"

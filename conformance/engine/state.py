@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 
-from conformance.engine.groups import Group, Member
+from conformance.engine.groups import Group, Member, Reaping
 from conformance.engine.log import REMEMBERED_RANGES, ProducerState, Topic
 from conformance.engine.ops import (
     Append,
     Commit,
     CreateTopic,
+    DeleteGroup,
     DeleteTopic,
     GroupState,
     Op,
@@ -29,23 +30,34 @@ class Inconsistent(Exception):
     """A journal operation that does not fit the state rebuilt so far."""
 
 
+MemberEntry = tuple[str, str, Reaping]  # (member id, consumer id, reaping)
+
+
+def member_entries(g: Group, without: Sequence[str] = ()) -> list[MemberEntry]:
+    """``g``'s members as GroupState lists them, leaving out ``without``."""
+    return [(m, x.consumer_id, x.reaping) for m, x in g.members.items() if m not in without]
+
+
 def group_state(
     g: Group,
     *,
     generation: int | None = None,
     counter: int | None = None,
     subscriptions: Sequence[str] | None = None,
-    members: Sequence[tuple[str, str]] | None = None,
+    members: Sequence[MemberEntry] | None = None,
+    assignor: str | None = None,
 ) -> GroupState:
     """The GroupState operation for ``g`` with the given fields changed."""
     if members is None:
-        members = [(m, x.consumer_id) for m, x in g.members.items()]
+        members = member_entries(g)
     return GroupState(
         g.name,
         g.generation if generation is None else generation,
         g.counter if counter is None else counter,
         tuple(g.subscriptions if subscriptions is None else subscriptions),
-        tuple(members),
+        tuple((m, c) for m, c, _ in members),
+        g.assignor if assignor is None else assignor,
+        tuple(m for m, _, reaping in members if reaping is Reaping.CONNECTION),
     )
 
 
@@ -66,6 +78,8 @@ class State:
             group.offsets.setdefault(op.topic, {}).update(op.offsets)
         elif isinstance(op, GroupState):
             self._apply_group(op)
+        elif isinstance(op, DeleteGroup):
+            del self.groups[op.name]
         elif isinstance(op, CreateTopic):
             if op.name in self.topics:
                 raise Inconsistent(f"topic {op.name!r} created twice")
@@ -87,7 +101,14 @@ class State:
         old = group.members
         group.generation, group.counter = op.generation, op.counter
         group.subscriptions = list(op.subscriptions)
-        group.members = {mid: old.get(mid) or Member(cid, now) for mid, cid in op.members}
+        group.assignor = op.assignor
+        bound = set(op.bound)
+        group.members = {}
+        for mid, cid in op.members:
+            reaping = Reaping.CONNECTION if mid in bound else Reaping.SESSION
+            was = old.get(mid)
+            seen = now if was is None else was.last_seen
+            group.members[mid] = Member(cid, seen, reaping)
 
     def dead_ops(self, kinds: Counter[type]) -> int:
         """How many of the replayed non-append operations a snapshot would not need."""
