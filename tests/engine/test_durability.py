@@ -12,17 +12,22 @@ import pytest
 from conformance.engine import (
     DEDUPE_ONLY,
     STRICT,
+    Creation,
     Engine,
     EngineError,
+    GroupPolicy,
     JournalError,
+    MemberIds,
     NewRecord,
     ProducerBatch,
+    Reaping,
 )
 from conformance.engine.log import SeqRange
 from conformance.engine.ops import (
     Append,
     Commit,
     CreateTopic,
+    DeleteGroup,
     DeleteTopic,
     GroupState,
     Op,
@@ -260,6 +265,8 @@ OPS: list[Op] = [
     Append("t", 0, 0, (), None),
     Commit("g", "t", ((0, 5), (9, 0))),
     GroupState("g", 7, 12, ("a", "b"), (("c-1", "c"), ("d-12", "d"))),
+    GroupState("g", 2, 0, ("a",), (("7", "7"), ("8", "8")), "round_robin", ("8",)),
+    DeleteGroup("g\u00fc"),
     ProducerSnapshot("t", 1, "p", 3, (SeqRange(0, 1, 5, 6, 3), SeqRange(2, 2, 9, 9, 1))),
 ]
 
@@ -287,6 +294,43 @@ def test_a_producer_snapshot_of_the_older_form_still_loads() -> None:
     assert decode(raw) == ProducerSnapshot(
         "t", 1, "p", 3, (SeqRange(0, 1, 5, 6, 3), SeqRange(2, 2, 9, 9, 3))
     )
+
+
+def test_a_group_state_of_the_older_form_still_loads() -> None:
+    """Type 5 (no assignor, no bound members) was written by earlier versions: its group
+    uses the engine's assignor and every member has a session."""
+    raw = b"\x05" + struct.pack("<I", 1) + b"g" + struct.pack("<qq", 3, 2)
+    raw += struct.pack("<I", 1) + struct.pack("<I", 1) + b"t"
+    raw += struct.pack("<I", 1) + struct.pack("<I", 3) + b"c-2" + struct.pack("<I", 1) + b"c"
+    assert decode(raw) == GroupState("g", 3, 2, ("t",), (("c-2", "c"),), "", ())
+
+
+def test_group_policies_survive_a_reopen(tmp_path: Path) -> None:
+    """The group's assignor is durable; members bound to a connection are not (no
+    connection outlives the process: recovery removes them, one generation up), and the
+    groups they were in, created explicitly, stay."""
+    given = GroupPolicy(member_ids=MemberIds.GIVEN, first_generation=2)
+    bound = GroupPolicy(
+        member_ids=MemberIds.GIVEN, reaping=Reaping.CONNECTION, creation=Creation.EXPLICIT
+    )
+    clock = FakeClock()
+    with Engine(str(tmp_path), clock=clock, assignor="range") as e:
+        e.create_topic("t", 4)
+        e.join_group("v1", "t", "a", policy=given, assignor="round_robin")
+        e.join_group("v1", "t", "b", policy=given)
+        e.create_group("iggy", "t", policy=bound)
+        e.join_group("iggy", "t", "7", policy=bound)
+        e.create_group("gone", "t", policy=bound)
+        e.commit("gone", "t", 0, 1, policy=bound)
+        e.delete_group("gone")
+    with Engine(str(tmp_path), clock=clock, assignor="range") as e:
+        assert e.sync_group("v1", "a", 3) == {"t": [0, 2]}  # round_robin, not range
+        info = e.group_info("iggy")
+        assert (info.generation, info.members) == (2, ())
+        assert [g.name for g in e.list_groups()] == ["iggy", "v1"]
+        assert e.committed("gone", "t", 0) is None
+    with Engine(str(tmp_path), clock=clock) as e:  # the removal itself was durable
+        assert e.group_info("iggy").generation == 2
 
 
 def _dedupe_only_history(e: Engine) -> None:

@@ -1,4 +1,5 @@
-"""Consumer groups (join, sync, heartbeat, leave, expiry), assignors, committed offsets."""
+"""Consumer groups (join, sync, heartbeat, leave, expiry), assignors, committed offsets, and
+the group policies of the one group model (a V1-like and an Iggy-like one)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,16 @@ import pytest
 
 from conformance.engine import (
     ASSIGNORS,
+    CommitCheck,
+    Creation,
     Engine,
     EngineError,
+    GroupInfo,
+    GroupPolicy,
     HeartbeatStatus,
+    MemberIds,
     NewRecord,
+    Reaping,
     range_assign,
     roundrobin_assign,
 )
@@ -269,3 +276,147 @@ def test_another_members_join_does_not_refresh_a_session(engine: Engine, clock: 
     clock.now += 3
     assert engine.expire_members() == [a.member_id]
     assert engine.members_of("g", "b") == [b.member_id]
+
+
+# ------------------------------------------------------------- group policies
+# One coordinator, rules as data (groups.py, "One group model").  Each test below names
+# the policy field it relies on and compares with the default (Cursus) policy where the
+# rule differs, so a policy field the coordinator ignored would fail it.
+
+V1_LIKE = GroupPolicy(
+    member_ids=MemberIds.GIVEN, first_generation=2, commit_check=CommitCheck.OWNERSHIP
+)
+IGGY_LIKE = GroupPolicy(
+    member_ids=MemberIds.GIVEN,
+    reaping=Reaping.CONNECTION,
+    creation=Creation.EXPLICIT,
+    assignor="roundrobin",
+)
+
+
+def test_a_policy_refuses_a_first_generation_below_1_and_an_unknown_assignor() -> None:
+    with pytest.raises(ValueError, match="first_generation"):
+        GroupPolicy(first_generation=0)
+    with pytest.raises(ValueError, match="unknown assignor 'sticky'"):
+        GroupPolicy(assignor="sticky")
+
+
+def test_v1_member_ids_are_the_consumer_ids_and_a_new_group_starts_at_generation_2(
+    engine: Engine,
+) -> None:
+    """member_ids=GIVEN, first_generation=2: JOIN answers generation 2 for a new group."""
+    a = engine.join_group("g", "t", "c1", policy=V1_LIKE)
+    assert (a.member_id, a.generation) == ("c1", 2)
+    b = engine.join_group("g", "t", "c2", policy=V1_LIKE)
+    assert (b.member_id, b.generation, b.members) == ("c2", 3, ("c1", "c2"))
+    again = engine.join_group("g", "t", "c1", policy=V1_LIKE)  # a rejoin changes nothing
+    assert (again.member_id, again.generation, again.members) == ("c1", 3, ("c1", "c2"))
+    engine.leave_group("g", "c2")
+    assert engine.join_group("g", "t", "c2", policy=V1_LIKE).generation == 5
+    # the default policy, on another group: numbered ids from generation 1
+    d = engine.join_group("h", "t", "c1")
+    assert (d.member_id, d.generation) == ("c1-1", 1)
+
+
+def test_v1_a_join_chooses_the_groups_assignor(engine: Engine) -> None:
+    """assignor per join: the join's ``assignor=`` becomes the group's, kept by later joins."""
+    engine.create_topic("five", 5)
+    engine.join_group("g", "five", "a", policy=V1_LIKE, assignor="round_robin")
+    b = engine.join_group("g", "five", "b", policy=V1_LIKE)
+    assert engine.sync_group("g", "a", b.generation) == {"five": [0, 2, 4]}
+    assert engine.group_info("g").assignor == "round_robin"
+    c = engine.join_group("g", "five", "a", policy=V1_LIKE, assignor="range")
+    assert c.generation == b.generation + 1  # a rejoin that changes the assignor rebalances
+    assert engine.sync_group("g", "a", c.generation) == {"five": [0, 1, 2]}
+    bad = lambda: engine.join_group("g", "five", "a", policy=V1_LIKE, assignor="sticky")  # noqa: E731
+    assert code(bad) == "INVALID_ARGUMENT"
+
+
+def test_v1_a_commit_needs_the_generation_and_a_partition_the_member_owns(engine: Engine) -> None:
+    """commit_check=OWNERSHIP: COMMIT must match the active generation and an owned partition."""
+    fill(engine, "t", 2, 3)
+    engine.join_group("g", "t", "a", policy=V1_LIKE)
+    gen = engine.join_group("g", "t", "b", policy=V1_LIKE).generation  # range: a 0-1, b 2-3
+    engine.commit_many("g", "t", {1: 7}, "a", gen, policy=V1_LIKE)
+    assert engine.committed("g", "t", 1) == 7
+    not_owned = lambda: engine.commit_many("g", "t", {1: 8, 2: 3}, "a", gen, policy=V1_LIKE)  # noqa: E731
+    assert code(not_owned) == "PARTITION_NOT_OWNED"
+    assert (engine.committed("g", "t", 1), engine.committed("g", "t", 2)) == (7, None)
+    stale = lambda: engine.commit_many("g", "t", {1: 8}, "a", gen - 1, policy=V1_LIKE)  # noqa: E731
+    assert code(stale) == "GENERATION_MISMATCH"
+    # the default policy checks the generation only: the same commit of partition 2 passes
+    engine.commit_many("g", "t", {2: 3}, "a", gen)
+    assert engine.committed("g", "t", 2) == 3
+
+
+def test_a_leave_with_a_generation_must_name_the_groups(engine: Engine) -> None:
+    engine.join_group("g", "t", "a", policy=V1_LIKE)
+    assert code(lambda: engine.leave_group("g", "a", generation=1)) == "GENERATION_MISMATCH"
+    engine.leave_group("g", "a", generation=2)
+    assert engine.members_of("g", "a") == []
+
+
+def test_iggy_groups_exist_only_once_created(engine: Engine) -> None:
+    """creation=EXPLICIT: join, subscribe and commit refuse a group nobody created."""
+    assert code(lambda: engine.join_group("g", "t", "7", policy=IGGY_LIKE)) == "UNKNOWN_GROUP"
+    assert code(lambda: engine.subscribe("g", "t", policy=IGGY_LIKE)) == "UNKNOWN_GROUP"
+    assert code(lambda: engine.commit("g", "t", 0, 0, policy=IGGY_LIKE)) == "UNKNOWN_GROUP"
+    assert engine.list_groups() == []
+    info = engine.create_group("g", "t", policy=IGGY_LIKE)
+    assert info == GroupInfo("g", 0, "roundrobin", ("t",), ())
+    assert code(lambda: engine.create_group("g", "t", policy=IGGY_LIKE)) == "GROUP_EXISTS"
+    assert code(lambda: engine.create_group("h", "nope", policy=IGGY_LIKE)) == "UNKNOWN_TOPIC"
+    engine.join_group("g", "t", "7", policy=IGGY_LIKE)
+    engine.commit("g", "t", 0, 5, policy=IGGY_LIKE)
+    assert [g.name for g in engine.list_groups()] == ["g"]
+    engine.delete_group("g")
+    assert (engine.list_groups(), engine.committed("g", "t", 0)) == ([], None)
+    assert code(lambda: engine.delete_group("g")) == "UNKNOWN_GROUP"
+    # the default policy creates the group it needs
+    engine.join_group("g", "t", "7")
+    assert engine.group_generation("g") == 1
+
+
+def test_iggy_members_have_no_session_and_leave_when_their_connection_ends(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """reaping=CONNECTION: no timeout; ``disconnect`` removes the client from its groups."""
+    for name in ("g", "h"):
+        engine.create_group(name, "t", policy=IGGY_LIKE)
+        engine.join_group(name, "t", "7", policy=IGGY_LIKE)
+        engine.join_group(name, "t", "8", policy=IGGY_LIKE)
+    engine.join_group("cursus", "t", "7")  # a session member, consumer id "7" as well
+    clock.now += 1000
+    assert engine.expire_members() == ["7-1"]  # only the session member
+    assert [m.member_id for m in engine.group_info("g").members] == ["7", "8"]
+    engine.join_group("cursus", "t", "7")
+    assert engine.disconnect("7") == ["g", "h"]
+    assert [m.member_id for m in engine.group_info("h").members] == ["8"]
+    assert engine.group_info("h").generation == 3
+    assert engine.members_of("cursus", "7") == ["7-2"]  # a session member is not bound
+    assert engine.disconnect("7") == []
+
+
+@pytest.mark.parametrize(
+    ("partitions", "clients", "expected"),
+    [
+        (5, ["1", "2"], {"1": [0, 2, 4], "2": [1, 3]}),
+        (3, ["1", "2", "3", "4"], {"1": [0], "2": [1], "3": [2], "4": []}),
+        (6, ["1", "2", "3"], {"1": [0, 3], "2": [1, 4], "3": [2, 5]}),
+    ],
+)
+def test_iggy_the_server_deals_the_topics_partitions_evenly(
+    clock: FakeClock, partitions: int, clients: list[str], expected: dict[str, list[int]]
+) -> None:
+    """assignor=roundrobin, the policy's: partition p goes to member p % members (by id),
+    even though the engine's own assignor is range."""
+    e = Engine(assignor="range", clock=clock)
+    e.create_topic("t", partitions)
+    e.create_group("g", "t", policy=IGGY_LIKE)
+    for client in clients:
+        e.join_group("g", "t", client, policy=IGGY_LIKE)
+    got = {m.member_id: m.assignment["t"] for m in e.group_info("g").members}
+    assert got == expected
+    e.disconnect(clients[0])
+    rest = {m.member_id: m.assignment["t"] for m in e.group_info("g").members}
+    assert sorted(p for ps in rest.values() for p in ps) == list(range(partitions))
