@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from conformance.errors import ProtocolError, Truncated
@@ -46,6 +46,7 @@ FORMATS: dict[str, str] = {
     "i64": "q",
 }
 """The :mod:`struct` format letter of each fixed-width prefix."""
+PREFIXES: tuple[Prefix, ...] = ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "uvarint")
 
 
 @functools.cache
@@ -75,6 +76,10 @@ class Encoding:
     array_count: Prefix = "i32"
     null_length: int | None = -1
     flexible: bool = False
+    _structs: dict[str, struct.Struct] = field(init=False, repr=False, compare=False)
+    _prefixes: dict[str, tuple[struct.Struct | None, int, int]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.null_length not in (-1, None):
@@ -87,6 +92,11 @@ class Encoding:
             low, high = prefix_range(prefix)
             if self.null_length is not None and not low <= self.null_length <= high:
                 raise ValueError(f"{self.name}: null {self.null_length} does not fit {prefix}")
+        # worked out once: encoding and decoding look these up for every field
+        structs = {fmt: packer(self.byte_order, fmt) for fmt in "bBhHiIqQfd"}
+        prefixes = {p: (structs.get(FORMATS.get(p, "")), *prefix_range(p)) for p in PREFIXES}
+        object.__setattr__(self, "_structs", structs)
+        object.__setattr__(self, "_prefixes", prefixes)
 
     @property
     def order(self) -> Literal[">", "<"]:
@@ -95,11 +105,11 @@ class Encoding:
 
     def fixed(self, fmt: str) -> struct.Struct:
         """The :class:`struct.Struct` of a fixed-width format letter in this byte order."""
-        return packer(self.byte_order, fmt)
+        return self._structs.get(fmt) or packer(self.byte_order, fmt)
 
     def prefix_struct(self, prefix: Prefix) -> struct.Struct | None:
         """A fixed-width prefix's struct; None for ``uvarint``."""
-        return None if prefix == "uvarint" else packer(self.byte_order, FORMATS[prefix])
+        return self._prefixes[prefix][0]
 
     def write_length(self, out: bytearray, prefix: Prefix, n: int | None, compact: bool) -> None:
         """Length or count ``n`` (None: null) as ``prefix``, or compact (flexible form)."""
@@ -110,10 +120,9 @@ class Encoding:
             if self.null_length is None:
                 raise ValueError(f"{self.name} has no null")
             n = self.null_length
-        low, high = prefix_range(prefix)
+        packed, low, high = self._prefixes[prefix]
         if not low <= n <= high:
             raise ValueError(f"a length of {n} does not fit {prefix}")
-        packed = self.prefix_struct(prefix)
         out += uvarint(n) if packed is None else packed.pack(n)
 
     def read_length(
@@ -123,7 +132,7 @@ class Encoding:
         if compact:
             raw, end = read_uvarint(data, pos, 32, what)
             return (None if raw == 0 else raw - 1), end
-        packed = self.prefix_struct(prefix)
+        packed = self._prefixes[prefix][0]
         if packed is None:
             return read_uvarint(data, pos, 32, what)
         end = pos + packed.size
