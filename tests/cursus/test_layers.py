@@ -3,6 +3,8 @@
 Building a layer from a request gives exactly the codec's framed bytes; dissecting
 those bytes gives back the request's values; an explicit length or count goes on the
 wire as given (a lie) and changes nothing else; ``fuzz()`` is reproducible from a seed.
+The batch's declaration on the shared schema machinery (``BATCH``) encodes, decodes,
+annotates and builds generic layers exactly as the Cursus codec does.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from scapy.packet import Packet, Padding, fuzz
+from scapy.packet import NoPayload, Packet, Padding, fuzz
 
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus import strategies as cs
+from conformance.protocols.cursus.annotate import annotate
 from conformance.protocols.cursus.layers import (
     CursusBatchHeader,
     CursusFrame,
@@ -28,6 +31,7 @@ from conformance.protocols.cursus.layers import (
     scapy_name,
 )
 from conformance.protocols.cursus.messages import (
+    BATCH,
     BATCH_HEADER,
     MAGIC,
     MESSAGE_FIELDS,
@@ -35,6 +39,7 @@ from conformance.protocols.cursus.messages import (
     Command,
     Message,
 )
+from conformance.wire import schema_layers
 
 SAMPLE = Batch(
     topic="orders",
@@ -189,3 +194,45 @@ def test_fuzz_is_reproducible_from_a_seed(seed: int) -> None:
     text = raw(fuzz(CursusText()))
     random.seed(seed)
     assert raw(fuzz(CursusText())) == text
+
+
+# ------------------------------------------------------- the schema declaration
+
+
+def _schema_value(batch: Batch) -> dict[str, Any]:
+    """``batch`` as the schema machinery holds it: plain data, snake_case names."""
+    head = {name: getattr(batch, name) for name in ("topic", "partition", "acks")}
+    return {
+        "magic": MAGIC,
+        **head,
+        "idempotent": int(batch.idempotent),
+        "seq_start": batch.seq_start,
+        "seq_end": batch.seq_end,
+        "messages": [{n: getattr(m, n) for n, _ in MESSAGE_FIELDS} for m in batch.messages],
+    }
+
+
+@given(cs.batches())
+def test_the_schema_declaration_is_the_codec_layout(batch: Batch) -> None:
+    wire = codec.encode_batch(batch)
+    value = _schema_value(batch)
+    assert BATCH.encode(value, 0) == wire
+    assert BATCH.decode(wire, 0) == value
+    assert bytes(schema_layers.packet(BATCH, 0, value)) == wire
+    dissected = schema_layers.layer(BATCH, 0)(wire)
+    assert isinstance(dissected.payload, NoPayload) and bytes(dissected) == wire
+
+
+def test_the_schema_annotation_spans_the_fields_the_walk_finds() -> None:
+    wire = codec.encode_batch(SAMPLE)
+    walked = annotate(wire)
+    ours = BATCH.annotate(wire, 0)
+    # the same bytes, named the schema's way ("messages[1].key length" for
+    # "message[1].key.len"); the schema also spans an empty string's (empty) bytes
+    assert {(s.start, s.end) for s in walked} <= {(s.start, s.end) for s in ours}
+    counts = [s for s in walked if s.name == "message_count"]
+    assert [s.items for s in ours if s.name == "messages count"] == [c.items for c in counts]
+    lengths = {s.name: s.counts for s in ours if s.name.endswith(" length")}
+    assert lengths["messages[0].payload length"] == next(
+        s.counts for s in walked if s.name == "message[0].payload.len"
+    )

@@ -7,8 +7,10 @@ shape of a Cursus message comes from the declarations in this module:
   order of cursus-protocol.txt ("Text commands" table).  ``FETCH_OFFSET`` is not in
   the document; it is a ``doc``-revision convention of the reference broker (a way
   to read back a committed offset), marked ``convention=True``.
-* ``BATCH_HEADER`` / ``MESSAGE_FIELDS``: the binary batch layout ("Batch message
-  format"), field by field, with the wire type of each.
+* ``BATCH``: the binary batch ("Batch message format"), a message of the schema
+  machinery (:mod:`conformance.wire.schema`) in Cursus's encoding ``CURSUS``;
+  ``BATCH_HEADER`` / ``MESSAGE_FIELDS`` are its layout read off it, field by field with
+  the wire type of each, for the codec, the tolerant walk and the scapy layers.
 * ``BatchAck``: the JSON reply to a batch ("Batch acknowledgement").
 """
 
@@ -16,6 +18,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+from conformance.wire.encoding import Encoding
+from conformance.wire.schema import (
+    BYTES,
+    INT32,
+    INT64,
+    STRING,
+    UINT8,
+    UINT16,
+    Array,
+    Field,
+    Struct,
+    array_of,
+    f,
+    message,
+)
 
 MAGIC = 0xBA7C
 GZIP_MAGIC = b"\x1f\x8b"
@@ -183,34 +201,92 @@ class Command:
         return v
 
 
-# Batch layout, in wire order.  Wire types: u8, u16, i32, i64, str16 (u16 length +
-# UTF-8), bytes32 (i32 length + bytes).  ``payload`` is declared UTF-8 by the
-# document; the broker stores it as opaque bytes (convention CUR-BATCH conventions).
+CURSUS = Encoding(
+    name="cursus",
+    byte_order="big",
+    string_length="u16",
+    bytes_length="i32",
+    array_count="i32",
+    null_length=None,
+)
+"""How Cursus writes a batch: big-endian, u16 string lengths, i32 bytes lengths and
+message count, no null (a negative length is malformed), no flexible versions."""
+
+BATCH = message(
+    "Batch",
+    "0",
+    "none",
+    [
+        f("magic", UINT16, default=MAGIC),
+        f("topic", STRING),
+        f("partition", STRING, default="0", doc="decimal text, read by the broker"),
+        f("acks", STRING, default="1"),
+        f("idempotent", UINT8, doc="0 or 1"),
+        f("seq_start", INT64),
+        f("seq_end", INT64),
+        f(
+            "messages",
+            array_of(
+                "Message",
+                f("offset", INT64),
+                f("seq_num", INT64),
+                f("producer_id", STRING),
+                f("key", STRING),
+                f("epoch", INT64),
+                f("payload", BYTES, doc="UTF-8 by the document; stored as opaque bytes"),
+                f("event_type", STRING),
+                f("schema_version", INT32),
+                f("aggregate_version", INT64),
+                f("metadata", STRING),
+            ),
+            doc="its count is the header's messageCount",
+        ),
+    ],
+    doc='The binary batch ("Batch message format"), header then messages.',
+    encoding=CURSUS,
+)
+"""The batch layout, declared once on the schema machinery of
+:mod:`conformance.wire.schema` (codec, annotations, strategies and scapy layers can all
+be derived from it); ``BATCH_HEADER`` and ``MESSAGE_FIELDS`` are read off it."""
+
+# Wire types of the batch layout: u8, u16, i32, i64, str16 (u16 length + UTF-8), bytes32
+# (i32 length + bytes).  ``payload`` is declared UTF-8 by the document; the broker stores
+# it as opaque bytes (convention CUR-BATCH conventions).
 FieldType = Literal["u8", "u16", "i32", "i64", "str16", "bytes32"]
 
-BATCH_HEADER: tuple[tuple[str, FieldType], ...] = (
-    ("magic", "u16"),
-    ("topic", "str16"),
-    ("partition", "str16"),
-    ("acks", "str16"),
-    ("idempotent", "u8"),
-    ("seq_start", "i64"),
-    ("seq_end", "i64"),
-    ("message_count", "i32"),
-)
+_KINDS: dict[str, FieldType] = {
+    "uint8": "u8",
+    "uint16": "u16",
+    "int32": "i32",
+    "int64": "i64",
+    "string": "str16",
+    "bytes": "bytes32",
+}
+COUNT_NAMES = {"messages": "message_count"}
+"""The name of an array's count in the flat layout."""
 
-MESSAGE_FIELDS: tuple[tuple[str, FieldType], ...] = (
-    ("offset", "i64"),
-    ("seq_num", "i64"),
-    ("producer_id", "str16"),
-    ("key", "str16"),
-    ("epoch", "i64"),
-    ("payload", "bytes32"),
-    ("event_type", "str16"),
-    ("schema_version", "i32"),
-    ("aggregate_version", "i64"),
-    ("metadata", "str16"),
-)
+
+def _layout(fields: tuple[Field, ...]) -> tuple[tuple[str, FieldType], ...]:
+    """A struct's fields in wire order with their wire types; an array is its count."""
+    return tuple(
+        (COUNT_NAMES[fl.name], "i32")
+        if isinstance(fl.type, Array)
+        else (fl.name, _KINDS[fl.type.name])
+        for fl in fields
+    )
+
+
+def _messages_struct() -> Struct:
+    messages = BATCH.body.fields[-1].type
+    assert isinstance(messages, Array) and isinstance(messages.element, Struct)
+    return messages.element
+
+
+BATCH_HEADER: tuple[tuple[str, FieldType], ...] = _layout(BATCH.body.fields)
+"""The header, in wire order, ending in the message count."""
+
+MESSAGE_FIELDS: tuple[tuple[str, FieldType], ...] = _layout(_messages_struct().fields)
+"""One message of the batch, in wire order."""
 
 
 @dataclass(frozen=True)
