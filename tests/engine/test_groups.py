@@ -332,6 +332,19 @@ def test_v1_a_join_chooses_the_groups_assignor(engine: Engine) -> None:
     assert code(bad) == "INVALID_ARGUMENT"
 
 
+def test_a_policys_assignor_is_the_default_of_the_groups_it_creates(engine: Engine) -> None:
+    """assignor (policy): the default of a group created under it; the engine's is range."""
+    engine.create_topic("five", 5)
+    dealt = GroupPolicy(assignor="roundrobin")
+    for group, policy in (("rr", dealt), ("default", GroupPolicy())):
+        engine.join_group(group, "five", "a", policy=policy)
+        engine.join_group(group, "five", "b", policy=policy)
+    assert engine.sync_group("rr", "a-1", 2) == {"five": [0, 2, 4]}
+    assert engine.sync_group("default", "a-1", 2) == {"five": [0, 1, 2]}
+    engine.commit("c", "five", 0, 0, policy=dealt)  # a commit that creates the group
+    assert engine.group_info("c").assignor == "roundrobin"
+
+
 def test_v1_a_commit_needs_the_generation_and_a_partition_the_member_owns(engine: Engine) -> None:
     """commit_check=OWNERSHIP: COMMIT must match the active generation and an owned partition."""
     fill(engine, "t", 2, 3)
