@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.protocols.kafka.apis import APIS
+from conformance.protocols.kafka.apis import API_VERSIONS_KEY, APIS
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
-
-API_VERSIONS = 18
 
 
 def supported(revision: str = "apache") -> list[dict[str, Any]]:
     out = []
     for key, api in sorted(APIS.items()):
         high = api.high
-        if revision == "doc" and key != API_VERSIONS and api.flexible_from is not None:
+        if revision == "doc" and key != API_VERSIONS_KEY and api.flexible_from is not None:
             high = min(high, api.flexible_from - 1)
         out.append({"api_key": key, "min_version": api.low, "max_version": high})
     return out
