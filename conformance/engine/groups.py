@@ -12,26 +12,33 @@ protocol: each front-end declares its policy in its own package.
 
 What a policy decides, and the values the three documents call for:
 
-==============  =====================  =====================  =======================
-field           Cursus (the default)   V1 line protocol       Iggy
-==============  =====================  =====================  =======================
-member_ids      NUMBERED: ``c-1``,     GIVEN: the consumer    GIVEN: the client id
-                ``c-2`` from the       id (a member joining
-                consumer id            again stays itself)
-first_gen...    1                      2 (the real broker)    1 (not on the wire)
-reaping         SESSION: the engine's  SESSION                CONNECTION: no timeout;
-                session timeout                               it leaves when its
-                                                              connection ends
-creation        IMPLICIT: join,        IMPLICIT: JOIN         EXPLICIT: only
-                subscribe or commit                           create_group; a join to
-                makes the group                               a missing group fails
-commit_check    GENERATION             OWNERSHIP: the         GENERATION (its store
-                (BATCH_COMMIT)         generation, and the    offset goes through the
-                                       partition is the       member-less commit)
-                                       member's
-assignor        None: the engine's     None, or the join's    roundrobin (the topic's
-                ``--assignor``         ``assignor=``          partitions dealt evenly)
-==============  =====================  =====================  =======================
+================  ====================  ====================  ======================
+field             Cursus (the default)  V1 line protocol      Iggy
+================  ====================  ====================  ======================
+member_ids        NUMBERED: ``c-1``,    GIVEN: the consumer   GIVEN: the client id
+                  ``c-2`` from the      id (a member joining
+                  consumer id           again stays itself)
+first_generation  1                     2 (the real broker)   1 (not on the wire)
+reaping           SESSION: the          SESSION               CONNECTION: no
+                  engine's session                            timeout; it leaves
+                  timeout                                     when its connection
+                                                              ends (``disconnect``)
+creation          IMPLICIT: join,       IMPLICIT: JOIN        EXPLICIT: only
+                  subscribe or commit                         create_group; a join
+                  makes the group                             to a missing group
+                                                              fails
+commit_check      GENERATION            OWNERSHIP: the        GENERATION (its
+                  (BATCH_COMMIT)        generation, and the   stored offset goes
+                                        partition is the      through the
+                                        member's              member-less commit)
+assignor          None: the engine's    None, or the join's   roundrobin (the
+                  ``--assignor``        ``assignor=``         partitions dealt
+                                                              evenly)
+================  ====================  ====================  ======================
+
+Where a document is silent (a V1 member joining again, what an Iggy stored offset
+checks, Iggy's dealing order) the table holds the reference broker's choice, which the
+front-end's SPEC.md records as a convention.
 
 The assignor is chosen per group and may be changed by a join (``join_group(...,
 assignor=)``, V1's ``assignor=round_robin|range``); a group without one uses the engine's.
@@ -66,8 +73,9 @@ and OffsetFetch reads ``Engine.committed``.  Its membership is not durable (its
 coordinator lives in memory; after a restart clients rejoin, as after a coordinator
 failover), its offsets are.
 
-Assignors take a partition count and the member ids, sorted as strings, and return every
-member's partitions:
+Assignors take a partition count and the member ids, sorted as strings (a front-end whose
+ids are numbers, Iggy's client ids, pads them to one width to deal in numeric order), and
+return every member's partitions:
   * ``range``: contiguous ranges; the first ``partitions % members`` members get one extra;
   * ``roundrobin`` (``round_robin``, V1's spelling, is the same): partition p goes to
     member ``p % members``.
