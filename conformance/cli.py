@@ -8,6 +8,10 @@ Each protocol may add options to ``run``, ``serve`` and ``fuzz`` (its plug-in de
 them); the parser is built for the protocol the command line names (``--protocol``, or
 for ``replay`` the protocol of the reproducer), and ``--help`` shows them in a group
 named after it.  Nothing imports this module back.
+
+Without ``--protocol``, a command speaks :data:`DEFAULT_PROTOCOL`, Cursus: the protocol
+the project began with and the one whose document is complete enough to serve on its own
+(the choice is the command line's; no generic module has a default protocol).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from conformance import protocols
 from conformance.client import HEX_KEEP
 from conformance.engine import MAX_PARTITIONS
 from conformance.exits import EXIT_USAGE, UsageError
+from conformance.options import options_for
 from conformance.plugin import Plugin
+
+DEFAULT_PROTOCOL = "cursus"
 
 
 def _add_quirk(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -30,9 +37,9 @@ def _add_quirk(p: argparse.ArgumentParser, help_text: str) -> None:
 def _add_protocol(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--protocol",
-        default=protocols.DEFAULT,
+        default=DEFAULT_PROTOCOL,
         choices=protocols.names(),
-        help=f"the wire protocol (default {protocols.DEFAULT}); "
+        help=f"the wire protocol (default {DEFAULT_PROTOCOL}); "
         "its own options, if it has any, are listed under its name",
     )
 
@@ -41,7 +48,7 @@ def _add_protocol_options(p: argparse.ArgumentParser, plugin: Plugin | None, com
     """The options ``plugin`` adds to ``command``, in a group named after the protocol."""
     if plugin is None:
         return
-    options = plugin.options_for(command)
+    options = options_for(plugin.options, command)
     if not options:
         return
     group = p.add_argument_group(f"{plugin.name} options", plugin.title)
@@ -344,8 +351,8 @@ def protocol_named(argv: Sequence[str]) -> str:
         from conformance.fuzz.findings import protocol_of
 
         named = (protocol_of(w) for w in words[1:] if w.endswith((".yaml", ".yml")))
-        return next((p for p in named if p), protocols.DEFAULT)
-    return protocols.DEFAULT
+        return next((p for p in named if p), DEFAULT_PROTOCOL)
+    return DEFAULT_PROTOCOL
 
 
 def _plugin_or_none(name: str) -> Plugin | None:
@@ -381,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return fuzz_command(args)
         if args.command == "replay":
-            from conformance.fuzz.command import replay_command
+            from conformance.fuzz.replay import replay_command
 
             return replay_command(args)
         if args.command == "report":

@@ -16,23 +16,17 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from conformance.errors import ProtocolError
 from conformance.plugin import FieldSpan, Opening, SessionRefused, open_session
+from conformance.wire.framing import Deframer
 
 HEX_KEEP = 4096
 """Bytes of each wire-log entry kept as hex by default (the length is always recorded;
 ``conformance run --wire-keep`` changes it)."""
 FIELDS_KEEP = 256
 """Fields of each wire-log entry kept (those that start within the kept bytes)."""
-
-
-class Deframer(Protocol):
-    def feed(self, data: bytes) -> list[bytes]: ...
-
-    @property
-    def error(self) -> ProtocolError | None: ...
 
 
 class ClientError(Exception):

@@ -1,54 +1,114 @@
-"""What a protocol gives the generic tool: one :class:`Plugin` object per protocol.
+"""The one contract between the generic tool and a protocol: a :class:`Plugin` object.
 
 The generic code (wire, engine, server, client, suite plugin, fuzzer, reports, commands)
 knows no protocol.  Everything it needs of one comes from the protocol's plug-in, looked
-up by name in :mod:`conformance.protocols`:
+up by name in :mod:`conformance.protocols`.  These are every hook, each one used:
 
-* identity: name, revisions and the default revision, default port, its package (where
-  ``SPEC.md`` lives) and its suite package;
-* framing: a deframer factory and a framer (``new_deframer``, ``frame``), a harmless
-  request any live target answers (``probe_request``), a one-line ``describe`` for wire logs;
-* the **frame annotator** (``annotate``): a payload's fields with names and byte spans,
-  for labelled hex in reports and for the fuzzer's structural minimizer;
-* the broker front-end factory (``frontend``) that ``serve`` puts on the shared engine;
-* quirks (:class:`QuirkSpec`: deliberate spec violations and faults);
-* the vector schema (``vectors``): how a vector's ``decoded`` and ``reply`` are checked,
-  built and compared;
-* the fuzzing plug-in (``fuzzing``);
-* **options** (:class:`Option`) the protocol adds to ``run``, ``serve`` and ``fuzz``;
-* the **session opener** (``opening``): what a connection must do before its first real
-  request (a login), as a sans-IO generator driven by :func:`open_session`.
+=================  ====================================================================
+identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
+                   ``suite_package`` (its conformance cases)
+``revisions``      the revisions it knows and ``default_revision``
+``default_port``   where ``serve`` listens unless told otherwise
+``framing``        how frames travel both ways (:class:`~conformance.wire.framing.Framing`:
+                   frame, deframer per direction, the frame limit)
+``probe_request``  a harmless request payload any live target answers
+``annotate``       the **annotator**: a frame payload going in a direction, given the
+                   requests sent before it on the connection (newest last), read as a
+                   one-line summary and its fields with byte spans (:class:`Annotation`);
+                   for wire logs, reports and the fuzzer's structural minimizer
+``error_codes``    which field of a reply holds an error code and how each code is named
+                   (:class:`ErrorCodes`), or None for a protocol without numeric errors
+``frontend``       the broker front-end factory that ``serve`` puts on the shared engine
+``quirks``         deliberate misbehaviours of the reference broker (:class:`QuirkSpec`)
+``vectors``        the golden vectors' schema (:class:`VectorSchema`) and ``vector_dir``
+``fuzzing``        what only fuzzing needs (:class:`conformance.fuzz.case.Fuzzing`: the
+                   pool, mutators, canary and the finding -> requirement table)
+``options``        command-line options it adds to ``run``, ``serve`` and ``fuzz``
+                   (:class:`conformance.options.Option`; their plumbing lives there)
+``opening``        what a connection must do before its first real request (a login), as
+                   a sans-IO generator driven by :func:`open_session`
+=================  ====================================================================
 
-Heavy parts (the front-end, the fuzzing plug-in with Hypothesis and scapy) are factories
-called only by the command that needs them, so ``serve`` never imports scapy.
+Heavy parts (the front-end, the fuzzing part with Hypothesis and scapy, the vector schema)
+are factories called only by the command that needs them, so ``serve`` never imports
+scapy.  Generic helpers that use a plug-in live beside the code that needs them
+(:mod:`conformance.annotation`, :mod:`conformance.options`, :mod:`conformance.fuzz.shrink`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources, util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.errors import ProtocolError
+from conformance.options import Option
+from conformance.wire.framing import Framing
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
-    from conformance.fuzz.case import FuzzProtocol
+    from conformance.fuzz.case import Fuzzing
     from conformance.server import Frontend
 
-COMMANDS = ("run", "serve", "fuzz")
-"""The commands a protocol option can belong to (``replay`` takes the ``fuzz`` ones)."""
-
-# ------------------------------------------------------------------------ framing
+# ------------------------------------------------------------------ the annotator
 
 
-class Deframer(Protocol):
-    def feed(self, data: bytes) -> list[bytes]: ...
+@dataclass(frozen=True)
+class FieldSpan:
+    """One field of a frame payload: ``name``, bytes ``[start, end)``, its value.
 
-    @property
-    def error(self) -> ProtocolError | None: ...
+    Structure the minimizer can use: a length field names the span of the bytes it
+    counts (``counts``); a count field names the spans of the items it counts
+    (``items``); a length or count field is rewritten as ``end - start`` bytes in
+    ``order``, ``signed`` or not.  A ``droppable`` span can be cut out whole (a token of
+    a text command, with its separator)."""
+
+    name: str
+    start: int
+    end: int
+    value: object = None
+    counts: tuple[int, int] | None = None
+    items: tuple[tuple[int, int], ...] = ()
+    order: str = "big"
+    signed: bool = False
+    droppable: bool = False
+
+    def encode(self, value: int) -> bytes | None:
+        """``value`` in this field's width and byte order, or None if it does not fit."""
+        try:
+            return value.to_bytes(self.end - self.start, self.order, signed=self.signed)  # type: ignore[arg-type]
+        except OverflowError:
+            return None
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A frame payload read for people: a one-line ``summary`` and its ``fields``."""
+
+    summary: str
+    fields: list[FieldSpan] = field(default_factory=list)
+
+
+Annotator = Callable[[bytes, str, Sequence[bytes]], Annotation]
+"""``annotate(payload, direction, earlier)``: the payload of a frame going in
+``direction`` (``request`` or ``reply``), with the request payloads sent before it on the
+same connection (newest last; a reply often only makes sense with its request).  It may
+raise on bytes it cannot place; :func:`conformance.annotation.annotate_payload` turns that
+into a plain summary with no fields."""
+
+
+@dataclass(frozen=True)
+class ErrorCodes:
+    """Where a protocol's replies carry a numeric error code, and its names."""
+
+    field: str
+    """The last part of the name of a field holding an error code (``error_code``)."""
+    names: Mapping[int, str]
+
+    def name(self, code: int) -> str:
+        """``UNKNOWN_TOPIC_OR_PARTITION (3)``; an unknown code is named as unknown."""
+        return f"{self.names.get(code, 'unknown error')} ({code})"
 
 
 # ------------------------------------------------------------------------- quirks
@@ -71,47 +131,6 @@ class QuirkSpec:
 
 class UnknownQuirk(ValueError):
     pass
-
-
-# ------------------------------------------------------------------------ options
-
-
-@dataclass(frozen=True)
-class Option:
-    """A command-line option a protocol adds to some of ``run``, ``serve`` and ``fuzz``.
-
-    ``--help`` shows it in a group named after the protocol.  For ``run`` and ``fuzz``
-    against the embedded broker, an option that ``serve`` also takes is passed on to the
-    broker with the same value, and ``embedded_default`` (when set) replaces ``default``.
-    A ``secret`` option (a password) is never written to results or reproducers."""
-
-    flag: str
-    help: str
-    commands: tuple[str, ...]
-    default: Any = None
-    embedded_default: Any = None
-    choices: tuple[str, ...] | None = None
-    type: Callable[[str], Any] = str
-    metavar: str | None = None
-    secret: bool = False
-    minimum: int | None = None
-
-    @property
-    def dest(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def convert(self, text: str) -> Any:
-        """``text`` as this option's value; ValueError saying why not if it does not fit."""
-        try:
-            value = self.type(text)
-        except (TypeError, ValueError):
-            kind = "a whole number" if self.type is int else "a valid value"
-            raise ValueError(f"{text!r} is not {kind}") from None
-        if self.choices is not None and value not in self.choices:
-            raise ValueError(f"{text!r} is not one of {', '.join(self.choices)}")
-        if self.minimum is not None and value < self.minimum:
-            raise ValueError(f"must be at least {self.minimum}, not {value}")
-        return value
 
 
 # ---------------------------------------------------------------- session opener
@@ -143,72 +162,6 @@ def open_session(
             request = opening.send(recv())
     except StopIteration as done:
         return done.value
-
-
-# ----------------------------------------------------------------- the annotator
-
-
-@dataclass(frozen=True)
-class FieldSpan:
-    """One field of a frame payload: ``name``, bytes ``[start, end)``, its value.
-
-    Structure the minimizer can use: a length field names the span of the bytes it
-    counts (``counts``); a count field names the spans of the items it counts
-    (``items``); a length or count field is rewritten as ``end - start`` bytes in
-    ``order``, ``signed`` or not.  A ``droppable`` span can be cut out whole (a token of
-    a text command, with its separator)."""
-
-    name: str
-    start: int
-    end: int
-    value: object = None
-    counts: tuple[int, int] | None = None
-    items: tuple[tuple[int, int], ...] = ()
-    order: str = "big"
-    signed: bool = False
-    droppable: bool = False
-
-    def encode(self, value: int) -> bytes | None:
-        """``value`` in this field's width and byte order, or None if it does not fit."""
-        try:
-            return value.to_bytes(self.end - self.start, self.order, signed=self.signed)  # type: ignore[arg-type]
-        except OverflowError:
-            return None
-
-
-Annotator = Callable[[bytes, str], list[FieldSpan]]
-"""``annotate(payload, direction)``: the fields of a frame payload going in ``direction``
-(``request``: to the broker; ``reply``: from it).  It may raise on bytes it cannot place;
-:meth:`Plugin.annotate_payload` turns that into no fields."""
-
-DIRECTIONS = ("request", "reply")
-
-
-def shrinks(payload: bytes, spans: Sequence[FieldSpan]) -> list[bytes]:
-    """Structurally smaller variants of ``payload`` from its annotation, largest cuts
-    first: an item dropped (its count rewritten), then a counted field emptied (its length
-    rewritten to 0), then a droppable span cut.  Spans outside the payload are ignored."""
-    n = len(payload)
-    drops: list[bytes] = []
-    empties: list[bytes] = []
-    cuts: list[bytes] = []
-    for s in spans:
-        if not 0 <= s.start <= s.end <= n:
-            continue
-        if s.items and isinstance(s.value, int) and s.value > 0:
-            fewer = s.encode(s.value - 1)
-            for a, b in s.items:
-                if fewer is not None and s.end <= a <= b <= n:
-                    cut = payload[:a] + payload[b:]
-                    drops.append(cut[: s.start] + fewer + cut[s.end :])
-        if s.counts is not None and isinstance(s.value, int) and s.value > 0:
-            a, b = s.counts
-            zero = s.encode(0)
-            if zero is not None and s.end <= a <= b <= n:
-                empties.append(payload[: s.start] + zero + payload[s.end : a] + payload[b:])
-        if s.droppable and s.end > s.start:
-            cuts.append(payload[: s.start] + payload[s.end :])
-    return [v for v in dict.fromkeys(drops + empties + cuts) if v != payload]
 
 
 # ----------------------------------------------------------------- vector schema
@@ -279,58 +232,30 @@ class Plugin:
     revisions: tuple[str, ...]
     default_revision: str
     default_port: int
-    new_deframer: Callable[[], Deframer]
-    """Reads requests (and replies, unless ``new_reply_deframer`` is given)."""
-    frame: Callable[[bytes], bytes]
-    """Frames a request (and a reply, unless ``frame_reply`` is given)."""
+    framing: Framing
     probe_request: bytes
     """A harmless request payload any live target answers."""
-    describe: Callable[[str, bytes], str]
     annotate: Annotator
     frontend: Callable[[Engine, ServeConfig], Frontend]
     vectors: Callable[[], VectorSchema]
-    fuzzing: Callable[[Mapping[str, Any]], FuzzProtocol]
+    fuzzing: Callable[[Mapping[str, Any]], Fuzzing]
+    """The fuzzing part, given the ``fuzz`` option values."""
+    error_codes: ErrorCodes | None = None
     quirks: Mapping[str, QuirkSpec] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
     opening: Callable[[Mapping[str, Any]], Opening | None] | None = None
+    """Given the option values, a fresh opener for a new connection (None: nothing)."""
     vector_dir: Path | None = None
     """Where the golden vectors are; default ``vectors/<name>/`` at the repository root."""
-    new_reply_deframer: Callable[[], Deframer] | None = None
-    """For a protocol whose replies are framed unlike its requests (Iggy: a status first)."""
-    frame_reply: Callable[[bytes], bytes] | None = None
-    annotate_reply: Callable[[bytes, Sequence[bytes]], list[FieldSpan]] | None = None
-    """The fields of a reply payload given the request payloads sent before it (newest
-    last), for a protocol whose replies only make sense with their request (Kafka: the
-    correlation id names the API and version); None: ``annotate(payload, "reply")``."""
-    describe_reply: Callable[[bytes, Sequence[bytes]], str] | None = None
-    """A reply's wire-log line given the requests sent before it, like ``annotate_reply``;
-    None: ``describe("recv", payload)``."""
-    variant: Callable[[Plugin, str], Plugin] | None = None
-    """The plug-in as a revision other than the default sees the wire (framing, limits,
-    annotator, fuzzing...): :meth:`at` calls it; None when every revision shares them."""
 
-    def at(self, revision: str) -> Plugin:
-        """This plug-in for ``revision`` (ValueError naming the known ones if unknown)."""
+    def check_revision(self, revision: str) -> str:
+        """``revision`` if this protocol knows it, else ValueError naming the known ones."""
         if revision not in self.revisions:
             raise ValueError(
                 f"unknown revision {revision!r} of {self.name}; known: "
                 f"{', '.join(self.revisions)} (default {self.default_revision})"
             )
-        if self.variant is None or revision == self.default_revision:
-            return self
-        return self.variant(self, revision)
-
-    def deframer(self, direction: str) -> Deframer:
-        """A deframer for frames going in ``direction`` (``request`` or ``reply``)."""
-        if direction == "reply" and self.new_reply_deframer is not None:
-            return self.new_reply_deframer()
-        return self.new_deframer()
-
-    def framed(self, payload: bytes, direction: str) -> bytes:
-        """``payload`` framed as it travels in ``direction``."""
-        if direction == "reply" and self.frame_reply is not None:
-            return self.frame_reply(payload)
-        return self.frame(payload)
+        return revision
 
     def check_quirks(self, names: Sequence[str]) -> tuple[str, ...]:
         unknown = [n for n in names if n not in self.quirks]
@@ -340,38 +265,6 @@ class Plugin:
                 f"unknown quirk {unknown[0]!r} of {self.name}; known quirks: {known}"
             )
         return tuple(names)
-
-    def options_for(self, command: str) -> tuple[Option, ...]:
-        return tuple(o for o in self.options if command in o.commands)
-
-    def option_values(
-        self, command: str, given: Mapping[str, Any], *, embedded: bool = False
-    ) -> dict[str, Any]:
-        """Every option of ``command``: the value given, else its (embedded) default."""
-        out: dict[str, Any] = {}
-        for o in self.options_for(command):
-            value = given.get(o.dest)
-            if value is None:
-                value = (
-                    o.embedded_default if embedded and o.embedded_default is not None else o.default
-                )
-            out[o.dest] = value
-        return out
-
-    def serve_args(self, command: str, values: Mapping[str, Any]) -> list[str]:
-        """The ``serve`` options for an embedded broker started by ``command``: those of its
-        options that ``serve`` takes too, with their values."""
-        serve_flags = {o.flag for o in self.options_for("serve")}
-        out: list[str] = []
-        for o in self.options_for(command):
-            if o.flag in serve_flags and values.get(o.dest) is not None:
-                out += [o.flag, str(values[o.dest])]
-        return out
-
-    def public(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """``values`` without secret options (what results and reproducers may record)."""
-        secret = {o.dest for o in self.options if o.secret}
-        return {k: v for k, v in values.items() if k not in secret}
 
     def open(self, values: Mapping[str, Any]) -> Opening | None:
         """A fresh session opener for a new connection (None: nothing to do first)."""
@@ -385,62 +278,3 @@ class Plugin:
         if spec is None or not spec.submodule_search_locations:
             raise LookupError(f"the {self.name} suite package {self.suite_package} is not found")
         return Path(next(iter(spec.submodule_search_locations)))
-
-    def annotate_frame(self, data: bytes, direction: str) -> list[FieldSpan]:
-        """The fields of ``data`` when it is one whole frame going in ``direction`` (its
-        framing bytes as ``length`` before the payload or ``terminator`` after it), else of
-        ``data`` taken as a bare payload.  Never raises."""
-        try:
-            frames = self.deframer(direction).feed(data)
-        except ProtocolError:
-            frames = []
-        if len(frames) != 1 or self.framed(frames[0], direction) != data:
-            return self.annotate_payload(data, direction)
-        payload = frames[0]
-        if not payload:
-            return [FieldSpan("framing", 0, len(data), "an empty frame")]
-        spans = self.annotate_payload(payload, direction)
-        if data.startswith(payload):  # framing after the payload: a line's terminator
-            return [*spans, FieldSpan("terminator", len(payload), len(data), data[len(payload) :])]
-        head = len(data) - len(payload)  # framing before it: a length prefix, a header
-        return [FieldSpan("length", 0, head, len(payload)), *_shifted(spans, head)]
-
-    def annotate_payload(self, payload: bytes, direction: str) -> list[FieldSpan]:
-        try:
-            return self.annotate(payload, direction)
-        except Exception:  # an annotator must not break a report over a strange frame
-            return []
-
-    def describe_reply_payload(self, payload: bytes, requests: Sequence[bytes]) -> str:
-        """A reply's wire-log line, with the requests sent before it as context."""
-        if self.describe_reply is not None:
-            try:
-                return self.describe_reply(payload, requests)
-            except Exception:  # a description must not break a report either
-                pass
-        return self.describe("recv", payload)
-
-    def annotate_reply_payload(self, payload: bytes, requests: Sequence[bytes]) -> list[FieldSpan]:
-        """The fields of a reply payload, with the requests sent before it as context."""
-        if self.annotate_reply is None:
-            return self.annotate_payload(payload, "reply")
-        try:
-            return self.annotate_reply(payload, requests)
-        except Exception:  # as above: never break a report
-            return self.annotate_payload(payload, "reply")
-
-
-def _shifted(spans: list[FieldSpan], by: int) -> list[FieldSpan]:
-    def move(p: tuple[int, int]) -> tuple[int, int]:
-        return (p[0] + by, p[1] + by)
-
-    return [
-        replace(
-            s,
-            start=s.start + by,
-            end=s.end + by,
-            counts=move(s.counts) if s.counts else None,
-            items=tuple(move(i) for i in s.items),
-        )
-        for s in spans
-    ]

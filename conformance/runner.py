@@ -36,6 +36,7 @@ from typing import Any
 from conformance import baseline, protocols
 from conformance.client import ClientError, Connection, WireLog
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
+from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
 from conformance.progress import RunProgress
 
@@ -84,7 +85,7 @@ def check_revision(plugin: Plugin, revision: str | None) -> str:
     if revision is None:
         return plugin.default_revision
     try:
-        plugin.at(revision)
+        plugin.check_revision(revision)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return revision
@@ -101,11 +102,11 @@ def check_session(
         return
     try:
         with Connection(
-            host, port, deframer=plugin.deframer("reply"), log=WireLog(), timeout=timeout
+            host, port, deframer=plugin.framing.deframer("reply"), log=WireLog(), timeout=timeout
         ) as conn:
             conn.open(opening)
     except SessionRefused as exc:
-        flags = " ".join(o.flag for o in plugin.options_for("run")) or "its options"
+        flags = " ".join(o.flag for o in options_for(plugin.options, "run")) or "its options"
         raise UsageError(
             f"{host}:{port} refused the {plugin.name} session: {exc}; check {flags}"
         ) from None
@@ -117,8 +118,8 @@ def protocol_options(
     plugin: Plugin, command: str, args: argparse.Namespace, embedded: bool
 ) -> dict[str, Any]:
     """The values of ``plugin``'s options of ``command`` on this command line (defaults filled)."""
-    given = {o.dest: getattr(args, o.dest, None) for o in plugin.options_for(command)}
-    return plugin.option_values(command, given, embedded=embedded)
+    given = {o.dest: getattr(args, o.dest, None) for o in options_for(plugin.options, command)}
+    return option_values(plugin.options, command, given, embedded=embedded)
 
 
 def spawn_broker(
@@ -291,11 +292,11 @@ def run_command(args: argparse.Namespace) -> int:
     if args.target:
         host, port = parse_target(args.target)
         check_reachable(host, port, args.timeout)
-        check_session(plugin.at(revision), host, port, args.timeout, options)
+        check_session(plugin, host, port, args.timeout, options)
         argv = pytest_args(args, plugin, f"{host}:{port}", options, reports)
         code = int(pytest.main(argv, plugins=progress))
     else:
-        serve = ["--revision", revision, *plugin.serve_args("run", options)]
+        serve = ["--revision", revision, *serve_args(plugin.options, "run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
             argv = pytest_args(args, plugin, broker.address, options, reports)
             code = int(pytest.main(argv, plugins=progress))

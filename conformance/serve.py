@@ -51,7 +51,7 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot use --data-dir {args.data_dir}: {exc.strerror or exc}") from None
     options = protocol_options(plugin, "serve", args, embedded=False)
     config = ServeConfig(revision=revision, quirks=tuple(args.quirk), options=options)
-    frontend = plugin.at(revision).frontend(engine, config)
+    frontend = plugin.frontend(engine, config)
     port = plugin.default_port if args.port is None else args.port
     try:
         return asyncio.run(_serve(frontend, args.host, port))

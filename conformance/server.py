@@ -46,19 +46,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from conformance.errors import ProtocolError
+from conformance.wire.framing import Deframer
 
 log = logging.getLogger("conformance.server")
 
 READ_CHUNK = 256 * 1024
 TICK = 0.05
 """How often a pending reply is polled when nothing changes (timed state: a join delay)."""
-
-
-class Deframer(Protocol):
-    def feed(self, data: bytes) -> list[bytes]: ...
-
-    @property
-    def error(self) -> ProtocolError | None: ...
 
 
 class Stream(Protocol):

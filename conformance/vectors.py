@@ -132,12 +132,12 @@ def mismatches(expected: Any, actual: Any, path: str, subset: Sequence[str] = ()
 
 def _deframe(plugin: Plugin, frame: bytes, direction: str) -> tuple[bytes | None, str | None]:
     """(the payload of ``frame`` if it is exactly one whole frame, why not otherwise)."""
-    deframer = plugin.deframer(direction)
+    deframer = plugin.framing.deframer(direction)
     try:
         frames = deframer.feed(frame)
     except ProtocolError as exc:
         return None, f"the framing refuses it ({exc})"
-    if len(frames) == 1 and plugin.framed(frames[0], direction) == frame:
+    if len(frames) == 1 and plugin.framing.frame(frames[0], direction) == frame:
         return frames[0], None
     if not frames:
         return None, "it is not a whole frame"

@@ -1,38 +1,66 @@
-"""The plug-in object's generic helpers: framing by direction, frame annotation, revisions,
-options, the session opener driver, structural shrinks, and the registry's errors."""
+"""The plug-in contract and its generic helpers: the header lists every hook and every hook
+is used, framing by direction, frame annotation, revisions, options, the session opener
+driver, structural shrinks, and the registry's errors."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
+import inspect
+from dataclasses import dataclass, replace
 
 import pytest
 
+from conformance import plugin as contract
 from conformance import protocols
-from conformance.errors import ProtocolError
-from conformance.plugin import FieldSpan, Opening, Option, SessionRefused, open_session, shrinks
-from conformance.wire.framing import LineDeframer
+from conformance.annotation import annotate_frame, annotate_payload
+from conformance.fuzz.shrink import shrinks
+from conformance.options import Option, option_values, public, serve_args
+from conformance.plugin import Annotation, FieldSpan, Opening, SessionRefused, open_session
+from conformance.wire.framing import LengthPrefixFraming, LineDeframer, LineFraming
+from tests.toy.plugin import PLUGIN as TOY
 
 CURSUS = protocols.get("cursus")
-LINES = replace(
-    CURSUS,
-    new_deframer=lambda: LineDeframer(max_line=100),
-    frame=lambda payload: payload + b"\n",
-)
+LINES = replace(CURSUS, framing=LineFraming(limit=100))
 """Cursus's annotator behind a newline framing, as a line protocol would be."""
 
 
-def names(spans: list[FieldSpan]) -> list[tuple[str, int, int]]:
-    return [(s.name, s.start, s.end) for s in spans]
+def names(read: Annotation) -> list[tuple[str, int, int]]:
+    return [(s.name, s.start, s.end) for s in read.fields]
+
+
+def hooks() -> list[str]:
+    return [f.name for f in dataclasses.fields(contract.Plugin)]
+
+
+def test_the_contract_header_lists_every_hook() -> None:
+    header = inspect.getdoc(contract) or ""
+    missing = [h for h in hooks() if f"``{h}``" not in header]
+    assert not missing, f"conformance/plugin.py's header does not list: {missing}"
+
+
+def test_every_optional_hook_is_used_by_a_registered_protocol() -> None:
+    """A hook no protocol sets is not essential: it goes (the toy protocol counts)."""
+    plugins = [protocols.get(n) for n in protocols.names()] + [TOY]
+    optional = [
+        f
+        for f in dataclasses.fields(contract.Plugin)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    ]
+    unused = [
+        f.name for f in optional if all(getattr(p, f.name) in (None, (), {}) for p in plugins)
+    ]
+    assert unused == []
 
 
 def test_a_length_prefix_is_annotated_before_the_payload() -> None:
-    spans = CURSUS.annotate_frame(b"\x00\x00\x00\x04LIST", "request")
-    assert names(spans) == [("length", 0, 4), ("command", 4, 8)]
+    read = annotate_frame(CURSUS, b"\x00\x00\x00\x04LIST", "request")
+    assert names(read) == [("length", 0, 4), ("command", 4, 8)]
+    assert read.summary == "frame: 'LIST'"
 
 
 def test_a_line_terminator_is_annotated_after_the_payload() -> None:
-    spans = LINES.annotate_frame(b"CONSUME t 0 5\n", "request")
-    assert names(spans) == [
+    read = annotate_frame(LINES, b"CONSUME t 0 5\n", "request")
+    assert names(read) == [
         ("command", 0, 7),
         ("topic", 7, 9),
         ("partition", 9, 11),
@@ -42,40 +70,69 @@ def test_a_line_terminator_is_annotated_after_the_payload() -> None:
 
 
 def test_bytes_that_are_not_one_whole_frame_are_annotated_as_a_payload() -> None:
-    assert names(CURSUS.annotate_frame(b"LIST", "request")) == [("command", 0, 4)]
+    read = annotate_frame(CURSUS, b"LIST", "request")
+    assert names(read) == [("command", 0, 4)]
+    assert read.summary == "raw 4 bytes"
     cut = b"\x00\x00\x00\x0eCREATE"  # a frame whose tail the wire log did not keep
-    assert CURSUS.annotate_frame(cut, "request")[0].name == "word0"
+    assert annotate_frame(CURSUS, cut, "request").fields[0].name == "word0"
 
 
 def test_a_reply_is_annotated_as_a_reply() -> None:
-    spans = CURSUS.annotate_payload(b"OK topic=t", "reply")
+    spans = annotate_payload(CURSUS, b"OK topic=t", "reply").fields
     assert [s.name for s in spans] == ["word0", "word1"]
-    assert CURSUS.annotate_payload(b"LIST", "request")[0].name == "command"
+    assert annotate_payload(CURSUS, b"LIST", "request").fields[0].name == "command"
+
+
+def test_an_annotator_that_raises_gives_a_plain_summary() -> None:
+    def broken(payload: bytes, direction: str, earlier: object) -> Annotation:
+        raise IndexError("the annotator tripped")
+
+    read = annotate_payload(replace(CURSUS, annotate=broken), b"\x01\x02", "reply")
+    assert read == Annotation("reply (2 bytes)", [])
+
+
+REQUESTS = LengthPrefixFraming(limit=10)
+
+
+@dataclass(frozen=True)
+class StatusFirst:
+    """Replies framed unlike requests: a line each way back, a length prefix there."""
+
+    limit: int = 10
+    requests: LengthPrefixFraming = REQUESTS
+
+    def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
+        if direction == "reply":
+            return payload + b"\n"
+        return self.requests.frame(payload, direction, length)
+
+    def deframer(self, direction: str = "request") -> LineDeframer | object:
+        if direction == "reply":
+            return LineDeframer(max_line=self.limit)
+        return self.requests.deframer(direction)
 
 
 def test_replies_use_their_own_framing_when_the_protocol_has_one() -> None:
-    status_first = replace(
-        CURSUS,
-        new_reply_deframer=lambda: LineDeframer(max_line=10),
-        frame_reply=lambda payload: payload + b"\n",
-    )
-    assert status_first.framed(b"OK", "reply") == b"OK\n"
-    assert status_first.framed(b"OK", "request") == b"\x00\x00\x00\x02OK"
-    assert status_first.deframer("reply").feed(b"OK\n") == [b"OK"]
-    assert CURSUS.deframer("reply").feed(b"\x00\x00\x00\x02OK") == [b"OK"]
+    status_first = replace(CURSUS, framing=StatusFirst())
+    assert status_first.framing.frame(b"OK", "reply") == b"OK\n"
+    assert status_first.framing.frame(b"OK", "request") == b"\x00\x00\x00\x02OK"
+    assert status_first.framing.deframer("reply").feed(b"OK\n") == [b"OK"]
+    assert names(annotate_frame(status_first, b"OK\n", "reply"))[-1] == ("terminator", 2, 3)
+    assert CURSUS.framing.deframer("reply").feed(b"\x00\x00\x00\x02OK") == [b"OK"]
 
 
-def test_a_revision_gets_its_variant_and_an_unknown_one_is_named() -> None:
-    strict = replace(
-        CURSUS,
-        revisions=("doc", "small"),
-        variant=lambda p, rev: replace(p, new_deframer=lambda: LineDeframer(max_line=1)),
-    )
-    assert strict.at("doc") is strict
-    with pytest.raises(ProtocolError):
-        strict.at("small").new_deframer().feed(b"toolong")
+def test_a_length_override_is_written_as_claimed() -> None:
+    framing = LengthPrefixFraming(limit=100, order="<", includes_self=True)
+    assert framing.frame(b"ab") == b"\x06\x00\x00\x00ab"
+    assert framing.frame(b"ab", length=-1) == b"\xff\xff\xff\xffab"
+    assert framing.deframer().feed(framing.frame(b"ab")) == [b"ab"]
+
+
+def test_an_unknown_revision_is_named_with_the_known_ones() -> None:
+    two = replace(CURSUS, revisions=("doc", "small"))
+    assert two.check_revision("small") == "small"
     with pytest.raises(ValueError, match="unknown revision 'x' of cursus; known: doc, small"):
-        strict.at("x")
+        two.check_revision("x")
 
 
 def test_options_convert_with_messages_that_say_why() -> None:
@@ -91,19 +148,16 @@ def test_options_convert_with_messages_that_say_why() -> None:
 
 
 def test_option_values_defaults_and_secrets() -> None:
-    plugin = replace(
-        CURSUS,
-        options=(
-            Option("--mode", "h", ("run", "serve"), default="a", embedded_default="b"),
-            Option("--password", "h", ("run", "serve"), default="pw", secret=True),
-            Option("--only-serve", "h", ("serve",), default=3),
-        ),
+    options = (
+        Option("--mode", "h", ("run", "serve"), default="a", embedded_default="b"),
+        Option("--password", "h", ("run", "serve"), default="pw", secret=True),
+        Option("--only-serve", "h", ("serve",), default=3),
     )
-    assert plugin.option_values("run", {}) == {"mode": "a", "password": "pw"}
-    embedded = plugin.option_values("run", {}, embedded=True)
+    assert option_values(options, "run", {}) == {"mode": "a", "password": "pw"}
+    embedded = option_values(options, "run", {}, embedded=True)
     assert embedded == {"mode": "b", "password": "pw"}
-    assert plugin.serve_args("run", embedded) == ["--mode", "b", "--password", "pw"]
-    assert plugin.public(embedded) == {"mode": "b"}
+    assert serve_args(options, "run", embedded) == ["--mode", "b", "--password", "pw"]
+    assert public(options, embedded) == {"mode": "b"}
 
 
 def _login(password: str) -> Opening:

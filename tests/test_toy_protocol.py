@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conformance import protocols, vectors
-from conformance.plugin import Deframer
+from conformance.wire.framing import Deframer
 from tests.support import broker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,9 +236,11 @@ def test_each_toy_vector_gets_its_reply_from_the_toy_broker(toy: Path) -> None:
             if v.reply is None:
                 continue
             with socket.create_connection((b.host, b.port), timeout=5) as sock:
-                deframer = plugin.new_deframer()
+                deframer = plugin.framing.deframer("reply")
                 for step in v.setup:
-                    sock.sendall(plugin.frame(step.encode()) if isinstance(step, str) else step)
+                    sock.sendall(
+                        plugin.framing.frame(step.encode()) if isinstance(step, str) else step
+                    )
                     next_frame(sock, deframer)
                 sock.sendall(v.frame)
                 got = [next_frame(sock, deframer)]

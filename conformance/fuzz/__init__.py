@@ -1,7 +1,8 @@
 """The fuzzer: mutators, the harness and its oracle, campaigns (local or on Spark), findings.
 
-:func:`protocol` returns the fuzz plug-in of a protocol (see :mod:`conformance.fuzz.case`),
-made by the protocol's plug-in (:mod:`conformance.protocols`) for the given option values.
+:func:`protocol` returns a protocol as the fuzzer drives it (:class:`FuzzProtocol`, see
+:mod:`conformance.fuzz.case`): its plug-in (:mod:`conformance.protocols`) with the
+fuzzing part the plug-in makes for the given option values.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from typing import Any
 
 from conformance import protocols
 from conformance.fuzz.case import FuzzProtocol
+from conformance.options import option_values
 
 
 def protocol(
     name: str, options: Mapping[str, Any] | None = None, revision: str | None = None
 ) -> FuzzProtocol:
-    """The fuzz plug-in of protocol ``name`` (UnknownProtocol if there is none) as
-    ``revision`` (default: the protocol's) sees the wire, with the protocol's ``fuzz``
-    options: those given, the defaults for the rest."""
+    """Protocol ``name`` (UnknownProtocol if there is none) as the fuzzer drives it at
+    ``revision`` (default: the protocol's; ValueError if it has no such revision), with
+    its ``fuzz`` options: those given, the defaults for the rest."""
     plugin = protocols.get(name)
-    plugin = plugin.at(revision or plugin.default_revision)
-    return plugin.fuzzing(plugin.option_values("fuzz", options or {}))
+    plugin.check_revision(revision or plugin.default_revision)
+    values = option_values(plugin.options, "fuzz", options or {})
+    return FuzzProtocol(plugin, plugin.fuzzing(values), values)

@@ -6,12 +6,13 @@ is a pure function of (campaign seed, case index) -- :func:`conformance.fuzz.mut
 makes it -- so a case list can be regenerated anywhere, on any Spark worker, and a
 finding replays from its YAML alone.
 
-:class:`FuzzProtocol` is the plug-in each protocol provides (Cursus:
-``conformance/protocols/cursus/fuzzing.py``): framing, a pool of valid payloads drawn
-from its Hypothesis strategies, its structure-aware mutators (scapy layers), which
-payloads are silent by design, the canary round trip on a reserved topic, and the
-requirement a finding is filed against, its frame annotator (for the minimizer) and its
-session opener (run first on every connection).
+:class:`Fuzzing` is the fuzzing part of a protocol's plug-in (Cursus:
+``conformance/protocols/cursus/fuzzing.py``), only what is fuzzing's own: a pool of valid
+payloads drawn from its Hypothesis strategies, its structure-aware mutators (scapy
+layers), which payloads are silent by design, the canary round trip on a reserved topic,
+and the requirement each class of finding is filed against (:class:`Blame`).
+:class:`FuzzProtocol` puts it together with the plug-in (framing, probe, annotator,
+session opener) for the harness, and holds the generic HANG rules.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from conformance.annotation import annotate_payload
 from conformance.errors import ProtocolError
-from conformance.plugin import FieldSpan, Opening
+from conformance.plugin import FieldSpan, Opening, Plugin
+from conformance.wire.framing import Deframer
 
 
 @dataclass(frozen=True)
@@ -65,18 +68,6 @@ class FuzzCase:
         )
 
 
-class Deframer(Protocol):
-    def feed(self, data: bytes) -> list[bytes]: ...
-
-    @property
-    def error(self) -> ProtocolError | None: ...
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received and not yet returned as a frame (a partial frame when > 0)."""
-        ...
-
-
 @dataclass
 class Pool:
     """Valid payloads for one campaign seed, drawn once from the protocol's strategies."""
@@ -93,29 +84,39 @@ FrameMutator = Callable[[random.Random, "FuzzProtocol", Pool], tuple[tuple[bytes
 """Returns the writes of a case that breaks the framing, and the pause between them."""
 
 
-class FuzzProtocol(Protocol):
-    name: str
-    frame_limit: int
+@dataclass(frozen=True)
+class Blame:
+    """The requirement each class of finding is filed against (the HANG rules are the
+    fuzzer's own, :meth:`FuzzProtocol.requirement`)."""
+
+    corruption: str
+    """Acknowledged data read back otherwise (CORRUPTION)."""
+    serving: str
+    """The broker keeps serving other connections (CRASH, STOPPED, LEAK)."""
+    bad_reply: str
+    """A reply that cannot be deframed (BAD_REPLY)."""
+    oversize: str
+    """A frame over the limit is refused from its prefix (a HANG on one)."""
+    partial: str
+    """A partial frame followed by a half-close is closed (a HANG on one)."""
+    unanswered: Callable[[bytes], str]
+    """The requirement of a whole request payload left unanswered (a HANG on it)."""
+
+
+class Fuzzing(Protocol):
+    """What only fuzzing needs of a protocol: its part of the plug-in contract.
+
+    Framing, deframers, the probe, the annotator, descriptions and the session opener
+    come from the plug-in itself (:class:`conformance.plugin.Plugin`)."""
+
     canary_topic: str
-    probe_payload: bytes
-    """A harmless request any live target answers (the CRASH probe)."""
-    structure_mutators: dict[str, StructureMutator]
+    """A reserved topic no fuzz case names, for the canary round trip."""
+    structure_mutators: Mapping[str, StructureMutator]
     frame_mutators: Mapping[str, FrameMutator]
     """The frame-breaking mutators that mean something for this framing: a length-prefixed
     protocol takes :data:`conformance.fuzz.mutators.FRAME_MUTATORS` (lying lengths among
     them); a line protocol would pick its own (an overlong line, a missing newline)."""
-
-    def frame(self, payload: bytes, length: int | None = None) -> bytes:
-        """``payload`` framed; ``length`` overrides the length the prefix says."""
-        ...
-
-    def new_deframer(self) -> Deframer:
-        """Reads the requests a case sends (to count the replies they are owed)."""
-        ...
-
-    def new_reply_deframer(self) -> Deframer:
-        """Reads the target's replies."""
-        ...
+    blame: Blame
 
     def pool(self, seed: int) -> Pool: ...
 
@@ -137,19 +138,102 @@ class FuzzProtocol(Protocol):
 
     def canary_values(self, reply: bytes) -> list[bytes]: ...
 
-    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
-        """The requirement ID a finding of class ``finding`` on ``case`` breaks
-        (``answered``: how many of its frames got their reply before it happened)."""
-        ...
 
-    def annotate(self, payload: bytes) -> list[FieldSpan]:
-        """The payload's fields (the plug-in's frame annotator): the minimizer derives
-        structurally smaller variants from them (:func:`conformance.plugin.shrinks`)."""
-        ...
+@dataclass
+class FuzzProtocol:
+    """A protocol as the fuzzer drives it: the plug-in (at one revision, with the ``fuzz``
+    option values) and its fuzzing part, behind the few calls the harness makes."""
+
+    plugin: Plugin
+    part: Fuzzing
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.plugin.name
+
+    @property
+    def frame_limit(self) -> int:
+        return self.plugin.framing.limit
+
+    @property
+    def canary_topic(self) -> str:
+        return self.part.canary_topic
+
+    @property
+    def probe_payload(self) -> bytes:
+        return self.plugin.probe_request
+
+    @property
+    def structure_mutators(self) -> Mapping[str, StructureMutator]:
+        return self.part.structure_mutators
+
+    @property
+    def frame_mutators(self) -> Mapping[str, FrameMutator]:
+        return self.part.frame_mutators
+
+    def frame(self, payload: bytes, length: int | None = None) -> bytes:
+        """``payload`` framed as a request; ``length`` overrides the length it claims."""
+        return self.plugin.framing.frame(payload, "request", length)
+
+    def new_deframer(self) -> Deframer:
+        """Reads the requests a case sends (to count the replies they are owed)."""
+        return self.plugin.framing.deframer("request")
+
+    def new_reply_deframer(self) -> Deframer:
+        return self.plugin.framing.deframer("reply")
+
+    def pool(self, seed: int) -> Pool:
+        return self.part.pool(seed)
+
+    def owes_reply(self, payload: bytes) -> bool:
+        return self.part.owes_reply(payload)
+
+    def setup_payloads(self) -> Sequence[bytes]:
+        return self.part.setup_payloads()
+
+    def canary_produce(self, values: Sequence[bytes]) -> bytes:
+        return self.part.canary_produce(values)
+
+    def canary_acked(self, reply: bytes) -> int | None:
+        return self.part.canary_acked(reply)
+
+    def canary_consume(self, offset: int) -> bytes:
+        return self.part.canary_consume(offset)
+
+    def canary_values(self, reply: bytes) -> list[bytes]:
+        return self.part.canary_values(reply)
 
     def opening(self) -> Opening | None:
-        """A fresh session opener for a new connection, or None when the protocol needs
-        none (its replies are read with :meth:`new_deframer`)."""
-        ...
+        """A fresh session opener for a new connection, or None."""
+        return self.plugin.open(self.options)
 
-    def describe(self, payload: bytes) -> str: ...
+    def annotate(self, payload: bytes) -> list[FieldSpan]:
+        """A request payload's fields (the minimizer's structural cuts come from them)."""
+        return annotate_payload(self.plugin, payload, "request").fields
+
+    def describe(self, payload: bytes) -> str:
+        return annotate_payload(self.plugin, payload, "reply").summary
+
+    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
+        """The requirement a finding of class ``finding`` on ``case`` breaks
+        (``answered``: how many of its frames got their reply before it happened).
+
+        A HANG is filed against the first whole frame left unanswered (a request silent
+        by design is the protocol's to name), else against the framing: a prefix over
+        the limit that was not refused, or a partial frame that was not closed."""
+        blame = self.part.blame
+        if finding == "CORRUPTION":
+            return blame.corruption
+        if finding in ("CRASH", "STOPPED", "LEAK"):
+            return blame.serving
+        if finding == "BAD_REPLY":
+            return blame.bad_reply
+        deframer = self.new_deframer()
+        try:
+            frames = deframer.feed(case.sent)
+        except ProtocolError:
+            return blame.oversize
+        if answered < len(frames):
+            return blame.unanswered(frames[answered])
+        return blame.oversize if deframer.error is not None else blame.partial

@@ -1,4 +1,4 @@
-"""``conformance fuzz`` and ``conformance replay``.
+"""``conformance fuzz``.
 
 ``fuzz`` runs cases ``0..N-1`` of a seed against a target -- the embedded reference broker
 (a subprocess), ``--target HOST:PORT``, or a broker the fuzzer starts and restarts itself
@@ -9,23 +9,15 @@ under ``--findings``; at the end it minimizes each one (when the target still se
 can be restarted) and prints the triage.  A target that goes down and cannot be
 restarted ends the campaign there, with one finding saved unminimized.  Exit 0 no
 finding, 1 findings, 2 usage error, unreachable target or a ``--target-cmd`` that does
-not serve.
-
-``replay`` runs one reproducer against a target (default: the embedded broker with the
-quirks the reproducer was found with); ``--minimize`` minimizes it and saves it over the
-file.  Exit 1 it still reproduces, 0 it does not, 2 a bad file or an unreachable target.
+not serve.  ``conformance replay`` is :mod:`.replay`; what the two share
+(their target) is :mod:`.targeting`.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import math
-import shlex
-import signal
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +31,21 @@ from conformance.fuzz import protocol as fuzz_protocol
 from conformance.fuzz.campaign import Event, Options, Row
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.findings import (
-    LEAK_NOT_REPLAYED,
-    MINIMIZE_LATER,
-    BadReproducer,
     Reproducer,
-    SetupFailed,
-    draft,
-    minimize,
-    reproduces,
 )
+from conformance.fuzz.minimize import MINIMIZE_LATER, draft, minimize
 from conformance.fuzz.mutators import generate
-from conformance.fuzz.owned import Owned, TargetFailed
-from conformance.fuzz.target import Embedded, External, Target
+from conformance.fuzz.on_spark import run_on_spark, start_spark
+from conformance.fuzz.target import Target
+from conformance.fuzz.targeting import (
+    check_targets,
+    make_target,
+    on_termination,
+    seconds,
+    target_flags,
+)
 from conformance.fuzz.triage import print_triage, triage, write_parquet
+from conformance.options import public
 from conformance.plugin import Plugin, SessionRefused
 from conformance.runner import check_quirks, check_revision, plugin_of, protocol_options
 
@@ -62,25 +56,20 @@ PROGRESS_EVERY_S = 10.0
 MAX_CONNECTIONS = 512
 
 
-def _seconds(value: float | None, flag: str) -> None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{flag} must be a positive number of seconds")
-
-
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     if args.cases < 1:
         raise UsageError("--cases must be at least 1")
     if args.seed < 0:
         raise UsageError("--seed must be 0 or more")
-    _seconds(args.deadline, "--deadline")
+    seconds(args.deadline, "--deadline")
     if args.canary_every < 1:
         raise UsageError("--canary-every must be at least 1")
     if not 1 <= args.connections <= MAX_CONNECTIONS:
         raise UsageError(f"--connections must be from 1 to {MAX_CONNECTIONS}")
-    _seconds(args.max_time, "--max-time")
+    seconds(args.max_time, "--max-time")
     if args.max_time is not None and args.spark_master:
         raise UsageError("--max-time is for campaigns in this process; drop it or --spark-master")
-    _check_targets(args)
+    check_targets(args)
     if args.target_cmd and args.spark_master:
         raise UsageError(
             "--target-cmd is for campaigns in this process (Spark tasks cannot restart the "
@@ -89,66 +78,8 @@ def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     check_quirks(plugin, args.quirk)
 
 
-def _target_flags(args: argparse.Namespace) -> str:
-    """The target options to repeat in a replay command (none for the embedded broker)."""
-    if args.target:
-        return f" --target {args.target}"
-    if args.target_cmd:
-        return f" --target-cmd {shlex.quote(args.target_cmd)}"
-    return ""
-
-
-def _check_targets(args: argparse.Namespace) -> None:
-    _seconds(args.target_start_timeout, "--target-start-timeout")
-    if (args.target or args.target_cmd) and getattr(args, "quirk", None):
-        raise UsageError(
-            "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
-        )
-
-
-def _owned(args: argparse.Namespace, proto: FuzzProtocol, deadline: float, log: Path) -> Owned:
-    try:
-        return Owned(args.target_cmd, proto, args.target_start_timeout, deadline, log)
-    except (ValueError, TargetFailed) as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _target(
-    args: argparse.Namespace,
-    plugin: Plugin,
-    proto: FuzzProtocol,
-    made_with: tuple[str, list[str], str, dict[str, Any]],
-    deadline: float,
-    log: Path,
-) -> Target:
-    """The target of ``fuzz`` or ``replay``: ``--target``, ``--target-cmd`` (its output to
-    ``log``), or else the embedded broker (``made_with``: protocol, quirks, revision and
-    option values; its log next to ``log``)."""
-    if args.target:
-        target: Target = External.parse(args.target)
-        if not harness.accepts(target.host, target.port, deadline):
-            raise UsageError(f"cannot reach target {target.address}")
-        return target
-    if args.target_cmd:
-        return _owned(args, proto, deadline, log)
-    protocol, quirks, revision, values = made_with
-    serve = ("--revision", revision, *plugin.serve_args("fuzz", values))
-    return Embedded(protocol, quirks, log.with_name("broker.log"), serve)
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # so that every target the command started is stopped
-
-
-def _on_termination() -> None:
-    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) end the command as Ctrl-C
-    does: ``finally`` blocks run and the target's process group is stopped."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupted)
-
-
 def fuzz_command(args: argparse.Namespace) -> int:
-    _on_termination()
+    on_termination()
     try:
         return _fuzz(args)
     except harness.OutOfResources as exc:
@@ -172,7 +103,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     )
     console = Console(stderr=True, soft_wrap=True)  # a path is never cut in two
     made_with = (args.protocol, list(args.quirk), revision, values)
-    target = _target(args, plugin, proto, made_with, args.deadline, out / "target.log")
+    target = make_target(args, plugin, proto, made_with, args.deadline, out / "target.log")
     try:
         try:
             campaign.setup(proto, target, args.deadline)
@@ -181,14 +112,14 @@ def _fuzz(args: argparse.Namespace) -> int:
                 f"{target.describe()} did not answer the set-up requests: {exc}"
             ) from None
         if args.spark_master:
-            _start_spark(args.spark_master)
+            start_spark(args.spark_master)
         console.print(
             f"fuzzing {target.describe()}: {args.cases} cases, seed {args.seed}, "
             f"{args.connections} connection(s)"
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
         )
         saver = _Saver(
-            args, proto, target, findings_dir, console, (plugin.public(values), revision)
+            args, proto, target, findings_dir, console, (public(plugin.options, values), revision)
         )
         start = time.monotonic()
         rows = _run(args, proto, target, options, console, values, revision, saver)
@@ -332,7 +263,7 @@ def _run(
             show()
 
         if args.spark_master:
-            got = _run_on_spark(args, target, options, advance, values, revision)
+            got = run_on_spark(args, target, options, advance, values, revision)
             ticker.tick(final=True)
             return got
         until = None if args.max_time is None else t0 + args.max_time
@@ -382,50 +313,6 @@ class _Ticker:
             self.said = key
 
 
-def _run_on_spark(
-    args: argparse.Namespace,
-    target: Target,
-    options: Options,
-    advance: Callable[[list[Row]], None],
-    values: dict[str, Any],
-    revision: str,
-) -> list[Row]:
-    from conformance.fuzz import spark
-
-    try:
-        return spark.run_campaign(
-            args.spark_master,
-            args.protocol,
-            target.address,
-            args.seed,
-            args.cases,
-            options,
-            Path(args.out),
-            on_rows=advance,
-            protocol_options=values,
-            revision=revision,
-        )
-    except Exception as exc:
-        raise UsageError(f"the Spark campaign failed: {_first_line(exc)}") from None
-
-
-def _start_spark(master: str) -> None:
-    """Start the Spark session before the progress bar (its start is not campaign time)."""
-    from conformance.fuzz import spark
-
-    try:
-        spark.session(master)
-    except Exception as exc:  # py4j and pyspark raise many kinds; the user needs one line
-        raise UsageError(
-            f"cannot start Spark on --spark-master {master}: {_first_line(exc)}"
-        ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def _write_rows(args: argparse.Namespace, rows: list[Row], out: Path) -> Path:
     if args.spark_master:
         return out / "cases.parquet"  # written by the Spark job
@@ -469,7 +356,7 @@ def _report(
         f"{len(rows)} cases in {elapsed:.1f} s ({rate:.0f} cases/s); rows: {parquet}"
         + (f"; {not_run} cases not run ({reason})" if not_run else "")
     )
-    where = _target_flags(args)
+    where = target_flags(args)
     if gone:
         console.print(f"the campaign stopped: {gone}")
         for path in saver.saved.values():
@@ -481,87 +368,3 @@ def _report(
         first = next(iter(saver.saved.values()))
         console.print(f"replay a finding with: conformance replay {first}{where}")
     return EXIT_FAIL if saver.drafts or gone else EXIT_OK
-
-
-def replay_command(args: argparse.Namespace) -> int:
-    _on_termination()
-    try:
-        return _replay(args)
-    except harness.OutOfResources as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _replay(args: argparse.Namespace) -> int:
-    _seconds(args.timeout, "--timeout")
-    _check_targets(args)
-    try:
-        repro = Reproducer.load(Path(args.file))
-    except BadReproducer as exc:
-        raise UsageError(str(exc)) from None
-    if args.timeout is not None:
-        repro.deadline_s = args.timeout
-    if repro.check == "leak":
-        raise UsageError(f"{args.file}: {LEAK_NOT_REPLAYED}")
-    plugin = plugin_of(repro.protocol)
-    check_quirks(plugin, repro.broker_quirks)
-    revision = check_revision(plugin, args.revision or repro.revision or None)
-    values = _replay_options(args, plugin, repro)
-    proto = fuzz_protocol(repro.protocol, values, revision)
-    log = Path(tempfile.gettempdir()) / "conformance-replay" / "target.log"
-    log.parent.mkdir(exist_ok=True)
-    made_with = (repro.protocol, repro.broker_quirks, revision, values)
-    target = _target(args, plugin, proto, made_with, repro.deadline_s, log)
-    try:
-        if args.minimize:
-            return _minimize_file(args, proto, target, repro)
-        still, detail = reproduces(proto, repro, target)
-    except SetupFailed as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        target.close()
-    verdict = "REPRODUCES" if still else "does not reproduce"
-    print(f"{repro.signature} ({args.file}) on {target.describe()}: {verdict} ({detail})")
-    return EXIT_FAIL if still else EXIT_OK
-
-
-def _minimize_file(
-    args: argparse.Namespace, proto: FuzzProtocol, target: Target, repro: Reproducer
-) -> int:
-    before = repro.size()
-    kept = Reproducer.load(Path(args.file))
-    repro, still = minimize(proto, target, repro, args.target_start_timeout)
-    if still is False and repro.cases == kept.cases:  # nothing better: the file stays
-        flaky = not repro.detail.startswith("did not reproduce")
-        print(
-            f"{repro.signature} ({args.file}) on {target.describe()}: "
-            + (
-                "it reproduced while minimizing, but not in the final check (flaky?)"
-                if flaky
-                else "does not reproduce"
-            )
-            + f" ({repro.detail}); {args.file} left as it was"
-        )
-        return EXIT_FAIL if flaky else EXIT_OK
-    try:
-        repro.save_as(Path(args.file))
-    except OSError as exc:
-        raise UsageError(f"cannot save {args.file}: {exc.strerror or exc}") from None
-    after = repro.size()
-    print(
-        f"{repro.signature} ({args.file}) on {target.describe()}: {before[1]} case(s), "
-        f"{before[0]} bytes -> {after[1]} case(s), {after[0]} bytes; "
-        + ("minimized" if repro.minimized else f"not fully minimized ({repro.note})")
-        + f"; {repro.detail}; saved over {args.file}"
-    )
-    return EXIT_FAIL if still or still is None else EXIT_OK
-
-
-def _replay_options(args: argparse.Namespace, plugin: Plugin, repro: Reproducer) -> dict[str, Any]:
-    """The fuzz options for a replay: given on this command line, else as the reproducer
-    recorded them, else the defaults (secret ones are never recorded: give them again)."""
-    known = {o.dest: o for o in plugin.options_for("fuzz")}
-    given = {k: v for k, v in repro.options.items() if k in known}
-    for dest in known:
-        if getattr(args, dest, None) is not None:
-            given[dest] = getattr(args, dest)
-    return plugin.option_values("fuzz", given, embedded=not (args.target or args.target_cmd))

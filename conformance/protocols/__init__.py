@@ -20,7 +20,6 @@ BUILTIN: dict[str, str] = {
     "cursus": "conformance.protocols.cursus.plugin:PLUGIN",
     "kafka": "conformance.protocols.kafka.plugin:PLUGIN",
 }
-DEFAULT = "cursus"
 ENTRY_POINT_GROUP = "conformance.protocols"
 
 _loaded: dict[str, Plugin] = {}

@@ -45,6 +45,7 @@ from allure_commons.model2 import (
     TestStepResult,
 )
 
+from conformance.plugin import ErrorCodes
 from conformance.report import case_requirements, cases, printable, reason_of, verdict_of
 from conformance.report import wire as wirelog
 
@@ -99,10 +100,12 @@ def _hash(*parts: object) -> str:
     return hashlib.md5("\x1f".join(map(str, parts)).encode(), usedforsecurity=False).hexdigest()
 
 
-def exchanges(case: Mapping[str, Any]) -> list[list[wirelog.Entry]]:
+def exchanges(
+    case: Mapping[str, Any], errors: ErrorCodes | None = None
+) -> list[list[wirelog.Entry]]:
     """The wire log cut into exchanges: each sent frame with the entries after it."""
     groups: list[list[wirelog.Entry]] = []
-    for e in wirelog.entries(case):
+    for e in wirelog.entries(case, errors):
         if e.dir == "send" or not groups:
             groups.append([])
         groups[-1].append(e)
@@ -120,8 +123,10 @@ def _dump(group: list[wirelog.Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _steps(case: Mapping[str, Any], logger: Any, start: int, status: str) -> list[Any]:
-    groups = exchanges(case)
+def _steps(
+    case: Mapping[str, Any], logger: Any, start: int, status: str, errors: ErrorCodes | None
+) -> list[Any]:
+    groups = exchanges(case, errors)
     steps = []
     for index, group in enumerate(groups[:STEP_LIMIT]):
         source = f"{_hash(case.get('case_id'), index, start)}-attachment.txt"
@@ -155,6 +160,7 @@ def _result(
     results: Mapping[str, Any], case: Mapping[str, Any], logger: Any, start: int, link_base: str
 ) -> TestResult:
     verdict = verdict_of(case)
+    errors = wirelog.error_codes(results)
     protocol = printable(results.get("protocol") or "?", one_line=True)
     label = printable(results.get("target_name") or results.get("target") or "?", one_line=True)
     cid = printable(case.get("case_id") or "?", one_line=True)
@@ -191,7 +197,7 @@ def _result(
     links.append(Link("case", f"{link_base}#{cid}", cid))
     duration = case.get("duration_s")
     stop = start + int(float(duration) * 1000) if isinstance(duration, int | float) else start
-    trace = wirelog.render_text(case)
+    trace = wirelog.render_text(case, errors=errors)
     if case.get("reproduce"):
         trace = f"reproduce: {printable(case.get('reproduce'), one_line=True)}\n\n{trace}"
     return TestResult(
@@ -213,7 +219,7 @@ def _result(
             Parameter(name="revision", value=printable(results.get("revision"))),
             Parameter(name="target", value=label),
         ],
-        steps=_steps(case, logger, start, status),
+        steps=_steps(case, logger, start, status, errors),
     )
 
 

@@ -33,6 +33,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from conformance.baseline import summary_lines
+from conformance.plugin import ErrorCodes
 from conformance.report import (
     NOT_CHECKABLE,
     NOT_RUN,
@@ -126,16 +127,18 @@ def _requirement_line(req_id: str, registry: Mapping[str, Mapping[str, Any]]) ->
 
 
 def _case_view(
-    case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]]
+    case: Mapping[str, Any],
+    registry: Mapping[str, Mapping[str, Any]],
+    errors: ErrorCodes | None = None,
 ) -> dict[str, Any]:
     verdict = verdict_of(case)
-    logged = wirelog.entries(case)
+    logged = wirelog.entries(case, errors)
     checked = case_requirements(case)
     violated = _text(case.get("violated") or "") if verdict in ("FAIL", "WARN") else ""
     shown_reqs = checked + ([violated] if violated and violated not in checked else [])
-    decisive = wirelog.decisive(case) if verdict in ("FAIL", "WARN", "ERROR") else None
+    decisive = wirelog.decisive(case, errors) if verdict in ("FAIL", "WARN", "ERROR") else None
     blamed = decisive is not None and verdict in ("FAIL", "WARN")  # an ERROR blames no field
-    marked = wirelog.offending(case, decisive) if blamed and decisive is not None else set()
+    marked = wirelog.offending(case, decisive, errors) if blamed and decisive is not None else set()
     cid = _text(case.get("case_id") or case.get("nodeid") or "?")
     return {
         "id": cid,
@@ -221,7 +224,8 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         verdict, present = requirement_rollup(req, by_id)
         rolled[str(req.get("id"))] = verdict
         req["present"] = present
-    views = [_case_view(c, registry) for c in listed]
+    errors = wirelog.error_codes(results)
+    views = [_case_view(c, registry, errors) for c in listed]
     counted = count_verdicts(results)
     quirks = results.get("quirks") or []
     label = results.get("target_name") or results.get("target") or "?"

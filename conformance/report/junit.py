@@ -31,7 +31,7 @@ from conformance.report import (
     reason_of,
     verdict_of,
 )
-from conformance.report.wire import render_text
+from conformance.report.wire import error_codes, render_text
 
 
 def suite_name(results: Mapping[str, Any]) -> str:
@@ -107,7 +107,7 @@ def _testcase(
         out.append(f"WARN (a broken SHOULD; fails only with --strict): {_reason(case)}")
     if case.get("reproduce"):
         out.append(f"reproduce: {printable(case.get('reproduce'), one_line=True)}")
-    log = render_text(case)
+    log = render_text(case, errors=error_codes(results))
     out.append(f"wire log:\n{log}" if log else "no wire log")
     ET.SubElement(el, "system-out").text = "\n".join(out)
 

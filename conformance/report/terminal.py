@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.text import Text
 
 from conformance.baseline import summary_lines
+from conformance.plugin import ErrorCodes
 from conformance.report import (
     SEVERITY,
     broken_requirements,
@@ -80,7 +81,12 @@ def _labelled(
     return out
 
 
-def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], width: int) -> Text:
+def _block(
+    case: Mapping[str, Any],
+    registry: Mapping[str, Mapping[str, Any]],
+    width: int,
+    errors: ErrorCodes | None = None,
+) -> Text:
     verdict = verdict_of(case)
     out = Text()
     out.append(f"{verdict} ", style=VERDICT_STYLES[verdict])
@@ -100,7 +106,7 @@ def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], w
     if req.get("text"):
         rule = printable(req.get("text"), one_line=True, limit=300)
         out.append_text(_labelled("rule", [rule], width, "dim"))
-    frame = wirelog.decisive(case)
+    frame = wirelog.decisive(case, errors)
     if frame is not None:
         row_bytes = 16 if width >= 90 else 8
         rows = wirelog.dump(frame.data, row_bytes)
@@ -111,7 +117,7 @@ def _block(case: Mapping[str, Any], registry: Mapping[str, Mapping[str, Any]], w
             lines.append(f"... {more} more bytes in the HTML report")
         elif frame.cut:
             lines.append(f"({frame.cut_note})")
-        named = wirelog.offending(case, frame) if verdict in ("FAIL", "WARN") else set()
+        named = wirelog.offending(case, frame, errors) if verdict in ("FAIL", "WARN") else set()
         lines += [f"field {wirelog.field_line(f)}" for f in frame.fields if f.name in named]
         out.append_text(_labelled("frame", [frame.header()], width))
         out.append_text(_labelled("", lines, width, wrap=False))
@@ -148,12 +154,13 @@ def print_summary(
         registry = {
             str(r.get("id")): r for r in results.get("requirements") or [] if isinstance(r, dict)
         }
+        errors = wirelog.error_codes(results)
         seen: dict[tuple[str, str], list[str]] = {}
         for case in problems(results):
             key = (verdict_of(case), str(case.get("message") or ""))
             seen.setdefault(key, []).append(printable(case.get("case_id") or "?", one_line=True))
             if len(seen[key]) <= SAME_REASON_BLOCKS:
-                out.print(_block(case, registry, out.width), soft_wrap=True)
+                out.print(_block(case, registry, out.width, errors), soft_wrap=True)
         for (verdict, _), ids in seen.items():
             if len(ids) > SAME_REASON_BLOCKS:
                 rest = ids[SAME_REASON_BLOCKS:]

@@ -10,6 +10,11 @@ The *decisive* entry of a failing case is the one a reader should look at first:
 last frame received before the case ended, else the last one sent.  Its *offending*
 fields are those whose name the case's message mentions (``error_code 0, expected 3``
 points at ``error_code``).
+
+Which field holds an error code, and the name of each code, is the protocol's to say
+(:attr:`conformance.plugin.Plugin.error_codes`, found by :func:`error_codes` from the
+results' protocol): such a field is shown with its name (``3 UNKNOWN_TOPIC_OR_PARTITION``)
+and is offending when it holds the code a message names as what came back.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance import protocols
+from conformance.plugin import ErrorCodes
 from conformance.report import printable
 
 #: Bytes per hex row: 16 rows of 3 characters and the ASCII column fit any report width.
@@ -62,8 +69,26 @@ class Entry:
         return " ".join(p for p in parts if p)
 
 
-def entry(raw: Mapping[str, Any]) -> Entry:
-    """One wire-log entry of the results, decoded and made printable."""
+def error_codes(results: Mapping[str, Any]) -> ErrorCodes | None:
+    """The error codes of the results' protocol (None for a protocol without numeric
+    error codes, or one this installation does not know)."""
+    try:
+        return protocols.get(str(results.get("protocol") or "")).error_codes
+    except protocols.UnknownProtocol:
+        return None
+
+
+def _is_error_field(name: str, errors: ErrorCodes | None) -> bool:
+    return errors is not None and _leaf(name) == errors.field
+
+
+def _leaf(name: str) -> str:
+    return re.split(r"[.\]\[]", name.rstrip("]"))[-1] or name
+
+
+def entry(raw: Mapping[str, Any], errors: ErrorCodes | None = None) -> Entry:
+    """One wire-log entry of the results, decoded and made printable; an error-code
+    field's value is shown with the code's name."""
     text = "".join(str(raw.get("hex") or "").split())
     bad = False
     try:
@@ -79,6 +104,9 @@ def entry(raw: Mapping[str, Any]) -> Entry:
             name, start, end, value = f
             if isinstance(start, int) and isinstance(end, int):
                 shown = printable(repr(value) if isinstance(value, str) else value, limit=120)
+                if _is_error_field(str(name), errors) and isinstance(value, int):
+                    assert errors is not None
+                    shown = f"{value} {errors.names.get(value, '(unknown code)')}"
                 fields.append(Field(printable(name, one_line=True), start, end, shown))
     return Entry(
         t=float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None,
@@ -92,8 +120,8 @@ def entry(raw: Mapping[str, Any]) -> Entry:
     )
 
 
-def entries(case: Mapping[str, Any]) -> list[Entry]:
-    return [entry(e) for e in case.get("wire_log") or [] if isinstance(e, dict)]
+def entries(case: Mapping[str, Any], errors: ErrorCodes | None = None) -> list[Entry]:
+    return [entry(e, errors) for e in case.get("wire_log") or [] if isinstance(e, dict)]
 
 
 def hex_rows(data: bytes, width: int = ROW_BYTES) -> list[tuple[int, bytes]]:
@@ -117,11 +145,13 @@ def field_line(f: Field) -> str:
     return f"{f.name} = {f.value}  [{f.start}..{f.end})"
 
 
-def render_text(case: Mapping[str, Any], *, max_entries: int | None = None) -> str:
+def render_text(
+    case: Mapping[str, Any], *, max_entries: int | None = None, errors: ErrorCodes | None = None
+) -> str:
     """The whole kept wire log of ``case`` as text: a header per entry, its hex dump, its
     fields, and a marker where the log cut a frame."""
     lines: list[str] = []
-    logged = entries(case)
+    logged = entries(case, errors)
     shown = logged if max_entries is None else logged[:max_entries]
     for e in shown:
         lines.append(e.header())
@@ -134,10 +164,10 @@ def render_text(case: Mapping[str, Any], *, max_entries: int | None = None) -> s
     return "\n".join(lines)
 
 
-def decisive(case: Mapping[str, Any]) -> Entry | None:
+def decisive(case: Mapping[str, Any], errors: ErrorCodes | None = None) -> Entry | None:
     """The entry a reader of a failing case should see first: the last frame received,
     else the last frame sent, else the last event (a close or a timeout)."""
-    logged = entries(case)
+    logged = entries(case, errors)
     for direction in ("recv", "send"):
         found = [e for e in logged if e.dir == direction and e.data]
         if found:
@@ -151,11 +181,11 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _CODE = re.compile(r"\b[A-Z][A-Z0-9_]+ \((-?\d+)\)")
 
 
-def offending(case: Mapping[str, Any], e: Entry) -> set[str]:
+def offending(case: Mapping[str, Any], e: Entry, errors: ErrorCodes | None = None) -> set[str]:
     """Names of ``e``'s fields that the case's message mentions, by the last part of the
     name (``partitions[0].error_code`` matches a message about ``error_code``), also when
     the message spells it with spaces (``high watermark`` for ``high_watermark``); and the
-    ``error_code`` fields holding the code a message names as what came back
+    protocol's error-code fields holding the code a message names as what came back
     (``NONE (0), expected INVALID_PARTITIONS (37)``: an error_code of 0)."""
     message = str(case.get("message") or "")
     words = set(_WORD.findall(message))
@@ -164,10 +194,15 @@ def offending(case: Mapping[str, Any], e: Entry) -> set[str]:
     codes = {int(n) for n in _CODE.findall(got)}
     hits = set()
     for f in e.fields:
-        leaf = re.split(r"[.\]\[]", f.name.rstrip("]"))[-1] or f.name
+        leaf = _leaf(f.name)
         named = f.name in words or (len(leaf) > 2 and leaf in words)
         spelled = "_" in leaf and f" {leaf.lower().replace('_', ' ')} " in spaced
-        returned = leaf == "error_code" and f.value.lstrip("-").isdigit() and int(f.value) in codes
+        number = f.value.split(" ", 1)[0]
+        returned = (
+            _is_error_field(f.name, errors)
+            and number.lstrip("-").isdigit()
+            and int(number) in codes
+        )
         if named or spelled or returned:
             hits.add(f.name)
     return hits

@@ -38,11 +38,13 @@ from typing import Any
 import pytest
 
 from conformance import protocols
+from conformance.annotation import annotate_frame, annotate_payload
 from conformance.baseline import Baseline, BaselineError
 from conformance.baseline import load as load_baseline
 from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
 from conformance.errors import ProtocolError
-from conformance.plugin import FieldSpan, Plugin
+from conformance.options import option_values, options_for
+from conformance.plugin import Annotation, FieldSpan, Plugin
 from conformance.spec import Requirement, requirements
 from conformance.suite import results
 from conformance.suite.case import Unsupported, Violation
@@ -107,7 +109,7 @@ class RunState:
             raise pytest.UsageError(str(exc)) from None
         self.revision: str = opt("conformance_revision") or plugin.default_revision
         try:
-            plugin = plugin.at(self.revision)
+            plugin.check_revision(self.revision)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.options = _options(plugin, opt("conformance_option"))
@@ -153,8 +155,8 @@ class RunState:
 
 def _options(plugin: Plugin, given: list[str]) -> dict[str, Any]:
     """The plug-in's ``run`` options: defaults, then each NAME=VALUE given."""
-    known = {o.dest: o for o in plugin.options_for("run")}
-    values = plugin.option_values("run", {})
+    known = {o.dest: o for o in options_for(plugin.options, "run")}
+    values = option_values(plugin.options, "run", {})
     for item in given:
         name, sep, text = item.partition("=")
         name = name.strip().lstrip("-").replace("-", "_")
@@ -179,8 +181,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance(case_id, requirements): a conformance case")
     config.addinivalue_line(
         "markers",
-        "conformance_versions(api, since, until): run the case at every version of an API "
-        "(expanded by the protocol suite's conftest; the case ID gets @v<version>)",
+        "conformance_versions(subject, since, until): run the case at every version of a "
+        "subject (a message or command) that the run's revision knows (expanded by the "
+        "protocol suite's conftest; the case ID gets @v<version>)",
     )
     if config.getoption("conformance_protocol"):
         config.stash[_STATE] = RunState(config)
@@ -291,18 +294,27 @@ class _WireContext:
     def __init__(self, plugin: Plugin) -> None:
         self.plugin = plugin
         self.sent: deque[bytes] = deque(maxlen=REQUESTS_KEPT)
+        self._pending: tuple[str, bytes, Annotation] | None = None
 
     def describe(self, direction: str, data: bytes) -> str:
-        if direction == "recv":
-            return self.plugin.describe_reply_payload(data, tuple(self.sent))
-        return self.plugin.describe(direction, data)
+        read = self._read(direction, data)
+        self._pending = (direction, data, read)  # the wire log asks for its fields next
+        return read.summary
 
     def fields(self, direction: str, data: bytes) -> list[FieldSpan]:
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[:2] == (direction, data):
+            return pending[2].fields
+        return self._read(direction, data).fields
+
+    def _read(self, direction: str, data: bytes) -> Annotation:
+        """One entry read (a request sent is remembered as context for the replies)."""
         if direction == "send":
+            earlier = tuple(self.sent)
             with contextlib.suppress(ProtocolError):  # not a frame: no reply context
-                self.sent.extend(self.plugin.deframer("request").feed(data))
-            return self.plugin.annotate_frame(data, "request")
-        return self.plugin.annotate_reply_payload(data, tuple(self.sent))
+                self.sent.extend(self.plugin.framing.deframer("request").feed(data))
+            return annotate_frame(self.plugin, data, "request", earlier)
+        return annotate_payload(self.plugin, data, "reply", tuple(self.sent))
 
 
 #: Requests remembered per case to annotate the replies to them.

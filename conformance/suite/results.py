@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance import __version__, protocols
 from conformance.baseline import compare
+from conformance.options import option_values, options_for, public
 from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_rollup
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def build(
         "timeout_s": state.timeout,
         "wire_keep": state.wire_keep,
         "quirks": state.meta["quirks"],
-        "options": protocols.get(state.protocol).public(state.options),
+        "options": public(protocols.get(state.protocol).options, state.options),
         "strict": state.strict,
         "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "duration_s": round(time.monotonic() - state.t0, 3),
@@ -85,11 +86,11 @@ def reproduce_command(state: RunState, case_id: str) -> str:
             words += ["--target-name", state.meta["target_name"]]
     for quirk in state.meta["quirks"]:
         words += ["--quirk", quirk]
-    defaults = plugin.option_values("run", {}, embedded=state.meta["embedded"])
-    public = plugin.public(state.options)
-    for option in plugin.options_for("run"):
-        value = public.get(option.dest)
-        if option.dest in public and value is not None and value != defaults.get(option.dest):
+    defaults = option_values(plugin.options, "run", {}, embedded=state.meta["embedded"])
+    recorded = public(plugin.options, state.options)
+    for option in options_for(plugin.options, "run"):
+        value = recorded.get(option.dest)
+        if option.dest in recorded and value is not None and value != defaults.get(option.dest):
             words += [option.flag, str(value)]
     if state.strict:
         words.append("--strict")

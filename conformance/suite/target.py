@@ -63,8 +63,8 @@ class Target:
             why = probe(
                 self.host,
                 self.port,
-                plugin.framed(plugin.probe_request, "request"),
-                plugin.deframer("reply"),
+                plugin.framing.frame(plugin.probe_request, "request"),
+                plugin.framing.deframer("reply"),
                 timeout,
                 plugin.open(self.options),
             )
@@ -104,7 +104,7 @@ class CaseContext:
         conn = Connection(
             self.target.host,
             self.target.port,
-            deframer=self.target.plugin.deframer("reply"),
+            deframer=self.target.plugin.framing.deframer("reply"),
             log=self.log,
             timeout=self.target.timeout,
         )

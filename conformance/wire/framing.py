@@ -1,4 +1,12 @@
-"""Incremental deframers: feed bytes as they arrive, take whole frames out.
+"""Framings and incremental deframers: feed bytes as they arrive, take whole frames out.
+
+A :class:`Framing` is what a protocol's plug-in says about how its frames travel: it
+frames a payload going in a direction (``request``: to the broker; ``reply``: from it),
+makes a fresh deframer for a direction, and states the largest frame it takes.  Two
+framings cover the seed protocols' common shapes (a u32 length prefix; a text line); a
+protocol whose replies are framed unlike its requests (Iggy: a status before the length)
+writes its own class with the same three members.  :class:`Deframer` is the one interface
+of a deframer, for the server, the client, the suite and the fuzzer alike.
 
 Both deframers are sans-IO and bounded:
 
@@ -17,9 +25,51 @@ the caller is expected to close the connection.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
+from typing import Protocol
 
 from conformance.errors import FrameTooLarge, ProtocolError
 from conformance.wire.primitives import ByteOrder
+
+DIRECTIONS = ("request", "reply")
+"""``request``: a frame going to the broker; ``reply``: a frame coming from it."""
+
+
+class Deframer(Protocol):
+    """Bytes in, whole frame payloads out; poisoned after its first error."""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Buffer ``data`` and return every frame payload now complete; raises the
+        ProtocolError that ends the stream (a bad prefix, an overlong line)."""
+        ...
+
+    @property
+    def error(self) -> ProtocolError | None:
+        """The error that ended the stream, once one was seen."""
+        ...
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as a frame (a partial frame when > 0)."""
+        ...
+
+
+class Framing(Protocol):
+    """How a protocol's frames travel, both ways."""
+
+    @property
+    def limit(self) -> int:
+        """The largest frame (payload, or line) a broker of the protocol takes."""
+        ...
+
+    def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
+        """``payload`` framed as it travels in ``direction``; ``length`` (for the fuzzer)
+        overrides what a length field says, where the framing has one."""
+        ...
+
+    def deframer(self, direction: str = "request") -> Deframer:
+        """A fresh deframer for frames going in ``direction``."""
+        ...
 
 
 class LengthPrefixDeframer:
@@ -107,6 +157,41 @@ def frame_u32(payload: bytes, *, order: ByteOrder = ">", includes_self: bool = F
     """Prefix ``payload`` with its u32 length."""
     value = len(payload) + (4 if includes_self else 0)
     return struct.pack(order + "I", value) + payload
+
+
+@dataclass(frozen=True)
+class LengthPrefixFraming:
+    """Frames behind a u32 length, the same both ways (Cursus, Kafka, mini-Kafka).
+
+    ``includes_self``: the length counts its own four bytes.  A ``length`` override is
+    written as its 32-bit two's complement, so a fuzzer can claim a negative size."""
+
+    limit: int
+    order: ByteOrder = ">"
+    includes_self: bool = False
+
+    def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
+        value = len(payload) + (4 if self.includes_self else 0) if length is None else length
+        return struct.pack(self.order + "I", value & 0xFFFFFFFF) + payload
+
+    def deframer(self, direction: str = "request") -> LengthPrefixDeframer:
+        return LengthPrefixDeframer(
+            order=self.order, includes_self=self.includes_self, max_frame=self.limit
+        )
+
+
+@dataclass(frozen=True)
+class LineFraming:
+    """One ``\\n``-terminated line a frame, the same both ways (the V1 line protocol);
+    ``limit`` bounds a line without its terminator.  There is no length to override."""
+
+    limit: int
+
+    def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
+        return payload + b"\n"
+
+    def deframer(self, direction: str = "request") -> LineDeframer:
+        return LineDeframer(max_line=self.limit)
 
 
 class LineDeframer:

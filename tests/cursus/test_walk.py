@@ -1,5 +1,5 @@
 """The tolerant batch walk, the Cursus frame annotator built on it, and the minimizer's
-structural shrinks derived from the annotation (:func:`conformance.plugin.shrinks`)."""
+structural shrinks derived from the annotation (:func:`conformance.fuzz.shrink.shrinks`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.plugin import shrinks
+from conformance.fuzz.shrink import shrinks
 from conformance.protocols.cursus import codec, strategies
 from conformance.protocols.cursus.annotate import annotate
 from conformance.protocols.cursus.messages import Batch

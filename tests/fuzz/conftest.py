@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from conformance import fuzz
 from conformance.fuzz import campaign
 from conformance.fuzz.target import External
-from conformance.protocols.cursus.fuzzing import CursusFuzzing
 from tests.support import broker
 
 
@@ -18,7 +18,7 @@ def clean() -> Iterator[External]:
     b = broker.start()
     try:
         target = External(b.host, b.port)
-        campaign.setup(CursusFuzzing(), target, 2.0)
+        campaign.setup(fuzz.protocol("cursus"), target, 2.0)
         yield target
     finally:
         b.stop()

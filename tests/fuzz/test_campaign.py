@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from conformance import fuzz
 from conformance.fuzz import campaign, harness
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.target import External
-from conformance.protocols.cursus.fuzzing import CursusFuzzing
 
-PROTO = CursusFuzzing()
+PROTO = fuzz.protocol("cursus")
 LIST = PROTO.frame(b"LIST")
 
 

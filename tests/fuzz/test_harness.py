@@ -10,15 +10,16 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from conformance import fuzz
 from conformance.fuzz import campaign, harness
 from conformance.fuzz.case import FuzzCase
 from conformance.fuzz.target import External
 from conformance.protocols.cursus import codec
-from conformance.protocols.cursus.fuzzing import FUZZ_TOPIC, CursusFuzzing
+from conformance.protocols.cursus.fuzzing import FUZZ_TOPIC
 from conformance.protocols.cursus.messages import Batch, Message
 from tests.support import broker
 
-PROTO = CursusFuzzing()
+PROTO = fuzz.protocol("cursus")
 DEADLINE = 0.4
 LIST = PROTO.frame(b"LIST")
 

@@ -11,12 +11,13 @@ from collections import Counter
 
 import pytest
 
+from conformance import fuzz
 from conformance.fuzz import harness, mutators
 from conformance.fuzz.case import FuzzCase
 from conformance.protocols.cursus import codec
-from conformance.protocols.cursus.fuzzing import CANARY_TOPIC, CursusFuzzing
+from conformance.protocols.cursus.fuzzing import CANARY_TOPIC
 
-PROTO = CursusFuzzing()
+PROTO = fuzz.protocol("cursus")
 N = 1500
 
 
@@ -39,9 +40,9 @@ def test_other_seed_other_cases(cases: list[FuzzCase]) -> None:
 
 DIGEST = (
     "from conformance.fuzz import mutators;"
-    "from conformance.protocols.cursus.fuzzing import CursusFuzzing;"
+    "from conformance import fuzz;"
     "import hashlib;"
-    "cs = mutators.cases(CursusFuzzing(), 7, 0, 300);"
+    "cs = mutators.cases(fuzz.protocol('cursus'), 7, 0, 300);"
     "print(hashlib.sha256(b''.join(c.sent for c in cs)).hexdigest())"
 )
 

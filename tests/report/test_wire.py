@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.plugin import ErrorCodes
 from conformance.report import wire
+
+ERRORS = ErrorCodes("error_code", {0: "NONE", 37: "INVALID_PARTITIONS"})
 
 
 def _entry(direction: str, data: bytes, fields: list[list[Any]] | None = None) -> dict[str, Any]:
@@ -28,10 +31,10 @@ def test_offending_fields_are_those_the_reason_names() -> None:
         ["last_offset", 12, 13, 3],
         ["id", 13, 14, 1],
     ]
-    e = wire.entry(_entry("recv", bytes(14), fields))
+    e = wire.entry(_entry("recv", bytes(14), fields), ERRORS)
 
     def named(message: str) -> set[str]:
-        return wire.offending({"message": message}, e)
+        return wire.offending({"message": message}, e, ERRORS)
 
     assert named("Fetch v0: high watermark 4, expected 3") == {fields[0][0]}
     assert named("last_offset 3, expected 2") == {"last_offset"}
@@ -40,3 +43,15 @@ def test_offending_fields_are_those_the_reason_names() -> None:
     assert named("the id was wrong") == {"id"}
     assert named("topics[1] was refused") == set()  # "topics" is no field's last part
     assert named("") == set()
+
+
+def test_the_protocol_names_its_error_code_fields() -> None:
+    fields = [["error_code", 0, 2, 37], ["status", 2, 4, 37], ["error_code", 4, 6, 99]]
+    e = wire.entry(_entry("recv", bytes(6), fields), ERRORS)
+    assert [f.value for f in e.fields] == ["37 INVALID_PARTITIONS", "37", "99 (unknown code)"]
+    plain = wire.entry(_entry("recv", bytes(6), fields))  # a protocol without numeric errors
+    assert [f.value for f in plain.fields] == ["37", "37", "99"]
+    assert wire.offending({"message": "got INVALID_PARTITIONS (37)"}, plain) == set()
+    assert wire.error_codes({"protocol": "kafka"}) is not None
+    assert wire.error_codes({"protocol": "cursus"}) is None
+    assert wire.error_codes({"protocol": "no-such-protocol"}) is None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.plugin import Option, Plugin, QuirkSpec
+from conformance.options import Option
+from conformance.plugin import Plugin, QuirkSpec
 from tests.toy import protocol
 from tests.toy.vectors import SCHEMA
 
@@ -16,10 +17,8 @@ PLUGIN = Plugin(
     revisions=("v1",),
     default_revision="v1",
     default_port=9999,
-    new_deframer=protocol.new_deframer,
-    frame=protocol.frame,
+    framing=protocol.FRAMING,
     probe_request=b"PING",
-    describe=protocol.describe,
     annotate=protocol.annotate,
     frontend=protocol.Frontend,
     vectors=lambda: SCHEMA,

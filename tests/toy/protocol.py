@@ -9,30 +9,28 @@ from typing import Any
 
 from conformance.engine import Engine, EngineError, NewRecord
 from conformance.errors import ProtocolError
-from conformance.fuzz.case import FuzzCase, Pool
+from conformance.fuzz.case import Blame, Pool
 from conformance.fuzz.mutators import FRAME_MUTATORS
-from conformance.plugin import FieldSpan, Opening, ServeConfig, SessionRefused
+from conformance.plugin import Annotation, FieldSpan, Opening, ServeConfig, SessionRefused
 from conformance.server import Outcome
-from conformance.wire.framing import LengthPrefixDeframer
+from conformance.wire.framing import LengthPrefixDeframer, LengthPrefixFraming
 
 LIMIT = 1 << 20
 CANARY = "__canary"
 
 
+FRAMING = LengthPrefixFraming(limit=LIMIT, order="<", includes_self=True)
+
+
 def new_deframer() -> LengthPrefixDeframer:
-    return LengthPrefixDeframer(order="<", includes_self=True, max_frame=LIMIT)
+    return FRAMING.deframer()
 
 
-def frame(payload: bytes, length: int | None = None) -> bytes:
-    n = len(payload) + 4 if length is None else length
-    return n.to_bytes(4, "little") + payload
+def frame(payload: bytes) -> bytes:
+    return FRAMING.frame(payload)
 
 
-def describe(direction: str, data: bytes) -> str:
-    return repr(data[:40])
-
-
-def annotate(payload: bytes, direction: str = "request") -> list[FieldSpan]:
+def annotate(payload: bytes, direction: str, earlier: Sequence[bytes] = ()) -> Annotation:
     words, out, pos = payload.split(b" "), [], 0
     for i, w in enumerate(words):
         start = pos if i == 0 else pos - 1
@@ -40,7 +38,7 @@ def annotate(payload: bytes, direction: str = "request") -> list[FieldSpan]:
             FieldSpan(f"word{i}", start, pos + len(w), w.decode(errors="replace"), droppable=i > 0)
         )
         pos += len(w) + 1
-    return out
+    return Annotation(repr(payload[:40]), out)
 
 
 def opening(options: Mapping[str, Any]) -> Opening:
@@ -108,27 +106,26 @@ class Frontend:
 
 
 class Fuzzing:
-    name, frame_limit, canary_topic, probe_payload = "toy", LIMIT, CANARY, b"PING"
+    canary_topic = CANARY
+    frame_mutators = FRAME_MUTATORS
+    blame = Blame(
+        corruption="TOY-GET-1",
+        serving="TOY-PUT-1",
+        bad_reply="TOY-FRAME-1",
+        oversize="TOY-PUT-1",
+        partial="TOY-PUT-1",
+        unanswered=lambda payload: "TOY-PUT-1",
+    )
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         self.options = options
         self.structure_mutators: dict[str, Any] = {}  # the generic mutators only
-
-    frame_mutators = FRAME_MUTATORS
-    frame = staticmethod(frame)
-    new_deframer = staticmethod(new_deframer)
-    new_reply_deframer = staticmethod(new_deframer)
-    describe = staticmethod(lambda payload: repr(payload[:40]))
-    annotate = staticmethod(annotate)
 
     def pool(self, seed: int) -> Pool:
         rng = random.Random(seed)
         return Pool(
             [b"PING", b"GET fuzz 0"] + [b"PUT fuzz v%d" % rng.randrange(99) for _ in range(6)]
         )
-
-    def opening(self) -> Opening:
-        return opening(self.options)
 
     def owes_reply(self, payload: bytes) -> bool:
         return True
@@ -147,6 +144,3 @@ class Fuzzing:
 
     def canary_values(self, reply: bytes) -> list[bytes]:
         return [reply[4:].replace(b"_", b" ")] if reply.startswith(b"VAL ") else []
-
-    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
-        return {"CORRUPTION": "TOY-GET-1", "BAD_REPLY": "TOY-FRAME-1"}.get(finding, "TOY-PUT-1")

@@ -33,22 +33,17 @@ from typing import Any
 from scapy.fields import FieldLenField, StrLenField
 from scapy.packet import Packet, fuzz
 
-from conformance.errors import ProtocolError
-from conformance.fuzz.case import FrameMutator, FuzzCase, Pool, StructureMutator
+from conformance.fuzz.case import Blame, FrameMutator, Pool, StructureMutator
 from conformance.fuzz.draw import SCAPY_RANDOM as _SCAPY_RANDOM
 from conformance.fuzz.draw import draw as _draw
 from conformance.fuzz.mutators import FRAME_MUTATORS
-from conformance.plugin import FieldSpan, Opening
 from conformance.protocols.cursus import codec, layers, strategies
-from conformance.protocols.cursus.annotate import annotate
 from conformance.protocols.cursus.messages import (
-    FRAME_LIMIT,
     MAGIC,
     Batch,
     Command,
     Message,
 )
-from conformance.wire.framing import LengthPrefixDeframer
 
 POOL_BATCHES = 48
 POOL_COMMANDS = 48
@@ -192,37 +187,46 @@ STRUCTURE_MUTATORS: dict[str, StructureMutator] = {
 }
 
 
+def _unanswered(payload: bytes) -> str:
+    """The requirement of a whole request left without a reply."""
+    if not _owes_reply(payload):
+        return "CUR-STREAM-1"  # an open stream owes a close after our half-close
+    return "CUR-ACK-1" if codec.is_batch(payload) else "CUR-TEXT-1"
+
+
+def _owes_reply(payload: bytes) -> bool:
+    """Every request but a well-formed STREAM (a malformed one owes its error reply)."""
+    if not payload.startswith(b"STREAM"):
+        return True
+    try:
+        return codec.parse_command(payload).name != "STREAM"
+    except codec.CursusError:
+        return True
+
+
+BLAME = Blame(
+    corruption="CUR-BATCH-2",  # every message of an acknowledged batch is stored
+    serving="CUR-FRAME-5",  # the broker keeps serving other connections
+    bad_reply="CUR-FRAME-1",
+    oversize="CUR-FRAME-3",  # a prefix over the limit must be refused from the prefix
+    partial="CUR-FRAME-4",
+    unanswered=_unanswered,
+)
+
+
 class CursusFuzzing:
-    """The :class:`conformance.fuzz.case.FuzzProtocol` of Cursus."""
+    """The fuzzing part (:class:`conformance.fuzz.case.Fuzzing`) of Cursus."""
 
-    name = "cursus"
-    frame_limit = FRAME_LIMIT
     canary_topic = CANARY_TOPIC
-    probe_payload = b"LIST"
-    structure_mutators = STRUCTURE_MUTATORS
+    structure_mutators: Mapping[str, StructureMutator] = STRUCTURE_MUTATORS
     frame_mutators: Mapping[str, FrameMutator] = FRAME_MUTATORS  # lying lengths mean something
-
-    def frame(self, payload: bytes, length: int | None = None) -> bytes:
-        n = len(payload) if length is None else length
-        return n.to_bytes(4, "big") + payload
-
-    def new_deframer(self) -> LengthPrefixDeframer:
-        return codec.new_deframer(FRAME_LIMIT)
-
-    def new_reply_deframer(self) -> LengthPrefixDeframer:
-        return codec.new_deframer(FRAME_LIMIT)  # replies are framed as requests are
+    blame = BLAME
 
     def pool(self, seed: int) -> Pool:
         return _pool(seed)
 
     def owes_reply(self, payload: bytes) -> bool:
-        """Every request but a well-formed STREAM (a malformed one owes its error reply)."""
-        if not payload.startswith(b"STREAM"):
-            return True
-        try:
-            return codec.parse_command(payload).name != "STREAM"
-        except codec.CursusError:
-            return True
+        return _owes_reply(payload)
 
     def setup_payloads(self) -> Sequence[bytes]:
         return [
@@ -254,32 +258,3 @@ class CursusFuzzing:
         except codec.CursusError:
             return []
         return [m.payload for m in got.messages] if isinstance(got, Batch) else []
-
-    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
-        if finding == "CORRUPTION":
-            return "CUR-BATCH-2"  # every message of an acknowledged batch is stored
-        if finding in ("CRASH", "STOPPED", "LEAK"):
-            return "CUR-FRAME-5"  # the broker keeps serving other connections
-        if finding == "BAD_REPLY":
-            return "CUR-FRAME-1"
-        # HANG: blame the first frame left unanswered, or the framing if none is whole.
-        deframer = self.new_deframer()
-        try:
-            frames = deframer.feed(case.sent)
-        except ProtocolError:
-            return "CUR-FRAME-3"  # a prefix over the limit must be refused from the prefix
-        if answered < len(frames):
-            payload = frames[answered]
-            if not self.owes_reply(payload):
-                return "CUR-STREAM-1"
-            return "CUR-ACK-1" if codec.is_batch(payload) else "CUR-TEXT-1"
-        return "CUR-FRAME-3" if deframer.error is not None else "CUR-FRAME-4"
-
-    def annotate(self, payload: bytes) -> list[FieldSpan]:
-        return annotate(payload)
-
-    def opening(self) -> Opening | None:
-        return None  # a Cursus connection needs nothing before its first request
-
-    def describe(self, payload: bytes) -> str:
-        return codec.describe("send", payload)

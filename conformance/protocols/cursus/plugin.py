@@ -8,18 +8,20 @@ session opener: a connection's first frame is a real request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from conformance.plugin import Option, Plugin, ServeConfig
+from conformance.options import Option
+from conformance.plugin import Annotation, Plugin, ServeConfig
+from conformance.protocols.cursus import annotate as fields
 from conformance.protocols.cursus import codec
-from conformance.protocols.cursus.annotate import annotate
-from conformance.protocols.cursus.messages import DEFAULT_PORT
+from conformance.protocols.cursus.messages import DEFAULT_PORT, FRAME_LIMIT
 from conformance.protocols.cursus.quirks import QUIRKS
+from conformance.wire.framing import LengthPrefixFraming
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
-    from conformance.fuzz.case import FuzzProtocol
+    from conformance.fuzz.case import Fuzzing
     from conformance.plugin import VectorSchema
     from conformance.server import Frontend
 
@@ -53,6 +55,12 @@ OPTIONS = (
 )
 
 
+def annotate(payload: bytes, direction: str, earlier: Sequence[bytes]) -> Annotation:
+    """A batch, a text command or a reply read on its own (a Cursus reply needs no
+    request to be understood)."""
+    return Annotation(codec.describe(direction, payload), fields.annotate(payload, direction))
+
+
 def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
     from conformance.protocols.cursus.handler import CursusConfig, CursusFrontend
     from conformance.protocols.cursus.quirks import Quirks
@@ -72,7 +80,7 @@ def _vectors() -> VectorSchema:
     return SCHEMA
 
 
-def _fuzzing(options: Mapping[str, Any]) -> FuzzProtocol:
+def _fuzzing(options: Mapping[str, Any]) -> Fuzzing:
     from conformance.protocols.cursus.fuzzing import CursusFuzzing
 
     return CursusFuzzing()
@@ -86,10 +94,8 @@ PLUGIN = Plugin(
     revisions=("doc",),
     default_revision="doc",
     default_port=DEFAULT_PORT,
-    new_deframer=codec.new_deframer,
-    frame=codec.frame,
+    framing=LengthPrefixFraming(limit=FRAME_LIMIT),
     probe_request=b"LIST",
-    describe=codec.describe,
     annotate=annotate,
     frontend=_frontend,
     vectors=_vectors,

@@ -363,6 +363,10 @@ INTERNAL: dict[str, str] = {
     "appended under DEDUPE_ONLY (a lower epoch is stored)",
     "CLOSED": "engine: a change after the engine was closed at shutdown, when the server no "
     "longer serves requests",
+    "GROUP_EXISTS": "engine: create_group, called only by a front-end whose groups are created "
+    "explicitly (Iggy); a Cursus group is created by its first JOIN_GROUP, SUBSCRIBE or commit",
+    "PARTITION_NOT_OWNED": "engine: the OWNERSHIP commit check of a group policy (V1's COMMIT); "
+    "Cursus commits under the default policy, which checks member and generation only",
 }
 
 

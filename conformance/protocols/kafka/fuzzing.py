@@ -45,14 +45,13 @@ from hypothesis import strategies as st
 from scapy.packet import Packet, fuzz
 
 from conformance.errors import ProtocolError
-from conformance.fuzz.case import FrameMutator, FuzzCase, Pool, StructureMutator
+from conformance.fuzz.case import Blame, FrameMutator, Pool, StructureMutator
 from conformance.fuzz.draw import SCAPY_RANDOM, draw
 from conformance.fuzz.mutators import FRAME_MUTATORS
-from conformance.plugin import FieldSpan, Opening
+from conformance.plugin import FieldSpan
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.apis import APIS, REQUEST_HEADER, request_header_version
-from conformance.wire.framing import LengthPrefixDeframer
 from conformance.wire.schema_layers import packet
 from conformance.wire.schema_strategies import values
 
@@ -367,28 +366,27 @@ STRUCTURE_MUTATORS: dict[str, StructureMutator] = {
 # ---------------------------------------------------------------- the plug-in
 
 
-class KafkaFuzzing:
-    """The :class:`conformance.fuzz.case.FuzzProtocol` of Kafka."""
+BLAME = Blame(
+    corruption="KAF-PRODUCE-1",  # acknowledged records are read back as produced
+    serving="KAF-FRAME-4",  # the broker keeps serving other connections
+    bad_reply="KAF-FRAME-1",
+    oversize="KAF-FRAME-3",  # a size over the limit is refused from the prefix
+    partial="KAF-FRAME-2",
+    unanswered=lambda payload: "KAF-HDR-2",  # every request is answered (or closed)
+)
 
-    name = "kafka"
-    frame_limit = codec.MAX_FRAME
+
+class KafkaFuzzing:
+    """The fuzzing part (:class:`conformance.fuzz.case.Fuzzing`) of Kafka."""
+
     canary_topic = CANARY_TOPIC
-    structure_mutators = STRUCTURE_MUTATORS
+    structure_mutators: Mapping[str, StructureMutator] = STRUCTURE_MUTATORS
     frame_mutators: Mapping[str, FrameMutator] = FRAME_MUTATORS
+    blame = BLAME
 
     def __init__(self) -> None:
-        self.probe_payload = _request(18, 0, {}, 0x7EC0)
         self._produced = 0
         self._consumed_from = 0
-
-    def frame(self, payload: bytes, length: int | None = None) -> bytes:
-        return codec.frame(payload, length)
-
-    def new_deframer(self) -> LengthPrefixDeframer:
-        return codec.new_deframer()
-
-    def new_reply_deframer(self) -> LengthPrefixDeframer:
-        return codec.new_deframer()
 
     def pool(self, seed: int) -> Pool:
         return _pool(seed)
@@ -462,28 +460,3 @@ class KafkaFuzzing:
             for r in b.records
             if b.base_offset + r.offset_delta >= self._consumed_from
         ]
-
-    def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
-        if finding == "CORRUPTION":
-            return "KAF-PRODUCE-1"  # acknowledged records are read back as produced
-        if finding in ("CRASH", "STOPPED", "LEAK"):
-            return "KAF-FRAME-4"  # the broker keeps serving other connections
-        if finding == "BAD_REPLY":
-            return "KAF-FRAME-1"
-        deframer = self.new_deframer()
-        try:
-            frames = deframer.feed(case.sent)
-        except ProtocolError:
-            return "KAF-FRAME-3"  # a size over the limit is refused from the prefix
-        if answered < len(frames):
-            return "KAF-HDR-2"  # every request is answered (or the connection closed)
-        return "KAF-FRAME-3" if deframer.error is not None else "KAF-FRAME-2"
-
-    def annotate(self, payload: bytes) -> list[FieldSpan]:
-        return codec.annotate(payload, "request")
-
-    def opening(self) -> Opening | None:
-        return None  # a Kafka connection needs nothing before its first request
-
-    def describe(self, payload: bytes) -> str:
-        return codec.describe("request", payload)

@@ -12,21 +12,24 @@ ApiVersions of their own accord).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from conformance.plugin import Option, Plugin, ServeConfig
+from conformance.options import Option
+from conformance.plugin import Annotation, ErrorCodes, Plugin, ServeConfig
 from conformance.protocols.kafka import codec
+from conformance.protocols.kafka.context import REVISIONS
+from conformance.protocols.kafka.errors import CODES
 from conformance.protocols.kafka.quirks import QUIRKS
+from conformance.wire.framing import LengthPrefixFraming
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
-    from conformance.fuzz.case import FuzzProtocol
+    from conformance.fuzz.case import Fuzzing
     from conformance.plugin import VectorSchema
     from conformance.server import Frontend
 
 DEFAULT_PORT = 9092
-REVISIONS = ("doc", "apache")
 
 OPTIONS = (
     Option(
@@ -51,6 +54,16 @@ OPTIONS = (
 
 PROBE = codec.encode_request(18, 0, {}, correlation_id=0x7EC0, client_id="conformance-probe")
 """ApiVersions v0: every Kafka broker answers it, whatever versions it serves."""
+
+
+def annotate(payload: bytes, direction: str, earlier: Sequence[bytes]) -> Annotation:
+    """A request read from its header and API; a response as the answer to the request
+    among ``earlier`` with its correlation id (``Fetch v12 response #7``)."""
+    if direction == "reply":
+        return Annotation(
+            codec.describe_reply(payload, earlier), codec.annotate_reply(payload, earlier)
+        )
+    return Annotation(codec.describe("request", payload), codec.annotate(payload, "request"))
 
 
 def _given(options: Mapping[str, Any], name: str, default: int) -> Any:
@@ -78,7 +91,7 @@ def _vectors() -> VectorSchema:
     return schema
 
 
-def _fuzzing(options: Mapping[str, Any]) -> FuzzProtocol:
+def _fuzzing(options: Mapping[str, Any]) -> Fuzzing:
     from conformance.protocols.kafka.fuzzing import KafkaFuzzing
 
     return KafkaFuzzing()
@@ -92,13 +105,10 @@ PLUGIN = Plugin(
     revisions=REVISIONS,
     default_revision="doc",
     default_port=DEFAULT_PORT,
-    new_deframer=codec.new_deframer,
-    frame=codec.frame,
+    framing=LengthPrefixFraming(limit=codec.MAX_FRAME),
     probe_request=PROBE,
-    describe=codec.describe,
-    describe_reply=codec.describe_reply,
-    annotate=codec.annotate,
-    annotate_reply=codec.annotate_reply,
+    annotate=annotate,
+    error_codes=ErrorCodes("error_code", {c: n for n, c in CODES.items()}),
     frontend=_frontend,
     vectors=_vectors,
     fuzzing=_fuzzing,
