@@ -22,11 +22,14 @@ an edge A -> B for each module B that a statement of A imports, read with :mod:`
    is not an edge: that is the plug-in seam, which tests/test_imports.py checks.
 
 A circle is an elementary cycle of this graph, written from its smallest module name,
-each step with the line of the import that makes it.  :data:`KNOWN` lists the circles
-found when this test was written that run through modules its author could not change,
-each with its reason; the test fails on any other circle, and on an entry of
-:data:`KNOWN` that is gone (so the list only shrinks).  The checker itself is tested on
-planted circles, of every kind of import, and on a type-only circle that must pass.
+each step with the line of the import that makes it.  :data:`KNOWN` is the allow-list of
+circles kept on purpose, each with its reason; the test fails on any other circle, and
+on an entry of :data:`KNOWN` that is gone (so the list only shrinks).  It is empty: the
+two circles found when this test was written (kafka.broker <-> kafka.handlers through a
+lazy import in ``KafkaSession.handle``, and kafka.plugin -> kafka.vectors -> kafka.plugin
+through the plug-in's lazy import of the vector schema) were both broken (issue 19).
+The checker itself is tested on planted circles, of every kind of import, and on a
+type-only circle that must pass.
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ Cycle = tuple[str, ...]
 """A circle's modules, from its smallest name, each importing the next (the last the first)."""
 
 KNOWN: dict[Cycle, str] = {}
-"""Circles that exist today in modules outside issue 19's Kafka files, with their reasons.
-Remove an entry when its circle is broken; never add one for a new circle."""
+"""Circles kept on purpose, each with its reason, as ``(a, b, ...): "why"``.  Remove an
+entry when its circle is broken; never add one to let a new circle in."""
 
 
 # --------------------------------------------------------------------- the graph
