@@ -14,15 +14,13 @@ its folder (tests/<protocol>/test_vectors.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from conformance import protocols
 from conformance.errors import FrameTooLarge, ProtocolError
-from conformance.plugin import Plugin
 from conformance.spec import requirements
 from conformance.vectors import Vector, VectorError, load
+from conformance.wire.framing import Deframer
 from tests.protocols.registered import NAMES, extra_protocols_registered
 
 
@@ -45,13 +43,9 @@ def ids(v: Vector) -> str:
     return v.id
 
 
-def deframer(v: Vector) -> Any:
+def deframer(v: Vector) -> Deframer:
     """A fresh deframer of ``v``'s protocol for frames going ``v.direction``."""
-    plugin: Plugin = protocols.get(v.protocol)
-    framing = getattr(plugin, "framing", None)  # the plug-in contract as it is reshaped
-    if framing is not None:
-        return framing.deframer(v.direction)
-    return plugin.deframer(v.direction)  # type: ignore[attr-defined]  # until it lands
+    return protocols.get(v.protocol).framing.deframer(v.direction)
 
 
 # -------------------------------------------------------------- each protocol
