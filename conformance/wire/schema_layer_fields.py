@@ -6,8 +6,9 @@ Rules they share:
   from the field it describes (``of``) when the packet is built; any other value is
   written as is, so a fuzzer can make it lie while the data stays as it was.  ``how``
   says what it describes: ``length`` (the bytes of a string or bytes field), ``count``
-  (the items of a list), ``size`` (the bytes any field writes: a sized value) or
-  ``presence`` (1, or -1 for a null struct).  A null target is written as ``null``.
+  (the items of a list), ``size`` (the bytes any field writes: a sized value), ``kind``
+  (a union's: the ``KIND`` of its value's packet class) or ``presence`` (1, or -1 for a
+  null struct).  A null target is written as ``null``.
 * Fixed-width ones have a :mod:`struct` format with its byte order (``"<H"``); varint
   ones use :mod:`.varint` (a negative value is written as its two's complement, as a
   lying Java peer would).  ``plus`` is added to a varint length: 1 in Kafka's compact
@@ -95,8 +96,10 @@ def is_null(value: Any) -> bool:
 
 
 def _computed(fld: Any, pkt: Packet) -> int:
-    """What a length, count, size or presence field ``fld`` says of ``fld.of``."""
+    """What a length, count, size, kind or presence field ``fld`` says of ``fld.of``."""
     target, val = pkt.getfield_and_val(fld.of)
+    if fld.how == "kind":
+        return int(getattr(val, "KIND", 0))
     if fld.how == "presence":
         return -1 if val is None else 1
     if is_null(val):
@@ -118,8 +121,8 @@ class _Computed:
 
 
 class LenField(_Computed, sf.FieldLenField):
-    """A fixed-width (``fmt``, with its byte order) length, count, size or presence of
-    field ``of``; -1 for a null target."""
+    """A fixed-width (``fmt``, with its byte order) length, count, size, kind or
+    presence of field ``of``; -1 for a null target."""
 
     def __init__(self, name: str, of: str, fmt: str, how: str = "length") -> None:
         count = how == "count"
@@ -130,8 +133,8 @@ class LenField(_Computed, sf.FieldLenField):
 
 
 class UVarintLenField(_Computed, UVarintField):
-    """An unsigned-varint length, count or size of field ``of``, computed as that number
-    + ``plus``, or ``null`` for a null target."""
+    """An unsigned-varint length, count, size or kind of field ``of``, computed as that
+    number + ``plus``, or ``null`` for a null target."""
 
     def __init__(
         self, name: str, of: str, how: str = "length", *, plus: int = 1, null: int = 0

@@ -25,15 +25,16 @@ What each schema field becomes (the scapy fields are in :mod:`.schema_layer_fiel
   presence byte ``x_present`` (1, or -1 for null) goes first;
 * sized value ``x``: a size field ``x_size``, then the value's own field ``x`` (or, when
   the value takes several scapy fields, a packet ``x`` holding them as ``value``);
-* union ``x``: its kind ``x_kind`` (a plain field: set it and the value stays as it is),
-  then ``x``, a packet of the kind's own class, holding the variant as ``value``
-  (``Raw`` when dissecting a kind the union does not have);
+* union ``x``: its kind ``x_kind``, then ``x``, a packet of the kind's own class (its
+  ``KIND``), holding the variant as ``value`` (``Raw`` when dissecting a kind the union
+  does not have).  The kind is computed from that class, like a length: put another
+  variant's packet in ``x`` and the kind follows, set ``x_kind`` and it lies;
 * a struct in a flexible version ends in ``tagged_fields_count`` (uvarint) and
   ``tagged_fields``, packets of ``tag`` (uvarint), ``value_len`` (uvarint) and
   ``value``: a packet of the tagged field's own fields (``Raw`` for a tag the struct
   does not declare, as ``"_unknown_tags"`` holds them).
 
-Every length, count, size and presence field is ``None`` by default and computed when
+Every length, count, size, kind and presence field is ``None`` by default and computed when
 the packet is built, so framing stays valid; set one and exactly that (possibly lying)
 value goes on the wire while the data stays as it is (an unsigned varint given a
 negative value writes its 32-bit two's complement, as Java does).
@@ -165,9 +166,11 @@ def struct_layer(struct: Struct, version: int, flexible: bool | Ctx) -> type[Pac
     )
 
 
-def _holder(name: str, key: tuple[Any, ...], owner: Any, fl: Field, ctx: Ctx) -> type[Packet]:
+def _holder(
+    name: str, key: tuple[Any, ...], owner: Any, fl: Field, ctx: Ctx, **extra: Any
+) -> type[Packet]:
     """A packet class holding one schema field (an array item, a tagged value, ...)."""
-    return _cached((*key, ctx), owner, lambda: _new(name, _Part, _fields(fl, ctx)))
+    return _cached((*key, ctx), owner, lambda: _new(name, _Part, _fields(fl, ctx), **extra))
 
 
 def _item_layer(element: Type, ctx: Ctx) -> type[Packet]:
@@ -185,9 +188,8 @@ def _tagged_holder(struct: Struct, fl: Field, ctx: Ctx) -> type[Packet]:
 
 def _variant_layer(union: Union, kind: Any, ctx: Ctx) -> type[Packet]:
     fl = Field(VALUE, union.variants[kind])
-    return _holder(
-        f"{union.name}_{kind}_v{ctx.version}", ("variant", id(union), kind), union, fl, ctx
-    )
+    name = f"{union.name}_{kind}_v{ctx.version}"
+    return _holder(name, ("variant", id(union), kind), union, fl, ctx, KIND=kind)
 
 
 def _sized_holder(typ: Sized, ctx: Ctx) -> type[Packet] | None:
@@ -238,6 +240,15 @@ def _prefix_field(name: str, of: str, prefix: Prefix, ctx: Ctx, how: str) -> Any
     return LenField(name, of, ctx.encoding.order + FORMATS[prefix], how)
 
 
+def _kind_field(name: str, of: str, tag: Type, ctx: Ctx) -> Any:
+    """A union's kind field, computed from the class of its value's packet."""
+    if isinstance(tag, Fixed) and tag.fmt in "bBhHiIqQ":
+        return LenField(name, of, ctx.encoding.order + tag.fmt, "kind")
+    if isinstance(tag, Varint) and not tag.signed:
+        return UVarintLenField(name, of, "kind", plus=0)
+    raise TypeError(f"a union's kind must be an integer, not {tag.name}")
+
+
 def _fields(fl: Field, ctx: Ctx) -> list[Any]:
     """The scapy fields of one schema field: its length, count or presence first."""
     typ, name, version = fl.type, scapy_name(fl.name), ctx.version
@@ -281,8 +292,7 @@ def _fields(fl: Field, ctx: Ctx) -> list[Any]:
     if isinstance(typ, Union):
         kname = scapy_name(f"{fl.name}_{KIND}")
         kinds = {k: _variant_layer(typ, k, ctx) for k in typ.variants}
-        kind = _fields(Field(kname, typ.tag, default=typ.default(False)[KIND]), ctx)
-        return [*kind, UnionField(name, default, kinds, kname)]
+        return [_kind_field(kname, name, typ.tag, ctx), UnionField(name, default, kinds, kname)]
     raise TypeError(f"no scapy field for schema type {typ.name!r} ({type(typ).__name__})")
 
 
@@ -323,11 +333,9 @@ def _struct_values(struct: Struct, value: Any, ctx: Ctx) -> dict[str, Any]:
 
 
 def _values(name: str, typ: Type, v: Any, ctx: Ctx, nullable: bool) -> dict[str, Any]:
-    """The scapy field values of schema field ``name``: its own, and a union's kind."""
-    out = {scapy_name(name): _to_scapy(typ, v, ctx, nullable)}
-    if isinstance(typ, Union):
-        out[scapy_name(f"{name}_{KIND}")] = (typ.default(False) if v is None else v)[KIND]
-    return out
+    """The scapy field values of schema field ``name`` (its length, count, size or kind
+    is left None: computed)."""
+    return {scapy_name(name): _to_scapy(typ, v, ctx, nullable)}
 
 
 def _to_scapy(typ: Type, v: Any, ctx: Ctx, nullable: bool) -> Any:

@@ -7,18 +7,19 @@ identifier is a tagged union shaped like Apache Iggy's: a kind byte (1 numeric, 
 string), a u8 length, then a u32 or the string's bytes.
 
 A hand-written frame is checked both ways, whole, cut short at every byte and with a
-trailing byte; the derived strategies, layers and annotations are checked against it
-and against the codec.
+trailing byte; the derived strategies, layers (built, dissected, lied to and fuzzed) and
+annotations are checked against it and against the codec.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scapy.packet import NoPayload, Packet
+from scapy.packet import NoPayload, Packet, fuzz
 
 from conformance.errors import ProtocolError, TrailingBytes
 from conformance.plugin import FieldSpan
@@ -256,3 +257,28 @@ def test_lengths_computed_unless_set_and_then_written_as_they_lie() -> None:
     pkt.name_len = 200
     lied = bytes(pkt)
     assert lied == WIRE[:1] + b"\x09" + WIRE[2:6] + b"\xc8" + WIRE[7:9] + b"\x05\x00" + WIRE[11:]
+
+
+def test_the_kind_follows_the_variant_unless_set() -> None:
+    named = layer(CREATE_THING, 0)(CREATE_THING.encode(BY_NAME, 0)).stream
+    pkt = packet(CREATE_THING, 1, VALUE)
+    assert pkt.stream_kind is None  # computed, like a length
+    pkt.stream = named
+    assert bytes(pkt) == BY_NAME_WIRE + WIRE[6:]
+    pkt.stream_kind = 1  # a lie: the string's bytes stay
+    assert bytes(pkt) == b"\x01" + BY_NAME_WIRE[1:] + WIRE[6:]
+
+
+def test_fuzzed_layers_keep_the_framing() -> None:
+    state = random.getstate()
+    try:
+        for seed in range(30):
+            random.seed(seed)
+            data = bytes(fuzz(layer(CREATE_THING, 1)()))
+            try:
+                CREATE_THING.decode(data, 1)
+            except ProtocolError as exc:  # a value refused, never the framing
+                assert "not valid UTF-8" in str(exc), exc
+            assert bytes(layer(CREATE_THING, 1)(data)) == data
+    finally:
+        random.setstate(state)
