@@ -153,7 +153,12 @@ class Message:
             raise ValueError(f"{self.name}: {self.encoding.name} has no flexible versions")
         if self.encoding.null_length is None:
             nullable: list[str] = []
-            walk(self.body, lambda fl, _: nullable.extend([fl.name] * (fl.nullable != NO_VERSIONS)))
+
+            def visit(fl: Field, _: Type) -> None:
+                if fl.nullable != NO_VERSIONS:
+                    nullable.append(fl.name)
+
+            walk(self.body, visit)
             if nullable:
                 raise ValueError(f"{self.name}: {self.encoding.name} has no null ({nullable[0]})")
 
