@@ -21,7 +21,11 @@ from conformance.suite.target import CaseContext
 
 @case("cursus/ack/1", "CUR-ACK-1")
 def test_an_acks_0_batch_still_gets_a_json_ack(target: CaseContext) -> None:
-    """The broker answers every batch with one JSON frame, acks "0" included."""
+    """The broker answers every batch with one JSON frame, acks "0" included.
+
+    CUR-ACK-1: "the broker answers every batch with exactly one frame holding a JSON response,
+    whatever its acks level (acks "0" included)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "acks0")
         expect_ack(target, conn, batch(topic, messages(b"fire-and-forget"), acks="0"), "acks=0")
@@ -29,7 +33,10 @@ def test_an_acks_0_batch_still_gets_a_json_ack(target: CaseContext) -> None:
 
 @case("cursus/ack/2", "CUR-ACK-1")
 def test_pipelined_batches_get_one_ack_each_in_order(target: CaseContext) -> None:
-    """Every batch gets exactly one ack: three pipelined batches, three acks in order."""
+    """Every batch gets exactly one ack: three pipelined batches, three acks in order.
+
+    CUR-ACK-1: "the broker answers every batch with exactly one frame holding a JSON response ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "pipe")
         frames = [
@@ -51,7 +58,12 @@ def test_pipelined_batches_get_one_ack_each_in_order(target: CaseContext) -> Non
 
 @case("cursus/ack/3", "CUR-ACK-2")
 def test_ok_and_error_acks_carry_all_eight_fields(target: CaseContext) -> None:
-    """The JSON response has all eight documented fields, each of its documented type."""
+    """The JSON response has all eight documented fields, each of its documented type.
+
+    CUR-ACK-2: "the JSON response is an object with all eight documented fields, each of its
+    documented type: status, producer_id, leader, error (strings); last_offset, producer_epoch,
+    seq_start, seq_end (numbers)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "fields")
         expect_ack(target, conn, batch(topic, messages(b"ok")), "a good batch")  # checks types
@@ -60,7 +72,10 @@ def test_ok_and_error_acks_carry_all_eight_fields(target: CaseContext) -> None:
 
 @case("cursus/ack/4", "CUR-ACK-3")
 def test_a_stored_batch_gets_status_ok(target: CaseContext) -> None:
-    """status is "OK" when every message of the batch was stored."""
+    """status is "OK" when every message of the batch was stored.
+
+    CUR-ACK-3: "status is "OK" when every message of the batch was stored ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "status")
         expect_ack_ok(target, conn, batch(topic, messages(b"a", b"b")), "two messages")
@@ -68,7 +83,11 @@ def test_a_stored_batch_gets_status_ok(target: CaseContext) -> None:
 
 @case("cursus/ack/5", "CUR-ACK-4")
 def test_last_offset_is_the_highest_offset_assigned(target: CaseContext) -> None:
-    """last_offset is the highest offset assigned to the batch."""
+    """last_offset is the highest offset assigned to the batch.
+
+    CUR-ACK-4: "last_offset is the highest offset assigned to the batch (the offset at which CONSUME
+    returns its last message)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "last")
         first = expect_ack_ok(target, conn, batch(topic, messages(b"a", b"b", b"c")), "3 messages")
@@ -91,7 +110,10 @@ def test_last_offset_is_the_highest_offset_assigned(target: CaseContext) -> None
 
 @case("cursus/ack/6", "CUR-ACK-5", "CUR-CONV-8")
 def test_producer_id_is_echoed(target: CaseContext) -> None:
-    """producer_id echoes the producer identifier the batch carries."""
+    """producer_id echoes the producer identifier the batch carries.
+
+    CUR-ACK-5: "producer_id echoes the producer identifier the batch carries."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "pid")
         msgs = messages(b"a", b"b", producer="producer-42")
@@ -101,7 +123,10 @@ def test_producer_id_is_echoed(target: CaseContext) -> None:
 
 @case("cursus/ack/7", "CUR-ACK-6")
 def test_seq_start_and_seq_end_are_the_batch_header_range(target: CaseContext) -> None:
-    """seq_start and seq_end are the batch's seqStart and seqEnd."""
+    """seq_start and seq_end are the batch's seqStart and seqEnd.
+
+    CUR-ACK-6: "seq_start and seq_end are the batch's seqStart and seqEnd."
+    """
     msgs = tuple(Message(seq_num=7 + i, payload=b"s") for i in range(3))
     with target.connect() as conn:
         topic = create_topic(target, conn, "seq")
@@ -117,7 +142,11 @@ def test_seq_start_and_seq_end_are_the_batch_header_range(target: CaseContext) -
 
 @case("cursus/ack/8", "CUR-ACK-7")
 def test_error_is_empty_on_ok_and_set_otherwise(target: CaseContext) -> None:
-    """error is "" when status is OK, a non-empty description when it is not."""
+    """error is "" when status is OK, a non-empty description when it is not.
+
+    CUR-ACK-7: "error is the empty string when status is "OK", and a non-empty description when it
+    is not."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "err")
         ok = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a good batch")
@@ -129,7 +158,11 @@ def test_error_is_empty_on_ok_and_set_otherwise(target: CaseContext) -> None:
 
 @case("cursus/ack/9", "CUR-ACK-8", "CUR-CONV-8")
 def test_producer_epoch_is_the_epoch_of_a_first_batch(target: CaseContext) -> None:
-    """producer_epoch is the tracked epoch: for a producer's first batch, the one it carries."""
+    """producer_epoch is the tracked epoch: for a producer's first batch, the one it carries.
+
+    CUR-ACK-8: "producer_epoch is the epoch the broker tracks for the producer; for a producer's
+    first batch it is the epoch the batch carries."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "epoch")
         msgs = messages(b"a", producer=target.name("prod"), epoch=7)
@@ -139,7 +172,10 @@ def test_producer_epoch_is_the_epoch_of_a_first_batch(target: CaseContext) -> No
 
 @case("cursus/ack/10", "CUR-ACK-9")
 def test_leader_is_a_host_and_port(target: CaseContext) -> None:
-    """leader names the current leader as a non-empty HOST:PORT."""
+    """leader names the current leader as a non-empty HOST:PORT.
+
+    CUR-ACK-9: "leader names the current leader as a non-empty HOST:PORT."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "leader")
         ack = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a batch")

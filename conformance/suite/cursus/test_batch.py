@@ -22,7 +22,11 @@ from conformance.suite.target import CaseContext
 
 @case("cursus/batch/1", "CUR-BATCH-1")
 def test_a_batch_is_stored_to_the_partition_its_header_names(target: CaseContext) -> None:
-    """A 0xBA7C payload is a batch; its messages go to the header's topic and partition."""
+    """A 0xBA7C payload is a batch; its messages go to the header's topic and partition.
+
+    CUR-BATCH-1: "a payload beginning with the magic 0xBA7C is decoded as a batch with the
+    documented header ... its messages are stored to that topic and partition."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "routed", partitions=2)
         expect_ack_ok(target, conn, batch(topic, messages(b"to-1"), partition="1"), "produce to 1")
@@ -52,7 +56,12 @@ FULL = Message(
 
 @case("cursus/batch/2", "CUR-BATCH-2")
 def test_every_message_field_is_read_and_every_message_stored(target: CaseContext) -> None:
-    """Each message has the documented ten fields; every message of the batch is stored."""
+    """Each message has the documented ten fields; every message of the batch is stored.
+
+    CUR-BATCH-2: "each of the messageCount messages has the documented layout: offset, seqNum,
+    producerIdLen+producerId, keyLen+key, epoch, payloadLen (i32)+payload, eventTypeLen+eventType,
+    schemaVersion, aggregateVersion, metadataLen+metadata; every message of the batch is stored."
+    """
     msgs = tuple(
         dataclasses.replace(FULL, seq_num=i, key=f"key-{i}", payload=f"p{i}".encode())
         for i in range(3)
@@ -70,7 +79,10 @@ def test_every_message_field_is_read_and_every_message_stored(target: CaseContex
 
 @case("cursus/batch/3", "CUR-BATCH-3")
 def test_integers_are_big_endian(target: CaseContext) -> None:
-    """All integer fields are big-endian (seqStart and payloadLen read back as sent)."""
+    """All integer fields are big-endian (seqStart and payloadLen read back as sent).
+
+    CUR-BATCH-3: "every integer of a batch is big-endian."
+    """
     seq = 0x0102030405060708
     msgs = (Message(seq_num=seq, payload=b"z" * 0x0102),)
     with target.connect() as conn:
@@ -87,7 +99,11 @@ def test_integers_are_big_endian(target: CaseContext) -> None:
 
 @case("cursus/batch/4", "CUR-BATCH-4")
 def test_empty_strings_are_accepted_in_every_string_field(target: CaseContext) -> None:
-    """An empty string is 0x0000 with nothing after it, accepted in every string field."""
+    """An empty string is 0x0000 with nothing after it, accepted in every string field.
+
+    CUR-BATCH-4: "... the empty string is 0x0000 with nothing after it, and is accepted in every
+    string field."
+    """
     msgs = (Message(producer_id="", key="", event_type="", metadata="", payload=b"e"),)
     with target.connect() as conn:
         topic = create_topic(target, conn, "empty")
@@ -102,7 +118,13 @@ def test_empty_strings_are_accepted_in_every_string_field(target: CaseContext) -
 
 @case("cursus/batch/5", "CUR-BATCH-5", "CUR-ACK-1")
 def test_acks_levels_1_0_and_minus_1_are_accepted(target: CaseContext) -> None:
-    """The acks levels "1", "0" and "-1" are all accepted (and each batch gets its ack)."""
+    """The acks levels "1", "0" and "-1" are all accepted (and each batch gets its ack).
+
+    CUR-BATCH-5: "the acks levels "1", "0" and "-1" are all accepted."
+
+    CUR-ACK-1: "the broker answers every batch with exactly one frame holding a JSON response,
+    whatever its acks level ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "acks")
         for i, acks in enumerate(("1", "0", "-1")):
@@ -131,19 +153,31 @@ def _good(target: CaseContext) -> bytes:
 
 @case("cursus/batch/6", "CUR-BATCH-6")
 def test_a_truncated_batch_is_refused(target: CaseContext) -> None:
-    """A batch that does not fit the layout (truncated) is refused and nothing stored."""
+    """A batch that does not fit the layout (truncated) is refused and nothing stored.
+
+    CUR-BATCH-6: "a batch that does not fit the layout (truncated ...) is refused and nothing of it
+    is stored."
+    """
     _refused_and_not_stored(target, _good(target)[:-3], "a batch missing its last 3 bytes")
 
 
 @case("cursus/batch/7", "CUR-BATCH-6")
 def test_trailing_bytes_after_a_batch_are_refused(target: CaseContext) -> None:
-    """A batch that does not fit the layout (trailing bytes) is refused and nothing stored."""
+    """A batch that does not fit the layout (trailing bytes) is refused and nothing stored.
+
+    CUR-BATCH-6: "a batch that does not fit the layout (... trailing bytes ...) is refused and
+    nothing of it is stored."
+    """
     _refused_and_not_stored(target, _good(target) + b"\x00\x01", "a batch with 2 trailing bytes")
 
 
 @case("cursus/batch/8", "CUR-BATCH-6")
 def test_a_negative_message_count_is_refused(target: CaseContext) -> None:
-    """A batch with a negative messageCount is refused and nothing stored."""
+    """A batch with a negative messageCount is refused and nothing stored.
+
+    CUR-BATCH-6: "a batch that does not fit the layout (... a negative messageCount ...) is refused
+    and nothing of it is stored."
+    """
     raw = bytearray(codec.encode_batch(Batch(target.name("malformed"))))
     raw[-4:] = (-1).to_bytes(4, "big", signed=True)
     _refused_and_not_stored(target, bytes(raw), "messageCount -1")
@@ -151,7 +185,11 @@ def test_a_negative_message_count_is_refused(target: CaseContext) -> None:
 
 @case("cursus/batch/9", "CUR-BATCH-6")
 def test_an_idempotent_flag_of_2_is_refused(target: CaseContext) -> None:
-    """A batch whose idempotent flag is neither 0 nor 1 is refused and nothing stored."""
+    """A batch whose idempotent flag is neither 0 nor 1 is refused and nothing stored.
+
+    CUR-BATCH-6: "a batch that does not fit the layout (... an idempotent flag other than 0 or 1) is
+    refused and nothing of it is stored."
+    """
     good = _good(target)
     topic_len = int.from_bytes(good[2:4], "big")
     at = 4 + topic_len
@@ -163,7 +201,11 @@ def test_an_idempotent_flag_of_2_is_refused(target: CaseContext) -> None:
 
 @case("cursus/batch/10", "CUR-BATCH-7")
 def test_a_resent_idempotent_batch_is_not_stored_twice(target: CaseContext) -> None:
-    """With idempotent = 1, a re-sent batch is acknowledged without being stored twice."""
+    """With idempotent = 1, a re-sent batch is acknowledged without being stored twice.
+
+    CUR-BATCH-7: "with idempotent = 1, a batch sent again with the same producer, epoch and
+    seqStart..seqEnd is acknowledged without being stored a second time."
+    """
     msgs = messages(b"once-a", b"once-b", producer="idem-producer", epoch=1, seq=0)
     with target.connect() as conn:
         topic = create_topic(target, conn, "idem")
@@ -188,7 +230,11 @@ def test_a_resent_idempotent_batch_is_not_stored_twice(target: CaseContext) -> N
 
 @case("cursus/batch/11", "CUR-BATCH-8")
 def test_a_non_decimal_partition_is_refused(target: CaseContext) -> None:
-    """A batch whose partition is not a decimal number is refused with an ERROR ack."""
+    """A batch whose partition is not a decimal number is refused with an ERROR ack.
+
+    CUR-BATCH-8: "a batch whose partition is not a decimal number ... is refused with an ack of
+    status ERROR."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "nondecimal")
         ack = expect_ack(target, conn, batch(topic, messages(b"x"), partition="x1"), "partition x1")
@@ -197,7 +243,11 @@ def test_a_non_decimal_partition_is_refused(target: CaseContext) -> None:
 
 @case("cursus/batch/12", "CUR-BATCH-8")
 def test_a_partition_the_topic_lacks_is_refused(target: CaseContext) -> None:
-    """A batch naming a partition the topic does not have is refused with an ERROR ack."""
+    """A batch naming a partition the topic does not have is refused with an ERROR ack.
+
+    CUR-BATCH-8: "a batch whose partition ... names a partition the topic does not have, is refused
+    with an ack of status ERROR."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "onepart")
         ack = expect_ack(target, conn, batch(topic, messages(b"x"), partition=5), "partition 5")
@@ -206,7 +256,11 @@ def test_a_partition_the_topic_lacks_is_refused(target: CaseContext) -> None:
 
 @case("cursus/batch/13", "CUR-BATCH-2")
 def test_a_one_mebibyte_payload_is_stored_whole(target: CaseContext) -> None:
-    """payloadLen is an int32: a 1 MiB payload is stored and read back whole."""
+    """payloadLen is an int32: a 1 MiB payload is stored and read back whole.
+
+    CUR-BATCH-2: "each of the messageCount messages has the documented layout: ... payloadLen
+    (i32)+payload ...; every message of the batch is stored."
+    """
     big = bytes(range(256)) * 4096
     with target.connect() as conn:
         topic = create_topic(target, conn, "big")

@@ -30,7 +30,11 @@ def _needs_gzip(target: CaseContext) -> None:
 
 @case("cursus/compression/1", "CUR-COMP-1")
 def test_a_gzip_batch_is_inflated_and_stored(target: CaseContext) -> None:
-    """A gzip body (1F 8B ...) is inflated and the batch inside it processed."""
+    """A gzip body (1F 8B ...) is inflated and the batch inside it processed.
+
+    CUR-COMP-1: "a broker configured for gzip inflates a batch payload that begins with the gzip
+    magic 0x1F 0x8B and processes the batch inside it."
+    """
     _needs_gzip(target)
     with target.connect() as conn:
         topic = create_topic(target, conn, "gz")
@@ -47,7 +51,10 @@ def test_a_gzip_batch_is_inflated_and_stored(target: CaseContext) -> None:
 
 @case("cursus/compression/2", "CUR-COMP-2")
 def test_the_ack_to_a_gzip_batch_is_plain_json(target: CaseContext) -> None:
-    """Replies are never compressed: the ack to a compressed batch is plain UTF-8 JSON."""
+    """Replies are never compressed: the ack to a compressed batch is plain UTF-8 JSON.
+
+    CUR-COMP-2: "replies are never compressed: the ack to a compressed batch is plain UTF-8 JSON."
+    """
     _needs_gzip(target)
     with target.connect() as conn:
         topic = create_topic(target, conn, "gzack")
@@ -64,7 +71,11 @@ def test_the_ack_to_a_gzip_batch_is_plain_json(target: CaseContext) -> None:
 
 @case("cursus/compression/3", "CUR-COMP-3")
 def test_gzip_without_the_magic_inside_is_refused(target: CaseContext) -> None:
-    """A gzip body whose inflated content does not begin with 0xBA7C is refused."""
+    """A gzip body whose inflated content does not begin with 0xBA7C is refused.
+
+    CUR-COMP-3: "a gzip body that ... whose inflated content does not begin with 0xBA7C, is refused
+    with an error."
+    """
     _needs_gzip(target)
     with target.connect() as conn:
         send(conn, codec.gzip_body(b"LIST"))
@@ -73,7 +84,10 @@ def test_gzip_without_the_magic_inside_is_refused(target: CaseContext) -> None:
 
 @case("cursus/compression/4", "CUR-COMP-3")
 def test_a_corrupt_gzip_body_is_refused(target: CaseContext) -> None:
-    """A gzip body that does not inflate is refused with an error."""
+    """A gzip body that does not inflate is refused with an error.
+
+    CUR-COMP-3: "a gzip body that does not inflate ... is refused with an error."
+    """
     _needs_gzip(target)
     with target.connect() as conn:
         topic = target.name("corrupt")
@@ -84,7 +98,11 @@ def test_a_corrupt_gzip_body_is_refused(target: CaseContext) -> None:
 
 @case("cursus/compression/5", "CUR-COMP-4")
 def test_a_body_inflating_past_the_frame_limit_is_refused(target: CaseContext) -> None:
-    """Inflation is capped at 64 MiB: a body that inflates past it is refused."""
+    """Inflation is capped at 64 MiB: a body that inflates past it is refused.
+
+    CUR-COMP-4: "inflation is capped at the 64 MiB frame limit: a body that inflates past it is
+    refused, not expanded."
+    """
     _needs_gzip(target)
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     head = codec.encode_batch(batch(target.name("bomb"), ()))

@@ -25,7 +25,11 @@ from conformance.suite.target import CaseContext
 
 @case("cursus/conventions/1", "CUR-CONV-1")
 def test_success_replies_are_ok_with_fields(target: CaseContext) -> None:
-    """A successful text command is answered OK followed by key=value fields."""
+    """A successful text command is answered OK followed by key=value fields.
+
+    CUR-CONV-1: "a successful text command is answered `OK` followed by space-separated `key=value`
+    fields."
+    """
     with target.connect() as conn:
         topic = target.name("conv")
         r = expect_ok(target, conn, Command("CREATE", (topic, 2)), "CUR-TEXT-3", "CREATE")
@@ -34,7 +38,10 @@ def test_success_replies_are_ok_with_fields(target: CaseContext) -> None:
 
 @case("cursus/conventions/2", "CUR-CONV-2")
 def test_list_is_a_json_array_of_names(target: CaseContext) -> None:
-    """LIST is answered with a JSON array of topic names."""
+    """LIST is answered with a JSON array of topic names.
+
+    CUR-CONV-2: "LIST is answered with a JSON array of topic names."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "listed")
         r = request(target, conn, Command("LIST"), "CUR-CONV-2", "LIST")
@@ -45,7 +52,11 @@ def test_list_is_a_json_array_of_names(target: CaseContext) -> None:
 
 @case("cursus/conventions/3", "CUR-CONV-3")
 def test_consume_answers_a_batch_with_stored_offsets(target: CaseContext) -> None:
-    """CONSUME is answered with one 0xBA7C batch whose messages carry their offsets."""
+    """CONSUME is answered with one 0xBA7C batch whose messages carry their offsets.
+
+    CUR-CONV-3: "CONSUME is answered with one batch in the 0xBA7C layout whose messages carry their
+    stored offsets ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "batchreply")
         produce(target, conn, topic, b"a", b"b")
@@ -61,7 +72,11 @@ def test_consume_answers_a_batch_with_stored_offsets(target: CaseContext) -> Non
 
 @case("cursus/conventions/4", "CUR-CONV-6", "CUR-TEXT-10")
 def test_offsets_payload_is_partition_colon_offset_list(target: CaseContext) -> None:
-    """The BATCH_COMMIT offsetsPayload is <partition>:<offset>[,...]."""
+    """The BATCH_COMMIT offsetsPayload is <partition>:<offset>[,...].
+
+    CUR-CONV-6: "the BATCH_COMMIT offsetsPayload is
+    `<partition>:<offset>[,<partition>:<offset>...]`, each a decimal number ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "payload")
         produce(target, conn, topic, b"a")
@@ -74,7 +89,11 @@ def test_offsets_payload_is_partition_colon_offset_list(target: CaseContext) -> 
 
 @case("cursus/conventions/5", "CUR-CONV-7")
 def test_fetch_offset_reads_back_a_commit(target: CaseContext) -> None:
-    """FETCH_OFFSET returns OK offset=<n>, or -1 when nothing was committed."""
+    """FETCH_OFFSET returns OK offset=<n>, or -1 when nothing was committed.
+
+    CUR-CONV-7: "`FETCH_OFFSET <topic> <group> <partition>` returns `OK offset=<n>`, the committed
+    offset, or -1 when none was committed."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "fetch")
         produce(target, conn, topic, b"a", b"b", b"c")
@@ -88,7 +107,10 @@ def test_fetch_offset_reads_back_a_commit(target: CaseContext) -> None:
 
 @case("cursus/conventions/6", "CUR-CONV-8")
 def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) -> None:
-    """The producer id and epoch of a batch are those of its first message."""
+    """The producer id and epoch of a batch are those of its first message.
+
+    CUR-CONV-8: "the producer id and epoch of a batch are those of its first message ..."
+    """
     first = messages(b"a", producer="first-producer", epoch=5)
     second = messages(b"b", producer="second-producer", epoch=9, seq=1)
     with target.connect() as conn:
@@ -104,7 +126,11 @@ def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) 
 @case("cursus/conventions/7", "CUR-CONV-12")
 def test_create_of_an_existing_topic_is_refused_and_changes_nothing(target: CaseContext) -> None:
     """CREATE of a topic that already exists is refused with ERROR: TOPIC_EXISTS and leaves
-    the topic as it is."""
+    the topic as it is.
+
+    CUR-CONV-12: "CREATE of a topic that already exists is refused with `ERROR: TOPIC_EXISTS` and
+    leaves the topic as it is (its partitions and its messages)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "exists")
         produce(target, conn, topic, b"kept")

@@ -26,7 +26,12 @@ LIST = codec.frame(b"LIST")
 
 @case("cursus/framing/1", "CUR-FRAME-1")
 def test_replies_are_length_prefixed_frames(target: CaseContext) -> None:
-    """Every message in both directions is [u32 BE length N][N bytes], N excluding the prefix."""
+    """Every message in both directions is [u32 BE length N][N bytes], N excluding the prefix.
+
+    CUR-FRAME-1: "every message in both directions is one frame, a 4-byte unsigned big-endian length
+    N followed by N bytes of payload; N does not count the prefix. The broker's replies are framed
+    the same way."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "framing")
         # 00000004 'LIST', then a batch: each reply must deframe to exactly one payload
@@ -46,7 +51,11 @@ def test_replies_are_length_prefixed_frames(target: CaseContext) -> None:
 
 @case("cursus/framing/2", "CUR-FRAME-2")
 def test_a_frame_of_exactly_64_mib_is_accepted(target: CaseContext) -> None:
-    """A frame whose length is exactly 64 MiB is accepted and processed like any other."""
+    """A frame whose length is exactly 64 MiB is accepted and processed like any other.
+
+    CUR-FRAME-2: "a frame whose length N is exactly 64 MiB (67108864) is accepted and its payload
+    processed like any other."
+    """
     with target.connect() as conn:
         # 04000000 followed by 64 MiB of 'X': an unknown command of the largest legal size.
         try:
@@ -77,7 +86,11 @@ def test_a_frame_of_exactly_64_mib_is_accepted(target: CaseContext) -> None:
 
 @case("cursus/framing/3", "CUR-FRAME-3")
 def test_a_length_of_64_mib_plus_one_is_refused_from_the_prefix(target: CaseContext) -> None:
-    """A frame longer than 64 MiB is refused from its prefix alone (error or close)."""
+    """A 64 MiB + 1 length prefix, with no payload after it, is refused from the prefix alone.
+
+    CUR-FRAME-3: "a frame whose length N exceeds 64 MiB is refused from its prefix alone: the broker
+    answers with an error or closes the connection without waiting for the payload."
+    """
     with target.connect() as conn:
         conn.send((FRAME_LIMIT + 1).to_bytes(4, "big"), summary="prefix 64 MiB + 1, no payload")
         expect_close_or_error(target, conn, "CUR-FRAME-3", "a 64 MiB + 1 length prefix")
@@ -85,7 +98,11 @@ def test_a_length_of_64_mib_plus_one_is_refused_from_the_prefix(target: CaseCont
 
 @case("cursus/framing/4", "CUR-FRAME-3")
 def test_the_largest_u32_length_is_refused(target: CaseContext) -> None:
-    """A frame longer than 64 MiB is refused from its prefix alone (error or close)."""
+    """A 2^32-1 length prefix (the largest u32), then four bytes, is refused from the prefix alone.
+
+    CUR-FRAME-3: "a frame whose length N exceeds 64 MiB is refused from its prefix alone: the broker
+    answers with an error or closes the connection without waiting for the payload."
+    """
     with target.connect() as conn:
         conn.send(b"\xff\xff\xff\xff" + b"LIST", summary="prefix 2^32-1")
         expect_close_or_error(target, conn, "CUR-FRAME-3", "a 2^32-1 length prefix")
@@ -93,7 +110,11 @@ def test_the_largest_u32_length_is_refused(target: CaseContext) -> None:
 
 @case("cursus/framing/5", "CUR-FRAME-4")
 def test_a_frame_sent_one_byte_at_a_time_is_reassembled(target: CaseContext) -> None:
-    """The length prefix alone delimits frames: a frame split over many writes is reassembled."""
+    """The length prefix alone delimits frames: a frame split over many writes is reassembled.
+
+    CUR-FRAME-4: "the length prefix alone delimits frames: a frame split over many TCP writes is
+    reassembled ..."
+    """
     with target.connect() as conn:
         for i in range(len(LIST)):
             conn.send(LIST[i : i + 1])
@@ -103,7 +124,10 @@ def test_a_frame_sent_one_byte_at_a_time_is_reassembled(target: CaseContext) -> 
 
 @case("cursus/framing/6", "CUR-FRAME-4")
 def test_pipelined_frames_are_each_answered_in_order(target: CaseContext) -> None:
-    """Several frames in one write are each answered, in order."""
+    """Several frames in one write are each answered, in order.
+
+    CUR-FRAME-4: "... several frames in one write are each answered, in order."
+    """
     with target.connect() as conn:
         topic = target.name("pipelined")
         create = codec.frame(codec.encode_command(Command("CREATE", (topic, 1))))
@@ -120,7 +144,11 @@ def test_pipelined_frames_are_each_answered_in_order(target: CaseContext) -> Non
 
 @case("cursus/framing/7", "CUR-FRAME-4", "CUR-BATCH-1")
 def test_a_batch_split_inside_prefix_and_header_is_reassembled(target: CaseContext) -> None:
-    """A frame split over many TCP writes is reassembled."""
+    """A frame split over many TCP writes is reassembled.
+
+    CUR-FRAME-4: "the length prefix alone delimits frames: a frame split over many TCP writes is
+    reassembled ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "split")
         data = codec.frame(codec.encode_batch(batch(topic, messages(b"split-payload"))))
@@ -133,7 +161,11 @@ def test_a_batch_split_inside_prefix_and_header_is_reassembled(target: CaseConte
 
 @case("cursus/framing/8", "CUR-FRAME-5")
 def test_a_half_sent_frame_does_not_stall_other_connections(target: CaseContext) -> None:
-    """A connection stopped or ended mid-frame does not affect other connections."""
+    """A connection stopped or ended mid-frame does not affect other connections.
+
+    CUR-FRAME-5: "a connection that ends in the middle of a frame does not affect other connections;
+    the broker keeps serving them."
+    """
     stalled = target.connect()
     stalled.send(LIST[:6], summary="half a frame, then nothing")
     abandoned = target.connect()

@@ -45,7 +45,11 @@ def pushed(
 
 @case("cursus/streaming/1", "CUR-STREAM-1", "CUR-STREAM-3")
 def test_stream_pushes_stored_messages_from_the_offset(target: CaseContext) -> None:
-    """STREAM pushes the messages already stored from that offset on, starting at it."""
+    """STREAM pushes the messages already stored from that offset on, starting at it.
+
+    CUR-STREAM-1: "`STREAM <topic> <partition> <offset>` pushes the messages already stored from
+    that offset on, starting at that offset, without a further request."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "backlog")
         produce(target, conn, topic, b"m0", b"m1", b"m2")
@@ -61,7 +65,11 @@ def test_stream_pushes_stored_messages_from_the_offset(target: CaseContext) -> N
 
 @case("cursus/streaming/2", "CUR-STREAM-2", "CUR-STREAM-3")
 def test_stream_pushes_new_messages_in_order(target: CaseContext) -> None:
-    """Messages produced after the stream opened are pushed in order, no gaps, no repeats."""
+    """Messages produced after the stream opened are pushed in order, no gaps, no repeats.
+
+    CUR-STREAM-2: "messages produced to the partition after the stream opened are pushed on the open
+    stream, in offset order, with no gaps and no repeats."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "live")
         with target.connect() as stream:
@@ -83,7 +91,11 @@ def test_stream_pushes_new_messages_in_order(target: CaseContext) -> None:
 
 @case("cursus/streaming/3", "CUR-STREAM-2")
 def test_a_stream_keeps_pushing_after_a_quiet_spell(target: CaseContext) -> None:
-    """A persistent stream: after one push, later messages keep arriving."""
+    """A persistent stream: after one push, later messages keep arriving.
+
+    CUR-STREAM-2: "messages produced to the partition after the stream opened are pushed on the open
+    stream ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "persist")
         with target.connect() as stream:
@@ -113,7 +125,12 @@ def quiet(target: CaseContext, conn: Connection, requirement: str, what: str) ->
 @case("cursus/streaming/4", "CUR-CONV-10")
 def test_stream_past_the_end_waits_for_that_offset(target: CaseContext) -> None:
     """STREAM on an offset past the end opens the stream without an error: nothing is pushed
-    until messages reach that offset, and the pushes then start exactly at it (convention)."""
+    until messages reach that offset, and the pushes then start exactly at it (convention).
+
+    CUR-CONV-10: "STREAM on an offset past the end of the partition opens the stream without an
+    error: nothing is pushed until messages reach that offset, and the pushes then start exactly at
+    it."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "pastend")
         with target.connect() as stream:

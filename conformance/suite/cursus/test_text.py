@@ -25,14 +25,22 @@ from conformance.suite.target import CaseContext
 
 @case("cursus/text/1", "CUR-TEXT-1")
 def test_list_is_served(target: CaseContext) -> None:
-    """A text command is a UTF-8 string, fields separated by a single space; LIST is served."""
+    """A text command is a UTF-8 string, fields separated by a single space; LIST is served.
+
+    CUR-TEXT-1: "a text command is a UTF-8 string whose fields are separated by a single space ...
+    Every documented command in its documented form is served (not answered as unknown)."
+    """
     with target.connect() as conn:
         expect_ok(target, conn, Command("LIST"), "CUR-TEXT-1", "LIST")
 
 
 @case("cursus/text/2", "CUR-TEXT-1")
 def test_every_documented_command_is_served(target: CaseContext) -> None:
-    """Every documented command in its documented form is served (not answered as unknown)."""
+    """Every documented command in its documented form is served (not answered as unknown).
+
+    CUR-TEXT-1: "... Every documented command in its documented form is served (not answered as
+    unknown)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "commands")
         group = target.name("g")
@@ -62,7 +70,11 @@ def test_every_documented_command_is_served(target: CaseContext) -> None:
 
 @case("cursus/text/3", "CUR-TEXT-2")
 def test_a_payload_starting_0xba_but_not_the_magic_is_a_text_command(target: CaseContext) -> None:
-    """Any frame that does not begin with 0xBA7C is a text command, even one starting 0xBA."""
+    """Any frame that does not begin with 0xBA7C is a text command, even one starting 0xBA.
+
+    CUR-TEXT-2: "a payload that does not begin with the two bytes 0xBA 0x7C is a text command, never
+    a batch, even when its first byte is 0xBA."
+    """
     with target.connect() as conn:
         # BA 01 'LIST': first byte of the magic only; as text it is not valid UTF-8.
         send(conn, b"\xba\x01LIST")
@@ -76,7 +88,11 @@ def test_a_payload_starting_0xba_but_not_the_magic_is_a_text_command(target: Cas
 
 @case("cursus/text/4", "CUR-TEXT-2")
 def test_a_one_byte_0xba_payload_is_a_text_command(target: CaseContext) -> None:
-    """Any frame that does not begin with 0xBA7C is a text command."""
+    """Any frame that does not begin with 0xBA7C is a text command.
+
+    CUR-TEXT-2: "a payload that does not begin with the two bytes 0xBA 0x7C is a text command, never
+    a batch, even when its first byte is 0xBA."
+    """
     with target.connect() as conn:
         send(conn, b"\xba")
         payload = reply_payload(target, conn, "CUR-TEXT-2", "payload BA")
@@ -85,7 +101,11 @@ def test_a_one_byte_0xba_payload_is_a_text_command(target: CaseContext) -> None:
 
 @case("cursus/text/5", "CUR-TEXT-3")
 def test_create_makes_exactly_the_partitions_asked_for(target: CaseContext) -> None:
-    """CREATE <topic> <partitions> creates exactly that many partitions, numbered from 0."""
+    """CREATE <topic> <partitions> creates exactly that many partitions, numbered from 0.
+
+    CUR-TEXT-3: "`CREATE <topic> <partitions>` creates a topic with exactly that many partitions,
+    numbered from 0."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "three", partitions=3)
         for p in range(3):
@@ -96,7 +116,11 @@ def test_create_makes_exactly_the_partitions_asked_for(target: CaseContext) -> N
 
 @case("cursus/text/6", "CUR-TEXT-4", "CUR-TEXT-5")
 def test_consume_starts_at_the_offset_asked_for(target: CaseContext) -> None:
-    """CONSUME returns messages starting at the given offset, in order, with no gaps."""
+    """CONSUME returns messages starting at the given offset, in order, with no gaps.
+
+    CUR-TEXT-4: "`CONSUME <topic> <partition> <offset>` returns messages of that partition starting
+    at the given offset, in offset order, with no gaps."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "offsets")
         produce(target, conn, topic, *(f"m{i}".encode() for i in range(5)))
@@ -111,7 +135,11 @@ def test_consume_starts_at_the_offset_asked_for(target: CaseContext) -> None:
 
 @case("cursus/text/7", "CUR-TEXT-5")
 def test_consume_returns_keys_and_payloads_unchanged(target: CaseContext) -> None:
-    """The messages CONSUME returns carry the key and payload produced, byte for byte."""
+    """The messages CONSUME returns carry the key and payload produced, byte for byte.
+
+    CUR-TEXT-5: "the messages CONSUME returns carry the key and payload that were produced at those
+    offsets, byte for byte."
+    """
     payloads = [b"", "päyload ✓".encode(), bytes(range(32, 127)), b"x" * 70_000]
     with target.connect() as conn:
         topic = create_topic(target, conn, "bytes")
@@ -127,7 +155,11 @@ def test_consume_returns_keys_and_payloads_unchanged(target: CaseContext) -> Non
 
 @case("cursus/text/8", "CUR-CONV-3")
 def test_consume_at_the_end_returns_an_empty_batch(target: CaseContext) -> None:
-    """CONSUME at the high watermark returns an empty batch (convention)."""
+    """CONSUME at the high watermark returns an empty batch (convention).
+
+    CUR-CONV-3: "CONSUME is answered with ... an empty batch when nothing is at or after the offset
+    ..."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "end")
         produce(target, conn, topic, b"only")
@@ -137,7 +169,11 @@ def test_consume_at_the_end_returns_an_empty_batch(target: CaseContext) -> None:
 
 @case("cursus/text/9", "CUR-TEXT-6")
 def test_delete_removes_the_topic_and_its_data(target: CaseContext) -> None:
-    """DELETE removes the topic and all its data; re-created, it starts empty."""
+    """DELETE removes the topic and all its data; re-created, it starts empty.
+
+    CUR-TEXT-6: "`DELETE <topic>` removes the topic and all its data: it is gone from LIST, and a
+    topic created again under that name starts empty."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "doomed")
         produce(target, conn, topic, b"old")
@@ -152,7 +188,10 @@ def test_delete_removes_the_topic_and_its_data(target: CaseContext) -> None:
 
 @case("cursus/text/10", "CUR-TEXT-7")
 def test_list_names_every_topic(target: CaseContext) -> None:
-    """LIST names every topic on the broker."""
+    """LIST names every topic on the broker.
+
+    CUR-TEXT-7: "`LIST` names every topic on the broker."
+    """
     with target.connect() as conn:
         topics = [create_topic(target, conn, f"listed{i}") for i in range(3)]
         send(conn, Command("LIST"))
@@ -163,7 +202,11 @@ def test_list_names_every_topic(target: CaseContext) -> None:
 
 @case("cursus/text/11", "CUR-TEXT-8")
 def test_subscribe_to_an_existing_topic_succeeds(target: CaseContext) -> None:
-    """SUBSCRIBE <topic> <group> on an existing topic succeeds."""
+    """SUBSCRIBE <topic> <group> on an existing topic succeeds.
+
+    CUR-TEXT-8: "`SUBSCRIBE <topic> <group>` on an existing topic succeeds (the reply is not an
+    error)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "sub")
         cmd = Command("SUBSCRIBE", (topic, target.name("g")))
@@ -172,7 +215,11 @@ def test_subscribe_to_an_existing_topic_succeeds(target: CaseContext) -> None:
 
 @case("cursus/text/12", "CUR-TEXT-9")
 def test_commit_on_an_existing_partition_succeeds(target: CaseContext) -> None:
-    """COMMIT <topic> <group> <partition> <offset> on an existing partition succeeds."""
+    """COMMIT <topic> <group> <partition> <offset> on an existing partition succeeds.
+
+    CUR-TEXT-9: "`COMMIT <topic> <group> <partition> <offset>` on an existing topic and partition
+    succeeds (the reply is not an error)."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "commit")
         produce(target, conn, topic, b"a", b"b")
@@ -182,7 +229,11 @@ def test_commit_on_an_existing_partition_succeeds(target: CaseContext) -> None:
 
 @case("cursus/text/13", "CUR-TEXT-10", "CUR-CONV-6", "CUR-CONV-7")
 def test_batch_commit_commits_every_partition_named(target: CaseContext) -> None:
-    """BATCH_COMMIT from a current member commits every partition it names in one round trip."""
+    """BATCH_COMMIT from a current member commits every partition it names in one round trip.
+
+    CUR-TEXT-10: "`BATCH_COMMIT <topic> <group> <memberId> <generation> <offsetsPayload>` from a
+    current member commits every partition it names in one round trip."
+    """
     with target.connect() as conn:
         topic = create_topic(target, conn, "bc", partitions=2)
         group = target.name("g")
@@ -198,7 +249,11 @@ def test_batch_commit_commits_every_partition_named(target: CaseContext) -> None
 
 @case("cursus/text/14", "CUR-TEXT-11")
 def test_consume_from_an_unknown_topic_is_an_error(target: CaseContext) -> None:
-    """A command on a topic that does not exist is answered with an error reply."""
+    """A command on a topic that does not exist is answered with an error reply.
+
+    CUR-TEXT-11: "a command on a topic that does not exist is answered with an error reply, not with
+    success or silence."
+    """
     with target.connect() as conn:
         cmd = Command("CONSUME", (target.name("nosuch"), 0, 0))
         expect_error(target, conn, cmd, "CUR-TEXT-11", "CONSUME on an unknown topic")
@@ -206,7 +261,11 @@ def test_consume_from_an_unknown_topic_is_an_error(target: CaseContext) -> None:
 
 @case("cursus/text/15", "CUR-TEXT-11")
 def test_commit_to_an_unknown_topic_is_an_error(target: CaseContext) -> None:
-    """A command on a topic that does not exist is answered with an error reply."""
+    """A command on a topic that does not exist is answered with an error reply.
+
+    CUR-TEXT-11: "a command on a topic that does not exist is answered with an error reply, not with
+    success or silence."
+    """
     with target.connect() as conn:
         cmd = Command("COMMIT", (target.name("nosuch"), target.name("g"), 0, 0))
         r = expect_error(target, conn, cmd, "CUR-TEXT-11", "COMMIT on an unknown topic")
@@ -215,7 +274,11 @@ def test_commit_to_an_unknown_topic_is_an_error(target: CaseContext) -> None:
 
 @case("cursus/text/16", "CUR-TEXT-11")
 def test_joining_a_group_on_an_unknown_topic_is_an_error(target: CaseContext) -> None:
-    """A command on a topic that does not exist is answered with an error reply."""
+    """A command on a topic that does not exist is answered with an error reply.
+
+    CUR-TEXT-11: "a command on a topic that does not exist is answered with an error reply, not with
+    success or silence."
+    """
     with target.connect() as conn:
         cmd = Command("JOIN_GROUP", (target.name("nosuch"), target.name("g"), "c1"))
         expect_error(target, conn, cmd, "CUR-TEXT-11", "JOIN_GROUP on an unknown topic")

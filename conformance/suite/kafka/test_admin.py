@@ -31,14 +31,21 @@ def _create(
 
 @case("kafka/admin/1", "KAF-ADMIN-1")
 def test_create_topics_makes_the_partitions_asked_for(target: CaseContext) -> None:
-    """CreateTopics creates a topic with the partitions asked for; Metadata lists them."""
+    """CreateTopics creates a topic with the partitions asked for; Metadata lists them.
+
+    KAF-ADMIN-1: "CreateTopics creates a topic with the partitions asked for (Metadata then lists
+    them) ..."
+    """
     with KafkaClient(target) as k:
         create_topic(target, k, "three", partitions=3)  # checks Metadata's count
 
 
 @case("kafka/admin/2", "KAF-ADMIN-1")
 def test_an_existing_name_is_topic_already_exists(target: CaseContext) -> None:
-    """Creating a topic that exists is TOPIC_ALREADY_EXISTS (36)."""
+    """Creating a topic that exists is TOPIC_ALREADY_EXISTS (36).
+
+    KAF-ADMIN-1: "... an existing name is TOPIC_ALREADY_EXISTS (36) ..."
+    """
     with KafkaClient(target) as k:
         name = create_topic(target, k, "twice")
         got = _create(target, k, name, 1)
@@ -47,7 +54,10 @@ def test_an_existing_name_is_topic_already_exists(target: CaseContext) -> None:
 
 @case("kafka/admin/3", "KAF-ADMIN-1")
 def test_a_partition_count_below_1_is_invalid(target: CaseContext) -> None:
-    """A partition count of 0 or -2 is INVALID_PARTITIONS (37)."""
+    """A partition count of 0 or -2 is INVALID_PARTITIONS (37).
+
+    KAF-ADMIN-1: "... a partition count below 1 (other than -1) is INVALID_PARTITIONS (37)."
+    """
     with KafkaClient(target) as k:
         for count in (0, -2):
             got = _create(target, k, target.name(f"parts{count + 2}"), count)
@@ -58,7 +68,11 @@ def test_a_partition_count_below_1_is_invalid(target: CaseContext) -> None:
 
 @case("kafka/admin/4", "KAF-ADMIN-2")
 def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> None:
-    """Metadata lists the brokers and, per partition, a leader that is one of them."""
+    """Metadata lists the brokers and, per partition, a leader that is one of them.
+
+    KAF-ADMIN-2: "Metadata lists every broker (node id, host, port) and, for each topic asked for,
+    its partitions with a leader that is one of those brokers ..."
+    """
     v = usable(target, "Metadata")
     with KafkaClient(target) as k:
         name = create_topic(target, k, "leaders", partitions=2)
@@ -86,7 +100,11 @@ def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> N
 
 @case("kafka/admin/5", "KAF-ADMIN-2")
 def test_metadata_of_an_unknown_topic_is_error_3(target: CaseContext) -> None:
-    """An unknown topic is UNKNOWN_TOPIC_OR_PARTITION (3) when auto-creation is off (v4+)."""
+    """An unknown topic is UNKNOWN_TOPIC_OR_PARTITION (3) when auto-creation is off (v4+).
+
+    KAF-ADMIN-2: "... an unknown topic is UNKNOWN_TOPIC_OR_PARTITION (3) unless the broker creates
+    it."
+    """
     v = usable(target, "Metadata", lowest=4)
     name = target.name("absent")
     with KafkaClient(target) as k:
@@ -111,7 +129,11 @@ def _delete(target: CaseContext, k: KafkaClient, name: str) -> int:
 
 @case("kafka/admin/6", "KAF-ADMIN-3")
 def test_delete_topics_removes_a_topic(target: CaseContext) -> None:
-    """DeleteTopics removes a topic; an unknown name is UNKNOWN_TOPIC_OR_PARTITION (3)."""
+    """DeleteTopics removes a topic; an unknown name is UNKNOWN_TOPIC_OR_PARTITION (3).
+
+    KAF-ADMIN-3: "DeleteTopics removes a topic (Metadata no longer lists it, a Produce to it is
+    refused); an unknown name is UNKNOWN_TOPIC_OR_PARTITION (3)."
+    """
     with KafkaClient(target) as k:
         name = create_topic(target, k, "doomed")
         expect_code(_delete(target, k, name), "NONE", "KAF-ADMIN-3", f"deleting {name}")
@@ -129,7 +151,11 @@ def test_delete_topics_removes_a_topic(target: CaseContext) -> None:
 
 @case("kafka/admin/7", "KAF-ADMIN-4")
 def test_validate_only_creates_nothing(target: CaseContext) -> None:
-    """CreateTopics with validate_only answers as if it created the topic, but creates nothing."""
+    """CreateTopics with validate_only answers as if it created the topic, but creates nothing.
+
+    KAF-ADMIN-4: "CreateTopics with validate_only (v1+) checks the request and answers as if it
+    created the topic, but creates nothing."
+    """
     name = target.name("dry")
     with KafkaClient(target) as k:
         got = _create(target, k, name, 2, validate_only=True, requirement="KAF-ADMIN-4")
@@ -141,7 +167,12 @@ def test_validate_only_creates_nothing(target: CaseContext) -> None:
 @case("kafka/admin/8", "KAF-ADMIN-5")
 def test_illegal_topic_names_are_refused(target: CaseContext) -> None:
     """Empty, '.', '..', 250-character and non-[a-zA-Z0-9._-] topic names are
-    INVALID_TOPIC_EXCEPTION (17)."""
+    INVALID_TOPIC_EXCEPTION (17).
+
+    KAF-ADMIN-5: "a topic name that is empty, "." or "..", longer than 249 characters, or holds a
+    character other than ASCII letters, digits, ".", "_" and "-" is refused with
+    INVALID_TOPIC_EXCEPTION (17)."
+    """
     with KafkaClient(target) as k:
         for name in ("", ".", "..", "a" * 250, "a b", "a/b"):
             got = _create(target, k, name, 1, requirement="KAF-ADMIN-5")
@@ -155,7 +186,10 @@ def test_illegal_topic_names_are_refused(target: CaseContext) -> None:
 
 @case("kafka/admin/9", "KAF-ADMIN-6")
 def test_metadata_null_lists_all_topics_and_empty_lists_none(target: CaseContext) -> None:
-    """Metadata v1+ with a null topic list lists every topic; with an empty list, none."""
+    """Metadata v1+ with a null topic list lists every topic; with an empty list, none.
+
+    KAF-ADMIN-6: "Metadata v1+ with a null topic list lists every topic; with an empty list, none."
+    """
     v = usable(target, "Metadata", lowest=1)
     with KafkaClient(target) as k:
         name = create_topic(target, k, "all")

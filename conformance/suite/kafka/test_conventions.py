@@ -11,7 +11,11 @@ from conformance.suite.target import CaseContext
 
 @case("kafka/conventions/1", "KAF-CONV-1")
 def test_metadata_creates_a_topic_it_is_asked_about(target: CaseContext) -> None:
-    """The reference broker creates a topic it is asked about in Metadata, with one partition."""
+    """The reference broker makes a topic Metadata asks about, with its default partition count (1).
+
+    KAF-CONV-1: "the reference broker creates a topic it is asked about in Metadata (v0-v3, or
+    allow_auto_topic_creation from v4), with its default partition count."
+    """
     name = target.name("auto")
     v = usable(target, "Metadata")
     with KafkaClient(target) as k:

@@ -51,7 +51,11 @@ def _refusals(target: CaseContext, k: KafkaClient) -> list[tuple[str, Callable[[
 
 @case("kafka/errors/1", "KAF-ERR-1")
 def test_refusals_use_the_codes_the_requirements_name(target: CaseContext) -> None:
-    """Every error code is from the protocol's table, and a refusal uses the code named for it."""
+    """Every error code is from the protocol's table, and a refusal uses the code named for it.
+
+    KAF-ERR-1: "every error code in a response is 0 or a code of the protocol's error table, and a
+    refusal uses the code the requirement names."
+    """
     with KafkaClient(target) as k:
         for what, provoke, name in _refusals(target, k):
             expect_code(provoke(), name, "KAF-ERR-1", what)
@@ -59,7 +63,11 @@ def test_refusals_use_the_codes_the_requirements_name(target: CaseContext) -> No
 
 @case("kafka/errors/2", "KAF-ERR-2")
 def test_a_refused_request_leaves_the_connection_usable(target: CaseContext) -> None:
-    """After a request refused with an error code, the next request on it is answered."""
+    """After a request refused with an error code, the next request on it is answered.
+
+    KAF-ERR-2: "a request refused with an error code leaves the connection usable: the next request
+    on it is answered."
+    """
     with KafkaClient(target) as k:
         for what, provoke, _ in _refusals(target, k):
             provoke()

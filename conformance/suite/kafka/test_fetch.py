@@ -19,7 +19,11 @@ from conformance.suite.target import CaseContext
 
 @case("kafka/fetch/1", "KAF-FETCH-1")
 def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> None:
-    """A Fetch with no data waits, and answers with the records when they arrive in time."""
+    """A Fetch with no data waits, and answers with the records when they arrive in time.
+
+    KAF-FETCH-1: "a Fetch with no data at its offset waits until data arrives or max_wait_ms passes
+    (long poll), and answers with at least min_bytes of records when they arrive in time."
+    """
     v = usable(target, "Fetch")
     with KafkaClient(target) as k, KafkaClient(target) as producer:
         topic = create_topic(target, k, "poll")
@@ -38,7 +42,11 @@ def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> Non
 @case("kafka/fetch/2", "KAF-FETCH-2")
 @at_every_version("Fetch")
 def test_an_offset_outside_the_log_is_out_of_range(target: CaseContext, version: int) -> None:
-    """A Fetch at an offset outside the partition's log is OFFSET_OUT_OF_RANGE (1)."""
+    """A Fetch at an offset outside the partition's log is OFFSET_OUT_OF_RANGE (1).
+
+    KAF-FETCH-2: "a Fetch at an offset outside the partition's log is answered OFFSET_OUT_OF_RANGE
+    (1) for that partition."
+    """
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "range")
@@ -52,7 +60,11 @@ def test_an_offset_outside_the_log_is_out_of_range(target: CaseContext, version:
 def test_the_high_watermark_is_the_offset_after_the_last_record(
     target: CaseContext, version: int
 ) -> None:
-    """Each partition of a Fetch response carries the high watermark."""
+    """Each partition of a Fetch response carries the high watermark.
+
+    KAF-FETCH-3: "each partition of a Fetch response carries the partition's high watermark (the
+    offset after the last record)."
+    """
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "hwm")
@@ -67,7 +79,11 @@ def test_the_high_watermark_is_the_offset_after_the_last_record(
 
 @case("kafka/fetch/4", "KAF-FETCH-4")
 def test_an_empty_fetch_answers_once_max_wait_has_passed(target: CaseContext) -> None:
-    """A Fetch with no data is answered, error 0 and no records, once max_wait_ms has passed."""
+    """A Fetch with no data is answered, error 0 and no records, once max_wait_ms has passed.
+
+    KAF-FETCH-4: "a Fetch with no data at its offset is answered, error 0 and no records, once
+    max_wait_ms has passed: not much before it, and never long after it."
+    """
     v = usable(target, "Fetch")
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "wait")
@@ -93,7 +109,11 @@ def test_an_empty_fetch_answers_once_max_wait_has_passed(target: CaseContext) ->
 @case("kafka/fetch/5", "KAF-FETCH-5")
 @at_every_version("Fetch")
 def test_records_come_from_the_offset_asked(target: CaseContext, version: int) -> None:
-    """A Fetch returns records from the offset asked, offsets increasing."""
+    """A Fetch returns records from the offset asked, offsets increasing.
+
+    KAF-FETCH-5: "a Fetch returns records from the offset asked: the first batch returned holds that
+    offset (records before it only in that same batch), and offsets increase through the response."
+    """
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "from")
@@ -116,8 +136,10 @@ def test_records_come_from_the_offset_asked(target: CaseContext, version: int) -
 
 @case("kafka/fetch/6", "KAF-FETCH-5")
 def test_a_fetch_with_max_wait_0_answers_what_is_there(target: CaseContext) -> None:
-    """A Fetch with max_wait_ms 0 and min_bytes 0 answers at once, with each partition
-    asked and the records at its offset."""
+    """A Fetch with max_wait_ms 0 and min_bytes 0 still returns the records at the offset asked.
+
+    KAF-FETCH-5: "a Fetch returns records from the offset asked ..."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "now")
         produce(target, k, topic, batch([b"here"]))
@@ -130,7 +152,11 @@ def test_a_fetch_with_max_wait_0_answers_what_is_there(target: CaseContext) -> N
 def test_a_first_batch_larger_than_max_bytes_is_still_returned(
     target: CaseContext, version: int
 ) -> None:
-    """From Fetch v3, a first batch larger than max_bytes is still returned whole."""
+    """From Fetch v3, a first batch larger than max_bytes is still returned whole.
+
+    KAF-FETCH-6: "from Fetch v3, a first batch larger than max_bytes or partition_max_bytes is still
+    returned whole, so a consumer can always make progress."
+    """
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "kip74")
@@ -158,7 +184,12 @@ def test_a_first_batch_larger_than_max_bytes_is_still_returned(
 @at_every_version("Fetch")
 def test_an_unknown_topic_is_error_3_or_100(target: CaseContext, version: int) -> None:
     """A Fetch of a missing topic or partition is UNKNOWN_TOPIC_OR_PARTITION (3), or
-    UNKNOWN_TOPIC_ID (100) for a topic id from v13, and the connection stays open."""
+    UNKNOWN_TOPIC_ID (100) for a topic id from v13, and the connection stays open.
+
+    KAF-FETCH-7: "a Fetch of a topic or partition that does not exist is answered
+    UNKNOWN_TOPIC_OR_PARTITION (3) for it (UNKNOWN_TOPIC_ID (100) for a topic id, from v13), and the
+    connection stays open."
+    """
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         ref = str(uuid.uuid4()) if version >= 13 else target.name("nowhere")

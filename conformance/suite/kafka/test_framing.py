@@ -22,7 +22,11 @@ def _still_serving(target: CaseContext, requirement: str, what: str) -> None:
 
 @case("kafka/framing/1", "KAF-FRAME-1")
 def test_a_response_is_one_size_prefixed_frame(target: CaseContext) -> None:
-    """Every response is an int32 size N followed by exactly N bytes."""
+    """Every response is an int32 size N followed by exactly N bytes.
+
+    KAF-FRAME-1: "every request and response is one frame: a 4-byte big-endian int32 size N followed
+    by N bytes; N does not count the size field."
+    """
     with KafkaClient(target) as k:
         k.raw(codec.frame(API_VERSIONS_V0), "ApiVersions v0 #42")
         reply = k.payload("KAF-FRAME-1", "ApiVersions v0")
@@ -37,7 +41,11 @@ def test_a_response_is_one_size_prefixed_frame(target: CaseContext) -> None:
 
 @case("kafka/framing/2", "KAF-FRAME-2")
 def test_a_request_written_a_byte_at_a_time_is_answered(target: CaseContext) -> None:
-    """A request split over many TCP writes is reassembled and answered."""
+    """A request split over many TCP writes is reassembled and answered.
+
+    KAF-FRAME-2: "frames are delimited by their size alone: a request split over many TCP writes is
+    reassembled ..."
+    """
     with KafkaClient(target) as k:
         for b in codec.frame(API_VERSIONS_V0):
             k.raw(bytes([b]), "one byte")
@@ -48,7 +56,10 @@ def test_a_request_written_a_byte_at_a_time_is_answered(target: CaseContext) -> 
 
 @case("kafka/framing/3", "KAF-FRAME-2")
 def test_pipelined_requests_are_answered_in_order(target: CaseContext) -> None:
-    """Several requests in one write are each answered, in the order they were sent."""
+    """Several requests in one write are each answered, in the order they were sent.
+
+    KAF-FRAME-2: "... several requests in one write are each answered, in the order they were sent."
+    """
     with KafkaClient(target) as k:
         frames = [codec.frame(codec.encode_request(18, 0, {}, correlation_id=c)) for c in (7, 8, 9)]
         k.raw(b"".join(frames), "three ApiVersions v0 in one write (#7, #8, #9)")
@@ -68,20 +79,32 @@ def _refused_from_the_prefix(target: CaseContext, prefix: bytes, what: str) -> N
 
 @case("kafka/framing/4", "KAF-FRAME-3")
 def test_a_negative_size_is_refused_from_the_prefix(target: CaseContext) -> None:
-    """A negative size prefix closes the connection; the broker keeps serving."""
+    """A negative size prefix closes the connection; the broker keeps serving.
+
+    KAF-FRAME-3: "a size prefix that is negative ... is refused from the prefix alone (the
+    connection is closed) ... and the broker keeps serving other connections."
+    """
     _refused_from_the_prefix(target, b"\xff\xff\xff\xf0", "size -16")
 
 
 @case("kafka/framing/5", "KAF-FRAME-3")
 def test_a_two_gib_size_is_refused_without_waiting_for_it(target: CaseContext) -> None:
-    """A size larger than the broker accepts closes the connection without the bytes."""
+    """A size larger than the broker accepts closes the connection without the bytes.
+
+    KAF-FRAME-3: "a size prefix that is ... larger than the broker accepts is refused from the
+    prefix alone (the connection is closed) without waiting for or buffering the claimed bytes ..."
+    """
     _refused_from_the_prefix(target, b"\x7f\xff\xff\xff", "size 2147483647")
 
 
 @case("kafka/framing/6", "KAF-FRAME-4")
 def test_a_connection_dropped_mid_frame_does_not_affect_others(target: CaseContext) -> None:
     """A connection that ends in the middle of a frame, or sends garbage, leaves the
-    broker serving other connections."""
+    broker serving other connections.
+
+    KAF-FRAME-4: "a connection that ends in the middle of a frame, or sends bytes that cannot be
+    decoded, does not affect other connections: the broker keeps accepting and answering them."
+    """
     with KafkaClient(target) as k:
         k.raw(codec.frame(API_VERSIONS_V0)[:9], "the first 9 bytes of a request, then close")
     with KafkaClient(target) as k:
@@ -93,7 +116,11 @@ def test_a_connection_dropped_mid_frame_does_not_affect_others(target: CaseConte
 
 @case("kafka/framing/7", "KAF-FRAME-5")
 def test_a_frame_shorter_than_a_header_is_closed(target: CaseContext) -> None:
-    """A frame too short to hold a request header is never answered: the connection closes."""
+    """A frame too short to hold a request header is never answered: the connection closes.
+
+    KAF-FRAME-5: "a frame too short to hold a request header (fewer than 8 bytes) is never answered
+    as a request: the broker closes the connection."
+    """
     with KafkaClient(target) as k:
         k.raw(codec.frame(b"\x00\x12\x00\x00"), "a 4-byte frame: api key 18, version 0, no more")
         k.expect_close("KAF-FRAME-5", "a 4-byte request")

@@ -75,7 +75,11 @@ def _two_members(
 
 @case("kafka/groups/1", "KAF-GROUP-1")
 def test_find_coordinator_names_a_broker_that_serves_the_group(target: CaseContext) -> None:
-    """FindCoordinator names a broker (node id, host, port) that serves the group."""
+    """FindCoordinator names a broker (node id, host, port) that serves the group.
+
+    KAF-GROUP-1: "FindCoordinator names a broker (node id, host, port) that serves the group's
+    requests."
+    """
     v = usable(target, "FindCoordinator")
     group = target.name("g")
     with KafkaClient(target) as k:
@@ -94,7 +98,11 @@ def test_find_coordinator_names_a_broker_that_serves_the_group(target: CaseConte
 @case("kafka/groups/2", "KAF-GROUP-2")
 def test_members_of_one_rebalance_share_generation_and_leader(target: CaseContext) -> None:
     """Every member of a rebalance gets the same generation and leader; only the leader
-    gets the member list."""
+    gets the member list.
+
+    KAF-GROUP-2: "JoinGroup answers every member of one rebalance with the same generation and
+    leader; the leader receives every member with its metadata, the others none."
+    """
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
         ma, mb = _two_members(target, a, b, group)
@@ -118,7 +126,11 @@ def test_members_of_one_rebalance_share_generation_and_leader(target: CaseContex
 
 @case("kafka/groups/3", "KAF-GROUP-3")
 def test_a_follower_sync_waits_for_the_leaders_assignment(target: CaseContext) -> None:
-    """SyncGroup from a follower waits for the leader's, then gets what the leader gave it."""
+    """SyncGroup from a follower waits for the leader's, then gets what the leader gave it.
+
+    KAF-GROUP-3: "SyncGroup from a follower waits until the leader's SyncGroup arrives and then
+    answers each member with the assignment the leader gave it."
+    """
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
         ma, mb = _two_members(target, a, b, group)
@@ -152,7 +164,11 @@ def test_a_follower_sync_waits_for_the_leaders_assignment(target: CaseContext) -
 @case("kafka/groups/4", "KAF-GROUP-4")
 def test_a_member_that_misses_its_session_is_removed(target: CaseContext) -> None:
     """A member that misses its session timeout is removed; the others' heartbeats get
-    REBALANCE_IN_PROGRESS (27)."""
+    REBALANCE_IN_PROGRESS (27).
+
+    KAF-GROUP-4: "a member that misses its session timeout is removed and a rebalance begins: the
+    other members' heartbeats are answered REBALANCE_IN_PROGRESS (27) until they join again."
+    """
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
         ma, mb = None, None
@@ -193,7 +209,11 @@ def test_a_member_that_misses_its_session_is_removed(target: CaseContext) -> Non
 @case("kafka/groups/5", "KAF-GROUP-5")
 def test_unknown_members_and_old_generations_are_refused(target: CaseContext) -> None:
     """A heartbeat or sync from an unknown member is UNKNOWN_MEMBER_ID (25); with another
-    generation ILLEGAL_GENERATION (22)."""
+    generation ILLEGAL_GENERATION (22).
+
+    KAF-GROUP-5: "a heartbeat, sync ... from an unknown member is UNKNOWN_MEMBER_ID (25); with a
+    generation other than the group's, ILLEGAL_GENERATION (22)."
+    """
     group = target.name("g")
     with KafkaClient(target) as k:
         m = settle(target, k, group)
@@ -216,7 +236,11 @@ def test_unknown_members_and_old_generations_are_refused(target: CaseContext) ->
 
 @case("kafka/groups/6", "KAF-GROUP-6")
 def test_a_member_that_leaves_makes_the_others_rebalance(target: CaseContext) -> None:
-    """A member that leaves is removed at once; the remaining members rebalance."""
+    """A member that leaves is removed at once; the remaining members rebalance.
+
+    KAF-GROUP-6: "a member that leaves (LeaveGroup) is removed at once, and the remaining members
+    rebalance."
+    """
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
         ma, mb = _two_members(target, a, b, group)
@@ -235,7 +259,11 @@ def test_a_member_that_leaves_makes_the_others_rebalance(target: CaseContext) ->
 @at_every_version("JoinGroup", since=4)
 def test_a_new_member_gets_member_id_required(target: CaseContext, version: int) -> None:
     """From JoinGroup v4, a join with an empty member id is MEMBER_ID_REQUIRED (79) with
-    the id to use, and the join with that id is accepted."""
+    the id to use, and the join with that id is accepted.
+
+    KAF-GROUP-7: "from JoinGroup v4, a new member that joins with an empty member id is answered
+    MEMBER_ID_REQUIRED (79) with the member id to use, and its join with that id is then accepted."
+    """
     need(target, "JoinGroup", version)
     group = target.name("g")
     with KafkaClient(target) as k:
@@ -260,7 +288,11 @@ def test_a_new_member_gets_member_id_required(target: CaseContext, version: int)
 @case("kafka/groups/8", "KAF-GROUP-8")
 def test_an_inconsistent_protocol_is_refused(target: CaseContext) -> None:
     """A join whose protocol type or protocols do not match the group's is
-    INCONSISTENT_GROUP_PROTOCOL (23)."""
+    INCONSISTENT_GROUP_PROTOCOL (23).
+
+    KAF-GROUP-8: "a JoinGroup whose protocol type differs from the group's, or whose protocols share
+    none with the group's, is refused with INCONSISTENT_GROUP_PROTOCOL (23)."
+    """
     group = target.name("g")
     v = usable(target, "JoinGroup")
     with KafkaClient(target) as a, KafkaClient(target) as b:
@@ -312,7 +344,11 @@ def _join_answer(
 
 @case("kafka/groups/9", "KAF-GROUP-9")
 def test_a_session_timeout_of_1_ms_is_refused(target: CaseContext) -> None:
-    """A session timeout outside the allowed range is INVALID_SESSION_TIMEOUT (26)."""
+    """A session timeout outside the allowed range is INVALID_SESSION_TIMEOUT (26).
+
+    KAF-GROUP-9: "a JoinGroup whose session timeout is outside the broker's allowed range (a session
+    timeout of 1 ms included) is refused with INVALID_SESSION_TIMEOUT (26)."
+    """
     with KafkaClient(target) as k:
         body = join_body(target.name("g"), session_ms=1)
         got = _join_answer(target, k, body, "KAF-GROUP-9", "JoinGroup, session timeout 1 ms")
@@ -322,7 +358,11 @@ def test_a_session_timeout_of_1_ms_is_refused(target: CaseContext) -> None:
 @case("kafka/groups/10", "KAF-GROUP-10")
 @at_every_version("Heartbeat")
 def test_a_current_members_heartbeat_is_ok(target: CaseContext, version: int) -> None:
-    """A heartbeat from a member of a settled group, current generation, is error 0."""
+    """A heartbeat from a member of a settled group, current generation, is error 0.
+
+    KAF-GROUP-10: "a heartbeat from a member of a settled group, with the group's current
+    generation, is answered with error 0."
+    """
     need(target, "Heartbeat", version)
     with KafkaClient(target) as k:
         m = settle(target, k, target.name("g"))
@@ -332,7 +372,10 @@ def test_a_current_members_heartbeat_is_ok(target: CaseContext, version: int) ->
 
 @case("kafka/groups/11", "KAF-GROUP-11")
 def test_an_empty_group_id_is_invalid(target: CaseContext) -> None:
-    """A JoinGroup with an empty group id is INVALID_GROUP_ID (24)."""
+    """A JoinGroup with an empty group id is INVALID_GROUP_ID (24).
+
+    KAF-GROUP-11: "a JoinGroup with an empty group id is refused with INVALID_GROUP_ID (24)."
+    """
     with KafkaClient(target) as k:
         got = _join_answer(target, k, join_body(""), "KAF-GROUP-11", "JoinGroup, group id ''")
     expect_code(got, "INVALID_GROUP_ID", "KAF-GROUP-11", "group id ''")
@@ -341,7 +384,12 @@ def test_an_empty_group_id_is_invalid(target: CaseContext) -> None:
 @case("kafka/groups/12", "KAF-GROUP-12")
 def test_describe_and_list_groups_report_a_settled_group(target: CaseContext) -> None:
     """DescribeGroups reports a settled group as Stable with its members; ListGroups lists
-    it; an unknown group is Dead or GROUP_ID_NOT_FOUND."""
+    it; an unknown group is Dead or GROUP_ID_NOT_FOUND.
+
+    KAF-GROUP-12: "DescribeGroups reports a settled group as Stable, with its protocol type, its
+    chosen protocol and every member; ListGroups lists the group; an unknown group is reported Dead
+    (or with GROUP_ID_NOT_FOUND (69) from v6)."
+    """
     group, unknown = target.name("g"), target.name("none")
     dv, lv = usable(target, "DescribeGroups"), usable(target, "ListGroups")
     with KafkaClient(target) as k:
@@ -384,7 +432,11 @@ def test_describe_and_list_groups_report_a_settled_group(target: CaseContext) ->
 
 @case("kafka/groups/13", "KAF-GROUP-13")
 def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
-    """A LeaveGroup from a member the group does not have is UNKNOWN_MEMBER_ID (25)."""
+    """A LeaveGroup from a member the group does not have is UNKNOWN_MEMBER_ID (25).
+
+    KAF-GROUP-13: "a LeaveGroup from a member the group does not have is refused with
+    UNKNOWN_MEMBER_ID (25) (per member from v3)."
+    """
     group = target.name("g")
     with KafkaClient(target) as k:
         settle(target, k, group)
@@ -401,7 +453,10 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
 def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseContext) -> None:
     """A SyncGroup from an unknown (static) member of a group that does not exist is
     answered UNKNOWN_MEMBER_ID (25).  From a fuzz campaign against Tansu 0.6, which answers
-    it REBALANCE_IN_PROGRESS (27), three seconds later."""
+    it REBALANCE_IN_PROGRESS (27), three seconds later.
+
+    KAF-GROUP-5: "a heartbeat, sync or commit from an unknown member is UNKNOWN_MEMBER_ID (25) ..."
+    """
     v = usable(target, "SyncGroup", lowest=3)
     body = {
         "group_id": target.name("ghost"),

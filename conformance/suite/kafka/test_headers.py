@@ -16,7 +16,11 @@ def _header(key: int, version: int, corr: int) -> bytes:
 
 @case("kafka/headers/1", "KAF-HDR-1")
 def test_header_v1_with_a_client_id_is_read(target: CaseContext) -> None:
-    """A request header v1 (key, version, correlation id, int16-length client id) is read."""
+    """A request header v1 (key, version, correlation id, int16-length client id) is read.
+
+    KAF-HDR-1: "a request header carries api_key (int16), api_version (int16), correlation_id
+    (int32) and, from header v1, client_id (a nullable int16-length string ..."
+    """
     with KafkaClient(target) as k:
         # ApiVersions v1, #31, client id "conformance-hdr1" (16 bytes), empty body
         payload = _header(18, 1, 31) + (16).to_bytes(2, "big") + b"conformance-hdr1"
@@ -28,7 +32,11 @@ def test_header_v1_with_a_client_id_is_read(target: CaseContext) -> None:
 
 @case("kafka/headers/2", "KAF-HDR-1")
 def test_header_v2_with_a_compact_client_id_and_tags_is_read(target: CaseContext) -> None:
-    """A flexible request (header v2: int16-length client id, then tagged fields) is read."""
+    """A flexible request (header v2: int16-length client id, then tagged fields) is read.
+
+    KAF-HDR-1: "... client_id (a nullable int16-length string, also in header v2); header v2
+    (flexible request versions) ends with tagged fields."
+    """
     need(target, "ApiVersions", 3)
     with KafkaClient(target) as k:
         body = k.call(
@@ -43,7 +51,10 @@ def test_header_v2_with_a_compact_client_id_and_tags_is_read(target: CaseContext
 
 @case("kafka/headers/3", "KAF-HDR-2")
 def test_correlation_ids_are_echoed_whatever_their_value(target: CaseContext) -> None:
-    """Every response begins with the correlation id of its request: 0, -1, 2^31-1, pipelined."""
+    """Every response begins with the correlation id of its request: 0, -1, 2^31-1, pipelined.
+
+    KAF-HDR-2: "every response begins with the correlation id of the request it answers."
+    """
     ids = [0, -1, 0x7FFFFFFF, -(1 << 31), 12345]
     with KafkaClient(target) as k:
         frames = [codec.frame(_header(18, 0, c) + b"\xff\xff") for c in ids]
@@ -55,7 +66,11 @@ def test_correlation_ids_are_echoed_whatever_their_value(target: CaseContext) ->
 @case("kafka/headers/4", "KAF-HDR-3")
 def test_flexible_responses_have_header_v1_and_api_versions_v0(target: CaseContext) -> None:
     """A response to a flexible version has header v1 (a tag section after the correlation
-    id); the ApiVersions response keeps header v0."""
+    id); the ApiVersions response keeps header v0.
+
+    KAF-HDR-3: "a response to a flexible request version has response header v1 (correlation id,
+    then tagged fields), except the ApiVersions response, whose header is always v0."
+    """
     v = usable(target, "Metadata", lowest=9)
     with KafkaClient(target) as k:
         corr = k.send("Metadata", v, {"topics": [], "allow_auto_topic_creation": False})
@@ -76,7 +91,11 @@ def test_flexible_responses_have_header_v1_and_api_versions_v0(target: CaseConte
 
 @case("kafka/headers/5", "KAF-HDR-4")
 def test_every_response_has_header_v0(target: CaseContext) -> None:
-    """Every response has header v0, ApiVersions v3's (a flexible body) included."""
+    """Every response has header v0, ApiVersions v3's (a flexible body) included.
+
+    KAF-HDR-4: "every response has header v0 (the correlation id alone), whatever the request's
+    version."
+    """
     with KafkaClient(target) as k:
         k.send("ApiVersions", 3, {})
         reply = k.payload("KAF-HDR-4", "ApiVersions v3")
@@ -88,7 +107,11 @@ def test_every_response_has_header_v0(target: CaseContext) -> None:
 
 @case("kafka/headers/6", "KAF-HDR-5")
 def test_a_null_client_id_is_accepted(target: CaseContext) -> None:
-    """A null client id (int16 length -1) is accepted."""
+    """A null client id (int16 length -1) is accepted.
+
+    KAF-HDR-5: "a null client id (int16 length -1) in a request header is accepted: the request is
+    answered as if a client id had been given."
+    """
     v = usable(target, "Metadata", highest=8)
     with KafkaClient(target) as k:
         k.call(
@@ -103,7 +126,11 @@ def test_a_null_client_id_is_accepted(target: CaseContext) -> None:
 
 @case("kafka/headers/7", "KAF-HDR-6")
 def test_unknown_tagged_fields_in_header_and_body_are_skipped(target: CaseContext) -> None:
-    """Unknown tagged fields in a flexible header and body are skipped."""
+    """Unknown tagged fields in a flexible header and body are skipped.
+
+    KAF-HDR-6: "tagged fields a broker does not know, in a flexible request header or body, are
+    skipped: the request is answered as if they were absent."
+    """
     v = usable(target, "Metadata", lowest=9)
     with KafkaClient(target) as k:
         plain = codec.encode_request(3, v, {"topics": []}, correlation_id=77, client_id="c")

@@ -74,7 +74,11 @@ def fetch_committed(
 @case("kafka/offsets/1", "KAF-OFFSET-1")
 @at_every_version("OffsetCommit", since=2)
 def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -> None:
-    """An offset committed by a group is what OffsetFetch returns for it afterwards."""
+    """An offset committed by a group is what OffsetFetch returns for it afterwards.
+
+    KAF-OFFSET-1: "an offset committed by a group (OffsetCommit) is what OffsetFetch returns for
+    that group and partition afterwards ..."
+    """
     need(target, "OffsetCommit", version)
     with KafkaClient(target) as k:
         topic, group = create_topic(target, k, "commit"), target.name("g")
@@ -96,7 +100,10 @@ def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -
 @case("kafka/offsets/2", "KAF-OFFSET-1")
 @at_every_version("OffsetFetch")
 def test_a_partition_never_committed_is_minus_1(target: CaseContext, version: int) -> None:
-    """A partition never committed is answered -1."""
+    """A partition never committed is answered -1.
+
+    KAF-OFFSET-1: "... a partition never committed is answered -1."
+    """
     need(target, "OffsetFetch", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "never")
@@ -147,7 +154,11 @@ def _offset(p: dict[str, Any], version: int) -> int:
 @case("kafka/offsets/3", "KAF-OFFSET-2")
 @at_every_version("ListOffsets", since=1)
 def test_latest_and_earliest_offsets(target: CaseContext, version: int) -> None:
-    """ListOffsets -1 answers the high watermark, -2 the earliest offset."""
+    """ListOffsets -1 answers the high watermark, -2 the earliest offset.
+
+    KAF-OFFSET-2: "ListOffsets with timestamp -1 answers the partition's latest offset (the high
+    watermark) and with -2 its earliest offset."
+    """
     need(target, "ListOffsets", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "latest")
@@ -165,7 +176,11 @@ def test_latest_and_earliest_offsets(target: CaseContext, version: int) -> None:
 
 @case("kafka/offsets/4", "KAF-OFFSET-3")
 def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
-    """The metadata string committed with an offset is returned with it."""
+    """The metadata string committed with an offset is returned with it.
+
+    KAF-OFFSET-3: "the metadata string committed with an offset is returned by OffsetFetch with that
+    offset."
+    """
     with KafkaClient(target) as k:
         topic, group = create_topic(target, k, "meta"), target.name("g")
         produce(target, k, topic, batch([b"a"]), requirement="KAF-OFFSET-3")
@@ -185,7 +200,11 @@ def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
 def test_an_offset_by_timestamp_is_the_first_at_or_after_it(
     target: CaseContext, version: int
 ) -> None:
-    """ListOffsets T answers the first offset whose timestamp is T or later, -1 if none."""
+    """ListOffsets T answers the first offset whose timestamp is T or later, -1 if none.
+
+    KAF-OFFSET-4: "ListOffsets with a timestamp T (T >= 0) answers the first offset whose record
+    timestamp is T or later, and offset -1 when no record is that late."
+    """
     need(target, "ListOffsets", version)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "time")
@@ -204,7 +223,11 @@ def test_an_offset_by_timestamp_is_the_first_at_or_after_it(
 
 @case("kafka/offsets/6", "KAF-OFFSET-5")
 def test_list_offsets_of_an_unknown_partition_is_error_3(target: CaseContext) -> None:
-    """ListOffsets for a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (3)."""
+    """ListOffsets for a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (3).
+
+    KAF-OFFSET-5: "ListOffsets for a partition that does not exist is answered
+    UNKNOWN_TOPIC_OR_PARTITION (3) for it."
+    """
     v = usable(target, "ListOffsets", lowest=1)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "lo")

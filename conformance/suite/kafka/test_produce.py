@@ -29,7 +29,12 @@ def test_acknowledged_records_read_back_in_order_from_the_base_offset(
     target: CaseContext, version: int
 ) -> None:
     """An acknowledged Produce answers the first record's offset; the records are then
-    readable from it, in order, with keys, values, headers and timestamps."""
+    readable from it, in order, with keys, values, headers and timestamps.
+
+    KAF-PRODUCE-1: "an acknowledged Produce (acks 1 or -1) answers, per partition, error 0 and the
+    offset of the first record; the records are then readable by Fetch at consecutive offsets from
+    it, in order, with their keys, values, headers and timestamps."
+    """
     need(target, "Produce", version)
     first = records.make_batch(
         [b"a", b"b"],
@@ -71,7 +76,10 @@ def test_acknowledged_records_read_back_in_order_from_the_base_offset(
 
 @case("kafka/produce/2", "KAF-PRODUCE-2")
 def test_acks_0_gets_no_response_and_is_appended(target: CaseContext) -> None:
-    """A Produce with acks 0 gets no response; its records are appended."""
+    """A Produce with acks 0 gets no response; its records are appended.
+
+    KAF-PRODUCE-2: "a Produce with acks 0 gets no response; its records are appended."
+    """
     v = usable(target, "Produce", lowest=3)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "acks0")
@@ -90,7 +98,12 @@ def test_acks_0_gets_no_response_and_is_appended(target: CaseContext) -> None:
 @case("kafka/produce/3", "KAF-PRODUCE-3")
 def test_unknown_topics_and_partitions_are_error_3(target: CaseContext) -> None:
     """A Produce to a missing topic or partition (a negative index too) is
-    UNKNOWN_TOPIC_OR_PARTITION (3), and the broker keeps serving."""
+    UNKNOWN_TOPIC_OR_PARTITION (3), and the broker keeps serving.
+
+    KAF-PRODUCE-3: "a Produce to a topic or partition that does not exist (a negative partition
+    index included) is answered UNKNOWN_TOPIC_OR_PARTITION (3) for that partition, and the broker
+    keeps serving."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "p3")
         for name, index in ((topic, 99), (topic, -1), (target.name("never-created"), 0)):
@@ -133,7 +146,11 @@ def _idem(values: list[bytes], pid: int, epoch: int, seq: int) -> bytes:
 
 @case("kafka/produce/4", "KAF-PRODUCE-4")
 def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
-    """An idempotent batch sent twice is acknowledged with the original offset and stored once."""
+    """An idempotent batch sent twice is acknowledged with the original offset and stored once.
+
+    KAF-PRODUCE-4: "an idempotent producer's batch (producer id >= 0) is stored once: a resend with
+    the same producer id, epoch and sequences is acknowledged with the original offsets ..."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "idem")
         pid, epoch = _init_producer(target, k)
@@ -163,7 +180,11 @@ def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
 
 @case("kafka/produce/5", "KAF-PRODUCE-4")
 def test_a_sequence_gap_is_out_of_order(target: CaseContext) -> None:
-    """A batch whose first sequence skips ahead is OUT_OF_ORDER_SEQUENCE_NUMBER (45)."""
+    """A batch whose first sequence skips ahead is OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+
+    KAF-PRODUCE-4: "an idempotent producer's batch ... a sequence gap is
+    OUT_OF_ORDER_SEQUENCE_NUMBER (45) ..."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "gap")
         pid, epoch = _init_producer(target, k)
@@ -207,7 +228,10 @@ def _bump(target: CaseContext, k: KafkaClient, pid: int, epoch: int) -> int:
 
 @case("kafka/produce/6", "KAF-PRODUCE-4")
 def test_a_lower_epoch_is_fenced(target: CaseContext) -> None:
-    """A batch from an older epoch of a producer id is INVALID_PRODUCER_EPOCH (47)."""
+    """A batch from an older epoch of a producer id is INVALID_PRODUCER_EPOCH (47).
+
+    KAF-PRODUCE-4: "an idempotent producer's batch ... a lower epoch INVALID_PRODUCER_EPOCH (47)."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "epoch")
         pid, epoch = _init_producer(target, k)
@@ -227,7 +251,12 @@ def test_a_lower_epoch_is_fenced(target: CaseContext) -> None:
 
 @case("kafka/produce/7", "KAF-PRODUCE-5")
 def test_each_partition_of_a_produce_is_answered_on_its_own(target: CaseContext) -> None:
-    """A Produce to a good and a missing partition writes the good one and refuses the other."""
+    """A Produce to a good and a missing partition writes the good one and refuses the other.
+
+    KAF-PRODUCE-5: "a Produce that writes to several partitions is answered per partition: a
+    partition that cannot be written gets its own error and the others are written and
+    acknowledged."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "multi")
         parts = produce_parts(
@@ -247,7 +276,11 @@ def test_each_partition_of_a_produce_is_answered_on_its_own(target: CaseContext)
 
 @case("kafka/produce/8", "KAF-PRODUCE-6")
 def test_acks_other_than_minus_1_0_1_are_refused(target: CaseContext) -> None:
-    """acks 2 or -2 is INVALID_REQUIRED_ACKS (21), and nothing is stored."""
+    """acks 2 or -2 is INVALID_REQUIRED_ACKS (21), and nothing is stored.
+
+    KAF-PRODUCE-6: "a Produce whose acks is not -1, 0 or 1 is refused with INVALID_REQUIRED_ACKS
+    (21) and nothing is stored."
+    """
     v = usable(target, "Produce", lowest=3)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "acks")
@@ -268,7 +301,11 @@ def test_acks_other_than_minus_1_0_1_are_refused(target: CaseContext) -> None:
 
 @case("kafka/produce/9", "KAF-PRODUCE-7")
 def test_a_batch_over_1_mib_is_message_too_large(target: CaseContext) -> None:
-    """The reference broker refuses a batch of more than 1 MiB with MESSAGE_TOO_LARGE (10)."""
+    """The reference broker refuses a batch of more than 1 MiB with MESSAGE_TOO_LARGE (10).
+
+    KAF-PRODUCE-7: "the reference broker refuses a batch of more than 1 MiB with MESSAGE_TOO_LARGE
+    (10) ..."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "large")
         big = batch([bytes(512 * 1024)] * 3)

@@ -51,7 +51,10 @@ def _refused(
 
 @case("kafka/records/1", "KAF-REC-1")
 def test_a_produced_batch_reads_back_as_record_batch_v2(target: CaseContext) -> None:
-    """Records travel as RecordBatch v2: a produced batch reads back with the same records."""
+    """Records travel as RecordBatch v2: a produced batch reads back with the same records.
+
+    KAF-REC-1: "records travel as RecordBatch v2 (magic 2) ..."
+    """
     sent = records.make_batch(
         [b"v1", None, b""],
         keys=[b"k1", b"k2", None],
@@ -70,7 +73,11 @@ def test_a_produced_batch_reads_back_as_record_batch_v2(target: CaseContext) -> 
 
 @case("kafka/records/2", "KAF-REC-2")
 def test_a_stale_crc_is_corrupt_and_nothing_is_stored(target: CaseContext) -> None:
-    """A batch whose CRC does not match is refused with CORRUPT_MESSAGE (2)."""
+    """A batch whose CRC does not match is refused with CORRUPT_MESSAGE (2).
+
+    KAF-REC-2: "... a broker refuses a produced batch whose CRC does not match with CORRUPT_MESSAGE
+    (2) and stores none of it."
+    """
     data = bytearray(batch([b"one", b"two"]))
     data[-2] ^= 0x01  # "two" becomes "twn" (the last byte is the header count); CRC kept
     _refused(target, bytes(data), "KAF-REC-2", "a batch with a stale CRC", ["CORRUPT_MESSAGE"])
@@ -78,7 +85,11 @@ def test_a_stale_crc_is_corrupt_and_nothing_is_stored(target: CaseContext) -> No
 
 @case("kafka/records/3", "KAF-REC-3")
 def test_a_record_count_that_lies_is_refused(target: CaseContext) -> None:
-    """A batch whose record count disagrees with its records is refused, nothing stored."""
+    """A batch whose record count disagrees with its records is refused, nothing stored.
+
+    KAF-REC-3: "a produced batch whose record count ... disagree with its bytes is refused
+    (CORRUPT_MESSAGE or INVALID_RECORD) and none of it is stored ..."
+    """
     data = bytearray(batch([b"one", b"two"]))
     data[57:61] = (5).to_bytes(4, "big")  # count 5, two records follow; CRC recomputed
     _refused(target, _recrc(data), "KAF-REC-3", "a record count of 5 over 2 records")
@@ -86,7 +97,11 @@ def test_a_record_count_that_lies_is_refused(target: CaseContext) -> None:
 
 @case("kafka/records/4", "KAF-REC-3")
 def test_a_record_length_that_overruns_is_refused(target: CaseContext) -> None:
-    """A record whose varint length runs past the batch is refused, nothing stored."""
+    """A record whose varint length runs past the batch is refused, nothing stored.
+
+    KAF-REC-3: "a produced batch whose ... lengths or varints disagree with its bytes is refused
+    (CORRUPT_MESSAGE or INVALID_RECORD) and none of it is stored ..."
+    """
     data = bytearray(batch([b"one"]))
     data[61] = 0x7E  # the record's length: zigzag 63, far more than the bytes left
     _refused(target, _recrc(data), "KAF-REC-3", "a record length of 63 over 10 bytes")
@@ -94,7 +109,12 @@ def test_a_record_length_that_overruns_is_refused(target: CaseContext) -> None:
 
 @case("kafka/records/5", "KAF-REC-3")
 def test_a_batch_length_that_lies_is_refused(target: CaseContext) -> None:
-    """A batch whose length claims more bytes than were sent is refused, nothing stored."""
+    """A batch whose length claims more bytes than were sent is refused, nothing stored.
+
+    KAF-REC-3: "a produced batch whose ... lengths ... disagree with its bytes is refused
+    (CORRUPT_MESSAGE or INVALID_RECORD) and none of it is stored; the broker never allocates by a
+    length the sender claims beyond the bytes it sent."
+    """
     data = bytearray(batch([b"one"]))
     data[8:12] = (len(data) + 1000).to_bytes(4, "big")
     _refused(target, bytes(data), "KAF-REC-3", "a batch length 1000 bytes too long")
@@ -117,31 +137,48 @@ def _codec_round_trip(target: CaseContext, codec_name: str) -> None:
 
 @case("kafka/records/6", "KAF-REC-4")
 def test_gzip_records_read_back_as_produced(target: CaseContext) -> None:
-    """Records compressed with gzip (codec 1) are accepted and read back exactly."""
+    """Records compressed with gzip (codec 1) are accepted and read back exactly.
+
+    KAF-REC-4: "records compressed with gzip ... are accepted and read back exactly as produced."
+    """
     _codec_round_trip(target, "gzip")
 
 
 @case("kafka/records/7", "KAF-REC-4")
 def test_snappy_records_read_back_as_produced(target: CaseContext) -> None:
-    """Records compressed with snappy (codec 2) are accepted and read back exactly."""
+    """Records compressed with snappy (codec 2) are accepted and read back exactly.
+
+    KAF-REC-4: "records compressed with ... snappy ... are accepted and read back exactly as
+    produced."
+    """
     _codec_round_trip(target, "snappy")
 
 
 @case("kafka/records/8", "KAF-REC-4")
 def test_lz4_records_read_back_as_produced(target: CaseContext) -> None:
-    """Records compressed with lz4 (codec 3) are accepted and read back exactly."""
+    """Records compressed with lz4 (codec 3) are accepted and read back exactly.
+
+    KAF-REC-4: "records compressed with ... lz4 ... are accepted and read back exactly as produced."
+    """
     _codec_round_trip(target, "lz4")
 
 
 @case("kafka/records/9", "KAF-REC-4")
 def test_zstd_records_read_back_as_produced(target: CaseContext) -> None:
-    """Records compressed with zstd (codec 4) are accepted and read back exactly."""
+    """Records compressed with zstd (codec 4) are accepted and read back exactly.
+
+    KAF-REC-4: "records compressed with ... zstd ... are accepted and read back exactly as
+    produced."
+    """
     _codec_round_trip(target, "zstd")
 
 
 @case("kafka/records/10", "KAF-REC-5")
 def test_fetch_v0_answers_magic_2_batches(target: CaseContext) -> None:
-    """Fetch responses carry magic-2 record batches at every version, v0 included."""
+    """Fetch responses carry magic-2 record batches at every version, v0 included.
+
+    KAF-REC-5: "Fetch responses carry magic-2 record batches at every Fetch version, v0 included."
+    """
     need(target, "Fetch", 0)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "magic")
@@ -165,7 +202,12 @@ def _legacy_message(value: bytes) -> bytes:
 
 @case("kafka/records/11", "KAF-REC-6")
 def test_a_magic_1_message_set_in_produce_v3_is_refused(target: CaseContext) -> None:
-    """Produce v3+ carrying a magic-1 message set is refused and nothing is stored."""
+    """Produce v3+ carrying a magic-1 message set is refused and nothing is stored.
+
+    KAF-REC-6: "a Produce request of version 3 or later that carries a batch of magic 0 or 1 is
+    refused (INVALID_RECORD (87), UNSUPPORTED_FOR_MESSAGE_FORMAT (43) or CORRUPT_MESSAGE (2)) and
+    nothing of it is stored."
+    """
     _refused(
         target,
         _legacy_message(b"old"),
@@ -177,7 +219,12 @@ def test_a_magic_1_message_set_in_produce_v3_is_refused(target: CaseContext) -> 
 
 @case("kafka/records/12", "KAF-REC-7")
 def test_compression_codecs_5_to_7_are_refused(target: CaseContext) -> None:
-    """A batch whose compression codec is 5, 6 or 7 is refused and nothing is stored."""
+    """A batch whose compression codec is 5, 6 or 7 is refused and nothing is stored.
+
+    KAF-REC-7: "a batch whose compression codec (attribute bits 0-2) is 5, 6 or 7 is refused
+    (UNSUPPORTED_COMPRESSION_TYPE (76), CORRUPT_MESSAGE (2) or INVALID_RECORD (87)) and nothing of
+    it is stored."
+    """
     for codec_id in (5, 6, 7):
         data = bytearray(batch([b"x"]))
         data[22] = (data[22] & ~0x07) | codec_id  # attributes low byte
@@ -193,7 +240,11 @@ def test_compression_codecs_5_to_7_are_refused(target: CaseContext) -> None:
 
 @case("kafka/records/13", "KAF-REC-8")
 def test_the_broker_assigns_offsets_not_the_producer(target: CaseContext) -> None:
-    """The base offset a producer writes is ignored: the batch is stored where the broker says."""
+    """The base offset a producer writes is ignored: the batch is stored where the broker says.
+
+    KAF-REC-8: "the broker assigns offsets: the base offset a producer writes into a batch is
+    ignored, and the fetched batch starts at the offset the Produce response reported."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "base")
         first = produce(target, k, topic, batch([b"a"], base_offset=1000), requirement="KAF-REC-8")
@@ -209,7 +260,12 @@ def test_the_broker_assigns_offsets_not_the_producer(target: CaseContext) -> Non
 @case("kafka/records/14", "KAF-REC-9")
 def test_fetched_batches_are_well_formed(target: CaseContext) -> None:
     """Every fetched batch has magic 2, a matching CRC-32C and length, and a last offset
-    delta and count that match its records."""
+    delta and count that match its records.
+
+    KAF-REC-9: "every batch in a Fetch response is well formed: magic 2, a CRC-32C that matches, a
+    batch length that matches its bytes, a last offset delta and a record count that match its
+    records."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "formed")
         for i in range(3):
@@ -240,7 +296,11 @@ def test_fetched_batches_are_well_formed(target: CaseContext) -> None:
 
 @case("kafka/records/15", "KAF-REC-10")
 def test_null_and_empty_keys_and_values_are_kept_apart(target: CaseContext) -> None:
-    """A null key or value reads back null, an empty one empty."""
+    """A null key or value reads back null, an empty one empty.
+
+    KAF-REC-10: "a record with a null key or null value (varint length -1) reads back null, and one
+    with an empty key or value (length 0) reads back empty: the two are kept apart."
+    """
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "nulls")
         sent = records.make_batch([None, b"", b"v"], keys=[b"", None, None])

@@ -37,7 +37,11 @@ DOC_TABLE = {
 @case("kafka/versions/1", "KAF-VER-1")
 @at_every_version("ApiVersions", until=3)
 def test_api_versions_is_answered_at_every_version(target: CaseContext, version: int) -> None:
-    """ApiVersions is answered at every version 0-3 with error 0 and the APIs served."""
+    """ApiVersions is answered at every version 0-3 with error 0 and the APIs served.
+
+    KAF-VER-1: "ApiVersions is answered at every version 0-3 with error 0 and the API keys the
+    broker serves, each with its minimum and maximum version ..."
+    """
     need(target, "ApiVersions", version)
     with KafkaClient(target) as k:
         body = k.call("ApiVersions", version, {}, "KAF-VER-1", f"ApiVersions v{version}")
@@ -48,7 +52,12 @@ def test_api_versions_is_answered_at_every_version(target: CaseContext, version:
 
 @case("kafka/versions/2", "KAF-VER-2")
 def test_the_documents_table_is_served(target: CaseContext) -> None:
-    """The broker serves at least the document's table of 11 API keys and versions."""
+    """The broker serves at least the document's table of 11 API keys and versions.
+
+    KAF-VER-2: "the broker serves at least the document's table: ApiVersions 0-3, Metadata 0,
+    FindCoordinator 0, JoinGroup 0, SyncGroup 0, Heartbeat 0, LeaveGroup 0, ListOffsets 1, Fetch 0,
+    OffsetCommit 2, OffsetFetch 0, and ApiVersions lists them."
+    """
     with KafkaClient(target) as k:
         body = k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
     served = {int(a["api_key"]): (a["min_version"], a["max_version"]) for a in body["api_keys"]}
@@ -66,7 +75,12 @@ def test_the_documents_table_is_served(target: CaseContext) -> None:
 @case("kafka/versions/3", "KAF-VER-3")
 def test_an_unknown_api_versions_version_is_answered_at_v0(target: CaseContext) -> None:
     """An ApiVersions request at a version the broker does not serve is answered at v0
-    with UNSUPPORTED_VERSION (35) and the API list."""
+    with UNSUPPORTED_VERSION (35) and the API list.
+
+    KAF-VER-3: "an ApiVersions request at a version the broker does not serve is answered at version
+    0 with error UNSUPPORTED_VERSION (35) and the broker's API list, so the client can retry at a
+    version it serves."
+    """
     with KafkaClient(target) as k:
         # ApiVersions v127: header v2 (flexible), a version no broker serves
         payload = (18).to_bytes(2, "big") + (127).to_bytes(2, "big") + (7).to_bytes(4, "big")
@@ -85,7 +99,11 @@ def test_an_unknown_api_versions_version_is_answered_at_v0(target: CaseContext) 
 
 @case("kafka/versions/4", "KAF-VER-4")
 def test_an_unknown_api_key_gets_a_bare_35(target: CaseContext) -> None:
-    """An unknown API key is answered with the correlation id and int16 35."""
+    """An unknown API key is answered with the correlation id and int16 35.
+
+    KAF-VER-4: "a request with an API key the broker does not serve is answered with the correlation
+    id followed by the int16 error UNSUPPORTED_VERSION (35)."
+    """
     with KafkaClient(target) as k:
         # API key 999 v0, correlation 9, client id null
         payload = (999).to_bytes(2, "big") + b"\x00\x00" + (9).to_bytes(4, "big") + b"\xff\xff"
@@ -101,7 +119,12 @@ def test_an_unknown_api_key_gets_a_bare_35(target: CaseContext) -> None:
 @case("kafka/versions/5", "KAF-VER-5")
 def test_an_unserved_version_is_never_answered_as_served(target: CaseContext) -> None:
     """A request for a version the broker does not serve is closed or answered
-    UNSUPPORTED_VERSION, never as if it were served."""
+    UNSUPPORTED_VERSION, never as if it were served.
+
+    KAF-VER-5: "a request for an API key or version the broker does not serve (other than
+    ApiVersions) is never answered as if it were served: the broker closes the connection or answers
+    with error UNSUPPORTED_VERSION."
+    """
     with KafkaClient(target) as k:
         k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
         # Metadata v99, header v1: correlation 5, client id null, then an empty topic array
@@ -122,7 +145,11 @@ def test_an_unserved_version_is_never_answered_as_served(target: CaseContext) ->
 
 @case("kafka/versions/6", "KAF-VER-6")
 def test_each_api_is_listed_once_with_min_not_above_max(target: CaseContext) -> None:
-    """ApiVersions lists each API key once, with min_version <= max_version."""
+    """ApiVersions lists each API key once, with min_version <= max_version.
+
+    KAF-VER-6: "ApiVersions lists each API key once, with a minimum version no greater than its
+    maximum."
+    """
     with KafkaClient(target) as k:
         body = k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
     counted = Counter(int(a["api_key"]) for a in body["api_keys"])
@@ -162,14 +189,24 @@ def _answers_at_every_version(target: CaseContext, api: str, version: int) -> No
 @case("kafka/versions/7", "KAF-VER-7")
 @at_every_version("Metadata")
 def test_metadata_is_answered_at_the_version_asked(target: CaseContext, version: int) -> None:
-    """A request at an advertised version is answered with that version's layout (Metadata)."""
+    """A request at an advertised version is answered with that version's layout (Metadata).
+
+    KAF-VER-7: "a request at any version the broker advertises for an API is answered with that
+    version's response layout: the response decodes at the version asked and ends where its frame
+    ends."
+    """
     _answers_at_every_version(target, "Metadata", version)
 
 
 @case("kafka/versions/8", "KAF-VER-7")
 @at_every_version("ListOffsets", since=1)
 def test_list_offsets_is_answered_at_the_version_asked(target: CaseContext, version: int) -> None:
-    """A request at an advertised version is answered with that version's layout (ListOffsets)."""
+    """A request at an advertised version is answered with that version's layout (ListOffsets).
+
+    KAF-VER-7: "a request at any version the broker advertises for an API is answered with that
+    version's response layout: the response decodes at the version asked and ends where its frame
+    ends."
+    """
     _answers_at_every_version(target, "ListOffsets", version)
 
 
@@ -179,14 +216,24 @@ def test_find_coordinator_is_answered_at_the_version_asked(
     target: CaseContext, version: int
 ) -> None:
     """A request at an advertised version is answered with that version's layout
-    (FindCoordinator)."""
+    (FindCoordinator).
+
+    KAF-VER-7: "a request at any version the broker advertises for an API is answered with that
+    version's response layout: the response decodes at the version asked and ends where its frame
+    ends."
+    """
     _answers_at_every_version(target, "FindCoordinator", version)
 
 
 @case("kafka/versions/10", "KAF-VER-7")
 @at_every_version("OffsetFetch")
 def test_offset_fetch_is_answered_at_the_version_asked(target: CaseContext, version: int) -> None:
-    """A request at an advertised version is answered with that version's layout (OffsetFetch)."""
+    """A request at an advertised version is answered with that version's layout (OffsetFetch).
+
+    KAF-VER-7: "a request at any version the broker advertises for an API is answered with that
+    version's response layout: the response decodes at the version asked and ends where its frame
+    ends."
+    """
     _answers_at_every_version(target, "OffsetFetch", version)
 
 
@@ -196,5 +243,10 @@ def test_describe_groups_is_answered_at_the_version_asked(
     target: CaseContext, version: int
 ) -> None:
     """A request at an advertised version is answered with that version's layout
-    (DescribeGroups)."""
+    (DescribeGroups).
+
+    KAF-VER-7: "a request at any version the broker advertises for an API is answered with that
+    version's response layout: the response decodes at the version asked and ends where its frame
+    ends."
+    """
     _answers_at_every_version(target, "DescribeGroups", version)

@@ -9,7 +9,10 @@ from tests.toy.protocol import frame
 
 @case("toy/login/1", "TOY-LOGIN-1")
 def test_a_request_before_hello_is_refused(target: CaseContext) -> None:
-    """A request before a successful HELLO is refused with ERR."""
+    """A request before a successful HELLO is refused with ERR.
+
+    TOY-LOGIN-1: "a request before a successful `HELLO <password>` is refused with `ERR` ..."
+    """
     conn = target.connect(open_session=False)
     conn.send(frame(b"PING"))
     reply = conn.recv_frame()
@@ -18,7 +21,12 @@ def test_a_request_before_hello_is_refused(target: CaseContext) -> None:
 
 @case("toy/data/1", "TOY-PUT-1", "TOY-GET-1")
 def test_get_reads_what_put_stored(target: CaseContext) -> None:
-    """PUT answers OK <offset>; GET at that offset answers VAL <value>."""
+    """PUT answers OK <offset>; GET at that offset answers VAL <value>.
+
+    TOY-PUT-1: "`PUT <topic> <value>` answers `OK <offset>`, offsets counting from 0 per topic."
+
+    TOY-GET-1: "`GET <topic> <offset>` answers `VAL <value>` with the value put at that offset."
+    """
     conn, topic = target.connect(), target.name("t").encode()
     offsets = []
     for value in (b"one", b"two"):
