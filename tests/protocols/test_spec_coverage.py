@@ -21,9 +21,7 @@ from tests.protocols.registered import NAMES, spec_quirk_revision
 from tests.support.suite_cases import of_protocol
 
 QUIRK_KINDS = ("spec", "fault")
-UNCOVERED: dict[str, str] = {
-    "toy": "TOY-FRAME-1 has no case and no 'Not checkable:' line (tests/toy/): to be fixed there",
-}
+UNCOVERED: dict[str, str] = {}
 """Protocols known to have a requirement no case checks: xfail (strict), so the entry
 must go the moment the gap is closed.  This list must only shrink."""
 

@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
-from conformance.suite.case import case, require
+from conformance.client import BadFraming, PeerClosed, ReplyTimeout
+from conformance.suite.case import Violation, case, require
 from conformance.suite.target import CaseContext
 from tests.toy.protocol import frame
+
+
+@case("toy/framing/1", "TOY-FRAME-1")
+def test_frames_are_u32_le_lengths_counting_their_own_four_bytes(target: CaseContext) -> None:
+    """Two requests framed by hand in one write get one reply each, framed the same way.
+
+    TOY-FRAME-1: "every frame is a u32 little-endian length that counts its own four bytes, then
+    the payload; replies are framed the same way."
+    """
+    conn, put = target.connect(), b"PUT %s v" % target.name("f").encode()
+    # 08000000 'PING', then (4 + len) 'PUT <topic> v': a target that reads the length
+    # otherwise (big-endian, or not counting itself) runs the two requests together
+    wire = (8).to_bytes(4, "little") + b"PING" + (4 + len(put)).to_bytes(4, "little") + put
+    conn.send(wire, summary="PING and PUT, framed by hand, in one write")
+    replies = []
+    for what in ("PING", "PUT"):
+        try:
+            replies.append(conn.recv_frame())
+        except ReplyTimeout:
+            target.silence("TOY-FRAME-1", f"the reply to {what}")
+        except (BadFraming, PeerClosed) as exc:
+            raise Violation("TOY-FRAME-1", f"the reply to {what}: {exc}") from None
+    want = [b"PONG", b"OK 0"]
+    require(replies == want, "TOY-FRAME-1", f"replies {replies}, expected {want}")
 
 
 @case("toy/login/1", "TOY-LOGIN-1")
