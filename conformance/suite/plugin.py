@@ -26,10 +26,8 @@ counts while the run goes on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections import deque
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,17 +36,16 @@ from typing import Any
 import pytest
 
 from conformance import protocols
-from conformance.annotation import annotate_frame, annotate_payload
 from conformance.baseline import Baseline, BaselineError
 from conformance.baseline import load as load_baseline
 from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
-from conformance.errors import ProtocolError
 from conformance.options import option_values, options_for
-from conformance.plugin import Annotation, FieldSpan, Plugin
+from conformance.plugin import Plugin
 from conformance.spec import Requirement, requirements
 from conformance.suite import results
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.target import CaseContext, Target, TargetUnresponsive
+from conformance.suite.wire_context import WireContext
 
 _SET_BY_RUN = "(set by `conformance run`; recorded in the results)"
 _STATE = pytest.StashKey["RunState"]()
@@ -272,7 +269,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
     plugin = state.target.plugin
-    context = _WireContext(plugin)
+    context = WireContext(plugin)
     log = WireLog(describe=context.describe, annotate=context.fields, keep=state.wire_keep)
     request.node.stash[_WIRE] = log
     state.target.ensure_reachable()
@@ -284,41 +281,6 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
 
 
 _WIRE = pytest.StashKey[WireLog]()
-
-
-class _WireContext:
-    """How the wire log of one case describes and annotates what it records: what we send
-    is raw bytes (a whole request frame when it is one), what we receive a reply payload,
-    read as the answer to the requests sent before it (the last :data:`REQUESTS_KEPT`)."""
-
-    def __init__(self, plugin: Plugin) -> None:
-        self.plugin = plugin
-        self.sent: deque[bytes] = deque(maxlen=REQUESTS_KEPT)
-        self._pending: tuple[str, bytes, Annotation] | None = None
-
-    def describe(self, direction: str, data: bytes) -> str:
-        read = self._read(direction, data)
-        self._pending = (direction, data, read)  # the wire log asks for its fields next
-        return read.summary
-
-    def fields(self, direction: str, data: bytes) -> list[FieldSpan]:
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[:2] == (direction, data):
-            return pending[2].fields
-        return self._read(direction, data).fields
-
-    def _read(self, direction: str, data: bytes) -> Annotation:
-        """One entry read (a request sent is remembered as context for the replies)."""
-        if direction == "send":
-            earlier = tuple(self.sent)
-            with contextlib.suppress(ProtocolError):  # not a frame: no reply context
-                self.sent.extend(self.plugin.framing.deframer("request").feed(data))
-            return annotate_frame(self.plugin, data, "request", earlier)
-        return annotate_payload(self.plugin, data, "reply", tuple(self.sent))
-
-
-#: Requests remembered per case to annotate the replies to them.
-REQUESTS_KEPT = 256
 
 
 # -------------------------------------------------------------------- verdicts
