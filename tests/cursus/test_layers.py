@@ -26,6 +26,7 @@ from conformance.protocols.cursus.layers import (
     CursusMessage,
     CursusText,
     batch_layer,
+    batch_value,
     from_request,
     raw,
     scapy_name,
@@ -57,6 +58,7 @@ def _value(v: Any) -> Any:
 
 
 def _batch_values(batch: Batch) -> dict[str, Any]:
+    """The header fields of ``batch``'s layer, by their scapy names."""
     return {
         "magic": MAGIC,
         "topic": _value(batch.topic),
@@ -65,19 +67,34 @@ def _batch_values(batch: Batch) -> dict[str, Any]:
         "idempotent": int(batch.idempotent),
         "seq_start": batch.seq_start,
         "seq_end": batch.seq_end,
-        "message_count": len(batch.messages),
+        "messages_count": len(batch.messages),
     }
 
 
 def _assert_dissects_to(pkt: Packet, batch: Batch) -> None:
     head = pkt[CursusBatchHeader]
-    expected = _batch_values(batch)
-    for name, _ in BATCH_HEADER:
-        assert getattr(head, scapy_name(name)) == expected[name], name
+    for name, value in _batch_values(batch).items():
+        assert getattr(head, name) == value, name
     assert len(head.messages) == len(batch.messages)
     for got, want in zip(head.messages, batch.messages, strict=True):
         for name, _ in MESSAGE_FIELDS:
             assert getattr(got, scapy_name(name)) == _value(getattr(want, name)), name
+
+
+def test_layer_fields_follow_the_declaration() -> None:
+    names = [fl.name for fl in CursusBatchHeader.fields_desc]
+    strings = {"topic", "partition", "acks"}
+    expected = [n2 for n, _ in BATCH_HEADER for n2 in ([f"{n}_len", n] if n in strings else [n])]
+    assert names == [*expected[:-1], "messages_count", "messages"]
+    assert [fl.name for fl in CursusMessage.fields_desc][:6] == [
+        "offset",
+        "seq_num",
+        "producer_id_len",
+        "producer_id",
+        "key_len",
+        "key",
+    ]
+    assert scapy_name("payload") == "payload_"
 
 
 @given(cs.batches())
@@ -135,7 +152,7 @@ def test_lying_text_frame_length() -> None:
 def test_lying_topic_length_changes_only_that_field() -> None:
     honest = raw(from_request(SAMPLE))
     layer = batch_layer(SAMPLE)
-    layer.topicLen = 999
+    layer.topic_len = 999
     lying = raw(CursusFrame() / layer)
     # frame length (4) + magic (2), then the topic length
     assert lying[6:8] == struct.pack("!H", 999)
@@ -146,9 +163,9 @@ def test_lying_topic_length_changes_only_that_field() -> None:
 def test_lying_message_lengths_and_count_change_only_those_fields() -> None:
     honest = raw(from_request(SAMPLE))
     layer = batch_layer(SAMPLE)
-    layer.messageCount = -1
-    layer.messages[0].payloadLen = 1 << 20
-    layer.messages[1].metadataLen = 0
+    layer.messages_count = -1
+    layer.messages[0].payload_len = 1 << 20
+    layer.messages[1].metadata_len = 0
     lying = raw(CursusFrame() / layer)
     assert len(lying) == len(honest)
     diffs = [i for i, (a, b) in enumerate(zip(honest, lying, strict=True)) if a != b]
@@ -216,6 +233,7 @@ def _schema_value(batch: Batch) -> dict[str, Any]:
 def test_the_schema_declaration_is_the_codec_layout(batch: Batch) -> None:
     wire = codec.encode_batch(batch)
     value = _schema_value(batch)
+    assert value == batch_value(batch)
     assert BATCH.encode(value, 0) == wire
     assert BATCH.decode(wire, 0) == value
     assert bytes(schema_layers.packet(BATCH, 0, value)) == wire

@@ -2,12 +2,14 @@
 
 ``CursusFrame`` is the ``[u32 BE length][payload]`` frame; its payload is dissected as
 ``CursusBatchHeader`` when it begins with the magic 0xBA7C and as ``CursusText``
-otherwise.  The batch and message fields are derived from ``BATCH_HEADER`` and
-``MESSAGE_FIELDS`` in :mod:`messages` (declared once): a ``str16`` field becomes a u16
-length field ``<name>Len`` plus the bytes, a ``bytes32`` field an i32 length plus the
-bytes.  Field names are the document's camelCase names (``seq_start`` -> ``seqStart``);
-the message's ``payload`` bytes are called ``payloadData`` (``payload`` is taken by
-scapy's layer chaining), its length is still ``payloadLen``.
+otherwise.  The batch layers are not written here: they are derived from the batch's one
+declaration, :data:`~conformance.protocols.cursus.messages.BATCH`, by the shared schema
+machinery (:mod:`conformance.wire.schema_layers`), as Kafka's are.  ``CursusBatchHeader``
+is the layer of the whole batch, ``CursusMessage`` that of one message.  Field names are
+the declaration's (snake_case): a string or bytes field ``x`` is a length field
+``x_len`` then the bytes, the message count is ``messages_count`` and the messages
+``messages``; a name scapy's ``Packet`` already uses takes a trailing underscore (the
+message's bytes are ``payload_``, their length ``payload_len``): see :func:`scapy_name`.
 
 Every length and count is ``None`` by default and computed when the packet is built;
 set one explicitly to put exactly that (possibly lying) value on the wire.
@@ -17,104 +19,38 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from scapy.fields import (
-    ByteField,
-    Field,
-    FieldLenField,
-    LenField,
-    PacketListField,
-    ShortField,
-    SignedIntField,
-    SignedLongField,
-    StrField,
-    StrLenField,
-    XShortField,
-)
+from scapy.fields import LenField, StrField
 from scapy.packet import Packet, Raw
 
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.messages import (
-    BATCH_HEADER,
+    BATCH,
     MAGIC,
     MESSAGE_FIELDS,
     Batch,
     Command,
-    FieldType,
+    message_struct,
 )
+from conformance.wire import schema_layers
+from conformance.wire.schema_layers import scapy_name
 
-RENAMED = {"payload": "payloadData"}
-"""Scapy names that differ from the camelCase of the declaration."""
+__all__ = [
+    "CursusBatchHeader",
+    "CursusFrame",
+    "CursusMessage",
+    "CursusText",
+    "batch_layer",
+    "from_request",
+    "message_layer",
+    "raw",
+    "scapy_name",
+]
 
-LENGTH_FORMATS: dict[FieldType, str] = {"str16": "!H", "bytes32": "!i"}
-"""Struct format of the length prefix of each length-prefixed field type."""
+CursusBatchHeader: type[Packet] = schema_layers.layer(BATCH, 0)
+"""A batch body: the header followed by ``messages_count`` messages."""
 
-FIXED_FIELDS: dict[FieldType, type[Field[Any, Any]]] = {
-    "u8": ByteField,
-    "u16": ShortField,
-    "i32": SignedIntField,
-    "i64": SignedLongField,
-}
-"""The scapy field of each fixed-size integer type (all big-endian)."""
-
-
-def scapy_name(name: str) -> str:
-    """The scapy field name of a declared field (``seq_start`` -> ``seqStart``)."""
-    if name in RENAMED:
-        return RENAMED[name]
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest)
-
-
-def length_name(name: str) -> str:
-    """The scapy name of the length field in front of a length-prefixed field."""
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest) + "Len"
-
-
-def _length_from(len_name: str) -> Any:
-    def length(pkt: Any) -> int:
-        return int(getattr(pkt, len_name))
-
-    return length
-
-
-def _fields(decl: tuple[tuple[str, FieldType], ...]) -> list[Any]:
-    """Scapy fields for a declaration; ``magic`` and ``message_count`` are special."""
-    out: list[Any] = []
-    for name, kind in decl:
-        sname = scapy_name(name)
-        if name == "magic":
-            out.append(XShortField(sname, MAGIC))
-        elif name == "message_count":
-            out.append(FieldLenField(sname, None, count_of="messages", fmt="!i"))
-        elif kind in LENGTH_FORMATS:
-            lname = length_name(name)
-            out.append(FieldLenField(lname, None, length_of=sname, fmt=LENGTH_FORMATS[kind]))
-            out.append(StrLenField(sname, b"", length_from=_length_from(lname)))
-        else:
-            out.append(FIXED_FIELDS[kind](sname, 0))
-    return out
-
-
-class CursusMessage(Packet):
-    """One message of a batch (``MESSAGE_FIELDS``)."""
-
-    name = "CursusMessage"
-    fields_desc: ClassVar[list[Any]] = _fields(MESSAGE_FIELDS)
-
-    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
-        # A message carries nothing after its fields: the rest is the next message.
-        return b"", s
-
-
-class CursusBatchHeader(Packet):
-    """A batch body: the header (``BATCH_HEADER``) followed by ``messageCount`` messages."""
-
-    name = "CursusBatchHeader"
-    fields_desc: ClassVar[list[Any]] = [
-        *_fields(BATCH_HEADER),
-        PacketListField("messages", [], CursusMessage, count_from=lambda pkt: pkt.messageCount),
-    ]
+CursusMessage: type[Packet] = schema_layers.struct_layer(message_struct(), 0, BATCH.ctx(0))
+"""One message of a batch."""
 
 
 class CursusText(Packet):
@@ -143,7 +79,7 @@ class CursusFrame(Packet):
         return CursusText
 
 
-def message_layer(msg: Any) -> CursusMessage:
+def message_layer(msg: Any) -> Packet:
     """A ``CursusMessage`` carrying the values of a :class:`Message`."""
     values: dict[str, Any] = {}
     for name, _ in MESSAGE_FIELDS:
@@ -152,17 +88,23 @@ def message_layer(msg: Any) -> CursusMessage:
     return CursusMessage(**values)
 
 
-def batch_layer(batch: Batch) -> CursusBatchHeader:
+def batch_value(batch: Batch) -> dict[str, Any]:
+    """``batch`` as plain data, as :data:`BATCH` encodes it."""
+    return {
+        "magic": MAGIC,
+        "topic": batch.topic,
+        "partition": batch.partition,
+        "acks": batch.acks,
+        "idempotent": 1 if batch.idempotent else 0,
+        "seq_start": batch.seq_start,
+        "seq_end": batch.seq_end,
+        "messages": [{n: getattr(m, n) for n, _ in MESSAGE_FIELDS} for m in batch.messages],
+    }
+
+
+def batch_layer(batch: Batch) -> Packet:
     """A ``CursusBatchHeader`` (with its messages) carrying the values of ``batch``."""
-    return CursusBatchHeader(
-        topic=batch.topic.encode("utf-8"),
-        partition=batch.partition.encode("utf-8"),
-        acks=batch.acks.encode("utf-8"),
-        idempotent=1 if batch.idempotent else 0,
-        seqStart=batch.seq_start,
-        seqEnd=batch.seq_end,
-        messages=[message_layer(m) for m in batch.messages],
-    )
+    return schema_layers.packet(BATCH, 0, batch_value(batch))
 
 
 def from_request(req: Batch | Command) -> Packet:

@@ -219,8 +219,8 @@ BATCH = message(
     [
         f("magic", UINT16, default=MAGIC),
         f("topic", STRING),
-        f("partition", STRING, default="0", doc="decimal text, read by the broker"),
-        f("acks", STRING, default="1"),
+        f("partition", STRING, doc="decimal text, read by the broker"),
+        f("acks", STRING),
         f("idempotent", UINT8, doc="0 or 1"),
         f("seq_start", INT64),
         f("seq_end", INT64),
@@ -276,7 +276,8 @@ def _layout(fields: tuple[Field, ...]) -> tuple[tuple[str, FieldType], ...]:
     )
 
 
-def _messages_struct() -> Struct:
+def message_struct() -> Struct:
+    """The struct of one message of :data:`BATCH`."""
     messages = BATCH.body.fields[-1].type
     assert isinstance(messages, Array) and isinstance(messages.element, Struct)
     return messages.element
@@ -285,7 +286,7 @@ def _messages_struct() -> Struct:
 BATCH_HEADER: tuple[tuple[str, FieldType], ...] = _layout(BATCH.body.fields)
 """The header, in wire order, ending in the message count."""
 
-MESSAGE_FIELDS: tuple[tuple[str, FieldType], ...] = _layout(_messages_struct().fields)
+MESSAGE_FIELDS: tuple[tuple[str, FieldType], ...] = _layout(message_struct().fields)
 """One message of the batch, in wire order."""
 
 
