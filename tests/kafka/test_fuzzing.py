@@ -11,10 +11,13 @@ import struct
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from conformance import fuzz
 from conformance.errors import ProtocolError
+from conformance.fuzz import mutators
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.fuzzing import (
@@ -116,10 +119,21 @@ def test_the_canary_round_trip_against_the_reference_broker(revision: str) -> No
         served.stop()
 
 
-def test_a_clean_campaign_has_no_finding(tmp_path: Path) -> None:
-    proc = conformance(tmp_path, "fuzz", "--protocol", "kafka", "-q", "--cases", "1500")
+def test_a_clean_campaign_has_no_finding_and_runs_exactly_the_generated_cases(
+    tmp_path: Path,
+) -> None:
+    """A case is a pure function of (seed, index): the campaign, over its concurrent
+    connections, sends what ``mutators.cases`` makes in another process (what a replay
+    and a Spark task regenerate)."""
+    args = ("--protocol", "kafka", "-q", "--cases", "1500", "--seed", "1")
+    proc = conformance(tmp_path, "fuzz", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no finding" in proc.stdout + proc.stderr
+    rows = pq.read_table(tmp_path / "reports" / "fuzz" / "cases.parquet").to_pylist()
+    made = mutators.cases(fuzz.protocol("kafka"), 1, 0, 1500)
+    assert [r["index"] for r in rows] == list(range(1500))
+    unlike = [r["index"] for r, c in zip(rows, made, strict=True) if r["sent"] != c.sent]
+    assert unlike == []
 
 
 def test_a_broker_that_panics_on_a_negative_partition_is_found_and_replayed(
