@@ -43,6 +43,7 @@ from importlib import resources, util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from conformance.errors import ProtocolError
 from conformance.options import Option
 from conformance.wire.framing import Framing
 
@@ -186,6 +187,11 @@ class VectorSchema(Protocol):
     extra_keys: tuple[str, ...]
     """Optional keys this protocol's vectors may have besides the generic ones."""
 
+    not_encoded: tuple[str, ...]
+    """Keys of ``decoded`` that tell how a payload was written, not what it says (Kafka:
+    unknown header tags, trailing bytes): an encoder cannot give them back, so the round
+    trip of a vector that is not ``encode_exact`` leaves them out."""
+
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
         """Check ``decoded``, ``reply`` and the extra keys of one vector; return the
         extras to keep.  Raises SchemaError naming the offending key."""
@@ -197,6 +203,20 @@ class VectorSchema(Protocol):
 
     def from_message(self, message: Any) -> dict[str, Any]:
         """The plain-data form of a message, as ``decoded`` spells it."""
+        ...
+
+    def decode(self, payload: bytes, direction: str, extras: Mapping[str, Any]) -> Any:
+        """The message in a frame ``payload`` going in ``direction`` (``extras``: the
+        vector's own keys, e.g. what a Kafka response answers); raises ProtocolError if it
+        does not decode."""
+        ...
+
+    def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
+        """``message`` as the payload of a frame going in ``direction``."""
+        ...
+
+    def error_name(self, exc: ProtocolError) -> str | None:
+        """The code a vector's ``error`` names for a payload refused with ``exc``."""
         ...
 
     def reply_mismatch(

@@ -2,14 +2,13 @@
 broker, and what Cursus's collection must hold.
 
 What every protocol's vectors go through (loading, cited requirements, the deframer
-whole, byte by byte and before the next frame, plain data and back) is in
-tests/protocols/test_vectors.py.  Here each vector's payload is decoded and compared with
-``decoded`` (or the error code), and ``decoded`` is encoded back and compared with the
-bytes.  Request vectors with a ``reply`` are sent to the reference broker: one broker
-per vector FILE, started on first use and shared by that file's vectors, each on a new
-connection after its own ``setup``.  The vectors of a file use distinct topic and group
-names, so any subset runs alone and in any order; replies are compared on the keys the
-vector gives (``topics`` as a subset: the file's other vectors create topics too).
+whole, byte by byte and before the next frame, plain data and back, decode and encode)
+is in tests/protocols/test_vectors.py.  Request vectors with a ``reply`` are sent to the
+reference broker: one broker per vector FILE, started on first use and shared by that
+file's vectors, each on a new connection after its own ``setup``.  The vectors of a file
+use distinct topic and group names, so any subset runs alone and in any order; replies
+are compared on the keys the vector gives (``topics`` as a subset: the file's other
+vectors create topics too).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from conformance.protocols.cursus import codec
-from conformance.protocols.cursus.codec import CursusError
 from conformance.protocols.cursus.messages import (
     BATCH_HEADER,
     COMMANDS,
@@ -31,8 +29,6 @@ from conformance.protocols.cursus.messages import (
     Command,
     ErrorReply,
     Message,
-    Reply,
-    Request,
 )
 from conformance.protocols.cursus.vectors import REPLY_KINDS, from_message
 from conformance.vectors import Vector, VectorError, load, mismatches
@@ -47,40 +43,6 @@ WITH_REPLY = [v for v in VECTORS if v.reply is not None]
 
 def ids(v: Vector) -> str:
     return v.id
-
-
-def decode(v: Vector, payload: bytes) -> Request | Reply:
-    if v.direction == "request":
-        return codec.decode_request(payload, compression=v.extras.get("compression"))
-    return codec.decode_reply(payload)
-
-
-# ------------------------------------------------------------------- the codec
-
-
-@pytest.mark.parametrize("v", FRAMED, ids=ids)
-def test_decode(v: Vector) -> None:
-    if v.error is not None:
-        with pytest.raises(CursusError) as info:
-            decode(v, v.payload)
-        assert info.value.code == v.error, str(info.value)
-    else:
-        assert decode(v, v.payload) == v.message
-
-
-@pytest.mark.parametrize("v", DECODED, ids=ids)
-def test_encode(v: Vector) -> None:
-    msg = v.message
-    if v.direction == "request":
-        assert isinstance(msg, Command | Batch)
-        payload = codec.encode_request(msg, compression=v.extras.get("compression"))
-    else:
-        assert not isinstance(msg, Command)
-        payload = codec.encode_reply(msg)
-    if v.encode_exact:
-        assert codec.frame(payload).hex(" ", 4) == v.frame.hex(" ", 4)
-    else:
-        assert decode(v, payload) == msg
 
 
 # ------------------------------------------------------------------ the broker

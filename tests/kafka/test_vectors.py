@@ -2,11 +2,10 @@
 broker, and what Kafka's collection must hold.
 
 What every protocol's vectors go through (loading, cited requirements, unique IDs, the
-deframer whole, byte by byte and before the next frame, plain data and back) is in
-tests/protocols/test_vectors.py.  Here each vector's payload is decoded and compared with
-``decoded`` (or the error code), and ``decoded`` is encoded back and compared with the
-bytes.  (A request may carry bytes after its body: Apache Kafka and librdkafka ignore
-them, so the codec counts them in ``Request.trailing``, checked here; bytes after the
+deframer whole, byte by byte and before the next frame, plain data and back, decode and
+encode) is in tests/protocols/test_vectors.py.  Here: ``decoded`` is written as the
+codec writes it.  (A request may carry bytes after its body: Apache Kafka and librdkafka
+ignore them, so the codec counts them in ``Request.trailing``, checked here; bytes after the
 *frame* are the deframer's business, checked with every protocol's.)  Request vectors
 with a ``reply`` are sent to the reference broker: one broker per vector FILE and
 revision, started on first use and shared by that file's vectors, each on a new
@@ -29,7 +28,7 @@ import pytest
 
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import APIS
-from conformance.protocols.kafka.codec import KafkaError, Request
+from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.compression import NAMES as CODECS
 from conformance.protocols.kafka.vectors import (
     REPLY_META,
@@ -37,9 +36,7 @@ from conformance.protocols.kafka.vectors import (
     Response,
     canonical,
     decode_reply,
-    encode,
     errors_in,
-    from_message,
     setup_request,
 )
 from conformance.vectors import Vector, VectorError, load
@@ -52,9 +49,6 @@ DECODED = [v for v in VECTORS if v.decoded is not None]
 WITH_REPLY = [v for v in VECTORS if v.reply is not None]
 CAPTURED = [v for v in VECTORS if v.file == "captured.yaml"]
 PROBE_CORRELATION = 0x7EC0
-CODEC_BUGS: dict[str, str] = {}
-"""Vector id -> the bug in the codec or the message schemas that fails its decode/encode
-tests (xfail, strict: remove the entry once fixed).  None known."""
 BROKER_BUGS: dict[str, str] = {}
 """Vector id -> the bug in the reference broker that fails its reply test.  None known."""
 
@@ -73,14 +67,6 @@ def marked(vectors: list[Vector], bugs: Mapping[str, str], group: bool = False) 
             marks.append(pytest.mark.xfail(reason=bugs[v.id], strict=True))
         out.append(pytest.param(v, id=v.id, marks=marks))
     return out
-
-
-def decode(v: Vector, payload: bytes) -> Request | Response:
-    if v.direction == "request":
-        return codec.decode_request(payload)
-    return decode_reply(
-        payload, v.extras["api_key"], v.extras["api_version"], v.extras.get("header_version")
-    )
 
 
 def found(plain: Any, key: str) -> Iterator[Any]:
@@ -107,33 +93,6 @@ def without_spaces(plain: Any) -> Any:
 
 
 # ------------------------------------------------------------------- the codec
-
-
-@pytest.mark.parametrize("v", marked(FRAMED, CODEC_BUGS))
-def test_decode(v: Vector) -> None:
-    if v.error is not None:
-        with pytest.raises(KafkaError) as info:
-            decode(v, v.payload)
-        assert info.value.error == v.error, str(info.value)
-    else:
-        assert v.decoded is not None
-        assert from_message(decode(v, v.payload)) == canonical(v.decoded)
-
-
-@pytest.mark.parametrize("v", marked(DECODED, CODEC_BUGS))
-def test_encode(v: Vector) -> None:
-    payload = encode(
-        v.message, v.extras.get("api_key"), v.extras.get("api_version"),
-        v.extras.get("header_version"),
-    )  # fmt: skip
-    if v.encode_exact:
-        assert codec.frame(payload).hex(" ", 4) == v.frame.hex(" ", 4)
-    else:  # the same message; what encoding cannot give (header tags, trailing bytes) aside
-        assert v.decoded is not None
-        want = {
-            k: x for k, x in canonical(v.decoded).items() if k not in ("header_tags", "trailing")
-        }
-        assert from_message(decode(v, payload)) == want
 
 
 @pytest.mark.parametrize("v", DECODED, ids=ids)

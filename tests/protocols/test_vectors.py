@@ -8,8 +8,10 @@ payload and nothing before its last byte; a truncated one gives nothing and is k
 waiting, or is refused (with FrameTooLarge for FRAME_TOO_LARGE) on its last byte and not
 before, after which the deframer stays refused; the next frame's first half is kept
 until its rest arrives, and nothing is left over.  A ``decoded`` message goes to plain data and back
-unchanged.  What needs a protocol's codec or broker (decode, encode, replies) stays in
-its folder (tests/<protocol>/test_vectors.py).
+unchanged.  Each payload decodes to its ``decoded`` message (or is refused with the error the
+vector names) and each message encodes back to the vector's bytes, through the protocol's
+vector schema (:class:`conformance.plugin.VectorSchema`).  What needs a protocol's broker
+(replies) or knows its collection stays in its folder (tests/<protocol>/test_vectors.py).
 """
 
 from __future__ import annotations
@@ -125,3 +127,38 @@ def test_plain_data_round_trip(v: Vector) -> None:
     schema = protocols.get(v.protocol).vectors()
     plain = schema.from_message(v.message)
     assert schema.from_message(schema.to_message(plain)) == plain
+
+
+# ------------------------------------------------------------------- the codec
+
+
+@pytest.mark.parametrize("v", FRAMED, ids=ids)
+def test_decode(v: Vector) -> None:
+    """The payload decodes to ``decoded``, or is refused with the error the vector names."""
+    schema = protocols.get(v.protocol).vectors()
+    if v.error is not None:
+        with pytest.raises(ProtocolError) as info:
+            schema.decode(v.payload, v.direction, v.extras)
+        assert schema.error_name(info.value) == v.error, str(info.value)
+    elif v.decoded is not None:
+        got = schema.decode(v.payload, v.direction, v.extras)
+        assert schema.from_message(got) == schema.from_message(v.message)
+
+
+@pytest.mark.parametrize("v", DECODED, ids=ids)
+def test_encode(v: Vector) -> None:
+    """``decoded`` encodes to the vector's bytes; one not ``encode_exact`` (compressed,
+    unknown tags, trailing bytes) encodes to bytes that decode to the same message, but
+    for what an encoder cannot give back (``not_encoded``)."""
+    plugin = protocols.get(v.protocol)
+    schema = plugin.vectors()
+    payload = schema.encode(v.message, v.direction, v.extras)
+    if v.encode_exact:
+        assert plugin.framing.frame(payload, v.direction).hex(" ", 4) == v.frame.hex(" ", 4)
+        return
+    again = schema.from_message(schema.decode(payload, v.direction, v.extras))
+    want = schema.from_message(v.message)
+    for key in schema.not_encoded:
+        again.pop(key, None)
+        want.pop(key, None)
+    assert again == want

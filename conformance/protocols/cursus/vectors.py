@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from conformance.errors import ProtocolError
 from conformance.plugin import SchemaError
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.messages import (
@@ -211,6 +212,7 @@ class CursusVectors:
     """The :class:`conformance.plugin.VectorSchema` of Cursus."""
 
     extra_keys: tuple[str, ...] = ("compression",)
+    not_encoded: tuple[str, ...] = ()
 
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
         decoded = raw.get("decoded")
@@ -244,6 +246,19 @@ class CursusVectors:
 
     def to_message(self, decoded: Mapping[str, Any]) -> Request | Reply:
         return to_message(decoded)
+
+    def decode(self, payload: bytes, direction: str, extras: Mapping[str, Any]) -> Request | Reply:
+        if direction == "request":
+            return codec.decode_request(payload, compression=extras.get("compression"))
+        return codec.decode_reply(payload)
+
+    def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
+        if direction == "request":
+            return codec.encode_request(message, compression=extras.get("compression"))
+        return codec.encode_reply(message)
+
+    def error_name(self, exc: ProtocolError) -> str | None:
+        return exc.code if isinstance(exc, codec.CursusError) else None
 
     def from_message(self, message: Any) -> dict[str, Any]:
         return from_message(message)

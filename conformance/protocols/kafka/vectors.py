@@ -75,6 +75,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.errors import ProtocolError
 from conformance.plugin import SchemaError
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import API_VERSIONS_KEY, APIS
@@ -141,6 +142,7 @@ class KafkaVectors:
     """The :class:`conformance.plugin.VectorSchema` of Kafka."""
 
     extra_keys: tuple[str, ...] = ("api_key", "api_version", "header_version", "revision")
+    not_encoded: tuple[str, ...] = ("header_tags", "trailing")
 
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
         extras: dict[str, Any] = {}
@@ -265,6 +267,26 @@ class KafkaVectors:
 
     def to_message(self, decoded: Mapping[str, Any]) -> Request | Response:
         return to_message(decoded)
+
+    def decode(
+        self, payload: bytes, direction: str, extras: Mapping[str, Any]
+    ) -> Request | Response:
+        if direction == "request":
+            return codec.decode_request(payload)
+        return decode_reply(
+            payload, extras["api_key"], extras["api_version"], extras.get("header_version")
+        )
+
+    def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
+        return encode(
+            message,
+            extras.get("api_key"),
+            extras.get("api_version"),
+            extras.get("header_version"),
+        )
+
+    def error_name(self, exc: ProtocolError) -> str | None:
+        return exc.error if isinstance(exc, KafkaError) else None
 
     def from_message(self, message: Any) -> dict[str, Any]:
         return from_message(message)
