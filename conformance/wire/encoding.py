@@ -18,8 +18,9 @@ protocol writes it, so one declaration language serves every binary protocol:
 
 :data:`KAFKA` is Kafka's: big-endian, int16 string lengths, int32 bytes lengths and
 array counts, -1 for null, flexible versions.  Lengths are read strictly: a negative one
-other than the null value is a :class:`~conformance.errors.ProtocolError`, and a value
-that does not fit its prefix is a ValueError when writing.
+other than the null value is a :class:`~conformance.errors.ProtocolError` (unless the
+reader is tolerant, the annotator's walk, which is handed the negative value to report),
+and a value that does not fit its prefix is a ValueError when writing.
 """
 
 from __future__ import annotations
@@ -126,9 +127,17 @@ class Encoding:
         out += uvarint(n) if packed is None else packed.pack(n)
 
     def read_length(
-        self, data: bytes, pos: int, prefix: Prefix, compact: bool, what: str
+        self,
+        data: bytes,
+        pos: int,
+        prefix: Prefix,
+        compact: bool,
+        what: str,
+        *,
+        tolerant: bool = False,
     ) -> tuple[int | None, int]:
-        """The length or count at ``data[pos:]`` (None: null) and the position after it."""
+        """The length or count at ``data[pos:]`` (None: null) and the position after it;
+        ``tolerant`` returns a negative one (not null) instead of refusing it."""
         if compact:
             raw, end = read_uvarint(data, pos, 32, what)
             return (None if raw == 0 else raw - 1), end
@@ -141,7 +150,7 @@ class Encoding:
         (n,) = packed.unpack_from(data, pos)
         if self.null_length is not None and n == self.null_length:
             return None, end
-        if n < 0:
+        if n < 0 and not tolerant:
             raise ProtocolError(f"{what}: negative {int(n)}")
         return int(n), end
 

@@ -4,7 +4,9 @@ A :class:`Message` is a list of :class:`Field` s.  A field has a type, the versi
 exists in, the versions in which it may be null, and (for flexible versions) a tag and
 the versions in which it travels as a tagged field.  From one declaration this module
 encodes and decodes every version, and records the byte span of every field while
-decoding (the frame annotator, :meth:`Message.annotate`); strategies and fuzz layers are
+decoding (the frame annotator, :meth:`Message.annotate`: strict, up to the first fault,
+or *tolerant*, a walk that never raises and follows malformed bytes as far as they go,
+rules in :mod:`conformance.wire.schema_types`); strategies and fuzz layers are
 derived elsewhere (:mod:`conformance.wire.schema_strategies`,
 :mod:`conformance.wire.schema_layers`) from the same objects.
 
@@ -191,24 +193,39 @@ class Message:
         return message
 
     def decode_at(
-        self, data: bytes, version: int, offset: int = 0, spans: list[FieldSpan] | None = None
+        self,
+        data: bytes,
+        version: int,
+        offset: int = 0,
+        spans: list[FieldSpan] | None = None,
+        *,
+        tolerant: bool = False,
     ) -> tuple[dict[str, Any], int]:
-        """The message at ``data[offset:]`` and the offset just after it."""
+        """The message at ``data[offset:]`` and the offset just after it (``spans`` and
+        ``tolerant``: see :meth:`annotate`)."""
         self.check_version(version)
-        r = In(data, offset, spans)
+        r = In(data, offset, spans, tolerant)
         try:
             value = self.body.decode(r, self.ctx(version), "")
         except RecursionError:
             raise ProtocolError(f"{self.name} nests too deeply") from None
         return value, r.pos
 
-    def annotate(self, data: bytes, version: int, offset: int = 0) -> list[FieldSpan]:
-        """Every field of the message at ``data[offset:]`` with its byte span; the fields
-        read before a decoding error, if there is one."""
+    def annotate(
+        self, data: bytes, version: int, offset: int = 0, *, tolerant: bool = False
+    ) -> list[FieldSpan]:
+        """Every field of the message at ``data[offset:]`` with its byte span, in byte
+        order; never raises.  Strict: the fields read before a decoding error, if there is
+        one.  ``tolerant``: a walk over malformed bytes that records a length or count as
+        soon as its prefix is read and stops only at the end of the data, at a length or
+        count that is negative or points past it (the rest of the data is then that
+        field's), or where the layout is lost (a union kind no variant has, a malformed
+        varint, a fault in tagged fields).  On a well-formed message both are the same."""
         spans: list[FieldSpan] = []
         with contextlib.suppress(ProtocolError):
-            self.decode_at(data, version, offset, spans)
-        return sorted(spans, key=lambda s: (s.start, -s.end))
+            self.decode_at(data, version, offset, spans, tolerant=tolerant)
+        # byte order; an empty value (an empty string's) before what begins where it ends
+        return sorted(spans, key=lambda s: (s.start, s.end > s.start, -s.end))
 
 
 def message(

@@ -10,18 +10,25 @@
   ``Sized(UINT32, "u8")`` or a string with a u8 length.
 
 Annotations name the parts ``x size`` and ``x`` (a sized value), ``x.kind`` and
-``x.value`` (a union), with the inner value's own spans.
+``x.value`` (a union), with the inner value's own spans.  A tolerant cursor (the
+annotator's walk, see :mod:`.schema_types`) records a size before its bytes; a size that
+is negative or points past the data makes the rest of the data the value's, and a kind no
+variant has makes it ``x.value``'s, and the walk stops; a fault inside a sized value
+(its value cut short, bytes left over) stops only that value: its size says where the
+walk goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from conformance.annotation import shifted
 from conformance.errors import ProtocolError, TrailingBytes
 from conformance.wire.encoding import Prefix
-from conformance.wire.schema_types import Ctx, In, Type, join, length_span
+from conformance.wire.schema_types import Ctx, In, Type, join, length_span, past, rest
 
 KIND = "kind"
 VALUE = "value"
@@ -53,9 +60,13 @@ class Sized(Type):
 
     def _decode(self, r: In, ctx: Ctx, path: str, read: bool) -> Any:
         start = r.pos
-        n, r.pos = ctx.encoding.read_length(r.data, r.pos, self.prefix, False, f"{path} size")
+        n, r.pos = ctx.encoding.read_length(
+            r.data, r.pos, self.prefix, False, f"{path} size", tolerant=r.tolerant
+        )
         if n is None:
             raise ProtocolError(f"{path}: a null size")
+        if r.tolerant:
+            return self._walk(r, ctx, path, start, n)
         head = r.pos
         body = In(r.take(n, path), 0, [] if read else None)
         value = (self.inner.read if read else self.inner.decode)(body, ctx, path)
@@ -68,7 +79,26 @@ class Sized(Type):
                     plain, self.prefix, f"{path} size", start, head, n, counts=(head, r.pos)
                 )
             )
-            r.spans += [replace(s, start=s.start + head, end=s.end + head) for s in body.spans]
+            r.spans += shifted(body.spans, head)
+        return value
+
+    def _walk(self, r: In, ctx: Ctx, path: str, start: int, n: int) -> Any:
+        """The tolerant read, from just after the size ``n`` (see the module doc)."""
+        assert r.spans is not None
+        head = r.pos
+        counts = (head, min(head + n, len(r.data))) if n >= 0 else None
+        plain = replace(ctx, flexible=False)
+        size = length_span(plain, self.prefix, f"{path} size", start, head, n, counts=counts)
+        r.spans.append(size)
+        if n < 0 or n > r.left:
+            rest(r, path)
+            raise past(f"{path} size", n, start)
+        body = In(r.take(n, path), 0, [], tolerant=True)
+        value = None
+        with contextlib.suppress(ProtocolError):  # a fault stops the value, not the walk
+            value = self.inner.read(body, ctx, path)
+        assert body.spans is not None
+        r.spans += shifted(body.spans, head)
         return value
 
     def min_size(self, ctx: Ctx) -> int:
@@ -113,6 +143,8 @@ class Union(Type):
 
     def read(self, r: In, ctx: Ctx, path: str) -> Any:
         kind = self.tag.read(r, ctx, join(path, KIND))
+        if r.tolerant and kind not in self.variants:
+            rest(r, join(path, VALUE))
         typ = self.variant(kind, path)
         return {KIND: kind, VALUE: typ.read(r, ctx, join(path, VALUE))}
 

@@ -4,6 +4,15 @@ A :class:`Field` is a name, a type and version ranges (:class:`Versions`): the v
 exists in, is nullable in, travels tagged in, and (rarely) is flexible in.  A
 :class:`Struct` writes its fields in order and, in a flexible version, a tagged-field
 section after them; an :class:`Array` writes its count prefix, then its items.
+
+A tolerant cursor (the annotator's walk, see :mod:`.schema_types`) records an array's
+count whatever becomes of its items, with the items it found (a cut-short last one
+included, as far as it went).  A negative count (not null) makes the rest of the data the
+array's and stops the walk; any other count is followed item by item as far as the data
+goes, so a count that points past the data stops the walk inside the item that runs past
+it (at most ``max_items`` items are read: a count above it then makes the rest of the
+data the array's).  Tagged fields are read as strictly as ever: a fault in them stops the
+walk.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any
 
 from conformance.errors import ProtocolError, TrailingBytes, Truncated
 from conformance.plugin import FieldSpan
-from conformance.wire.schema_types import Ctx, In, Type, join, length_span
+from conformance.wire.schema_types import Ctx, In, Type, join, length_span, past, rest
 from conformance.wire.varint import uvarint
 
 UNKNOWN_TAGS = "_unknown_tags"
@@ -237,6 +246,8 @@ class Array(Type):
             self.element.encode(out, item, ctx)
 
     def decode(self, r: In, ctx: Ctx, path: str) -> Any:
+        if r.tolerant:
+            return self._walk(r, ctx, path)
         start = r.pos
         prefix = ctx.encoding.array_count
         n = r.length(ctx, prefix, f"{path} count")
@@ -260,6 +271,39 @@ class Array(Type):
         return items
 
     read = decode  # the items' spans and the count's
+
+    def _walk(self, r: In, ctx: Ctx, path: str) -> Any:
+        """The tolerant read (see the module doc)."""
+        assert r.spans is not None
+        start = r.pos
+        prefix = ctx.encoding.array_count
+        n = r.length(ctx, prefix, f"{path} count")
+        if n is None:
+            return None
+        counted = r.pos
+        items: list[Any] = []
+        bounds: list[tuple[int, int]] = []
+        try:
+            if n < 0:
+                rest(r, path)
+                raise past(f"{path} count", n, start)
+            for i in range(min(n, self.max_items)):
+                a, mark = r.pos, len(r.spans)
+                try:
+                    items.append(self.element.read(r, ctx, f"{path}[{i}]"))
+                except ProtocolError:
+                    if len(r.spans) > mark:  # the item cut short, as far as it went
+                        bounds.append((a, max(s.end for s in r.spans[mark:])))
+                    raise
+                bounds.append((a, r.pos))
+            if n > self.max_items:
+                rest(r, path)
+                raise past(f"{path} count", n, start)
+        finally:
+            r.spans.append(
+                length_span(ctx, prefix, f"{path} count", start, counted, n, items=tuple(bounds))
+            )
+        return items
 
 
 def _encode_field(out: bytearray, fl: Field, value: Any, ctx: Ctx) -> None:

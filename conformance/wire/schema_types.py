@@ -16,7 +16,12 @@ and :mod:`.schema_fields` (structs and arrays, which hold fields).  ``decode`` r
 the value; ``read`` does the same and also appends the
 :class:`~conformance.plugin.FieldSpan` of every part when the cursor collects spans (the
 frame annotator): a fixed-width length names the bytes it counts, in the encoding's byte
-order and sign, so the minimizer can rewrite it.
+order and sign, so the minimizer can rewrite it.  A *tolerant* cursor (the annotator's
+walk over malformed bytes, ``Message.annotate(..., tolerant=True)``) reads a string or
+bytes differently: its length's span goes in as soon as the prefix is read; a length that
+is negative (not null) or runs past the data makes the rest of the data that field's and
+stops the walk; bytes that are not UTF-8 are shown with replacement characters and the
+walk goes on.
 """
 
 from __future__ import annotations
@@ -45,14 +50,18 @@ class Ctx:
 
 
 class In:
-    """A bounds-checked cursor; ``spans`` collects the annotation when asked for."""
+    """A bounds-checked cursor; ``spans`` collects the annotation when asked for, and a
+    ``tolerant`` one walks malformed bytes as far as they go (see the module doc)."""
 
-    __slots__ = ("data", "pos", "spans")
+    __slots__ = ("data", "pos", "spans", "tolerant")
 
-    def __init__(self, data: bytes, pos: int, spans: list[FieldSpan] | None) -> None:
+    def __init__(
+        self, data: bytes, pos: int, spans: list[FieldSpan] | None, tolerant: bool = False
+    ) -> None:
         self.data = data
         self.pos = pos
         self.spans = spans
+        self.tolerant = tolerant and spans is not None
 
     def take(self, n: int, what: str) -> bytes:
         end = self.pos + n
@@ -78,7 +87,10 @@ class In:
         return value
 
     def length(self, ctx: Ctx, prefix: Prefix, what: str) -> int | None:
-        n, self.pos = ctx.encoding.read_length(self.data, self.pos, prefix, ctx.flexible, what)
+        """A length or count; a tolerant cursor also returns a negative one."""
+        n, self.pos = ctx.encoding.read_length(
+            self.data, self.pos, prefix, ctx.flexible, what, tolerant=self.tolerant
+        )
         return n
 
     @property
@@ -108,6 +120,21 @@ def length_span(
     signed = ctx.flexible or prefix.startswith("i")
     order = ctx.encoding.byte_order
     return FieldSpan(name, start, end, value, order=order, signed=signed, **structure)
+
+
+def rest(r: In, path: str) -> None:
+    """Where a tolerant walk stops: the rest of the data is ``path``'s (its raw bytes)."""
+    if r.spans is not None:
+        r.spans.append(FieldSpan(path, r.pos, len(r.data), shown(r.data[r.pos :])))
+    r.pos = len(r.data)
+
+
+def past(what: str, n: int, at: int) -> ProtocolError:
+    """The error a tolerant walk stops with at a length or count ``n`` (read at ``at``)
+    that is negative or points past the data."""
+    if n < 0:
+        return ProtocolError(f"{what}: negative {n} at offset {at}")
+    return Truncated(f"{what}: {n} at offset {at} runs past the data")
 
 
 # ------------------------------------------------------------------------- types
@@ -254,6 +281,8 @@ class _Sized(Type):
         return None if n is None else self.from_bytes(r.take(n, path), path)
 
     def read(self, r: In, ctx: Ctx, path: str) -> Any:
+        if r.tolerant:
+            return self._walk(r, ctx, path)
         start = r.pos
         value = self.decode(r, ctx, path)
         if r.spans is None:
@@ -268,6 +297,29 @@ class _Sized(Type):
             r.spans.append(
                 length_span(ctx, prefix, f"{path} length", start, head, size, counts=(head, r.pos))
             )
+        r.spans.append(FieldSpan(path, head, r.pos, shown(value)))
+        return value
+
+    def _walk(self, r: In, ctx: Ctx, path: str) -> Any:
+        """The tolerant read: the spans of the strict one, the length's recorded before
+        its bytes are looked at (see the module doc)."""
+        assert r.spans is not None
+        start, prefix = r.pos, self.prefix_of(ctx.encoding)
+        n = r.length(ctx, prefix, f"{path} length")
+        head = r.pos
+        if n is None:
+            r.spans.append(FieldSpan(path, start, head, None))
+            return None
+        counts = (head, min(head + n, len(r.data))) if n >= 0 else None
+        r.spans.append(length_span(ctx, prefix, f"{path} length", start, head, n, counts=counts))
+        if n < 0 or n > r.left:
+            rest(r, path)
+            raise past(f"{path} length", n, start)
+        data = r.take(n, path)
+        try:
+            value = self.from_bytes(data, path)
+        except ProtocolError:  # not UTF-8: shown as well as it can be, and the walk goes on
+            value = data.decode("utf-8", "replace")
         r.spans.append(FieldSpan(path, head, r.pos, shown(value)))
         return value
 
