@@ -1,18 +1,20 @@
-"""The tolerant batch walk, the Cursus frame annotator built on it, and the minimizer's
-structural shrinks derived from the annotation (:func:`conformance.fuzz.shrink.shrinks`)."""
+"""The Cursus frame annotator, whose batch part is the tolerant annotation of ``BATCH``
+(the schema's walk over a batch's bytes, under this annotator's names), and the
+minimizer's structural shrinks derived from it (:func:`conformance.fuzz.shrink.shrinks`)."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.fuzz.shrink import shrinks
+from conformance.plugin import FieldSpan
 from conformance.protocols.cursus import codec, strategies
-from conformance.protocols.cursus.annotate import annotate
-from conformance.protocols.cursus.messages import Batch
-from conformance.protocols.cursus.walk import walk
+from conformance.protocols.cursus.annotate import annotate, batch_spans
+from conformance.protocols.cursus.messages import BATCH, Batch, Message
 
 
 def smaller(payload: bytes) -> list[bytes]:
@@ -20,25 +22,47 @@ def smaller(payload: bytes) -> list[bytes]:
 
 
 @given(strategies.batches())
-def test_walk_of_a_valid_batch_finds_every_field(batch: Batch) -> None:
+def test_the_annotation_of_a_valid_batch_finds_every_field(batch: Batch) -> None:
     data = codec.encode_batch(batch)
-    found = walk(data)
-    assert found is not None and found.complete
-    assert len(found.messages()) == len(batch.messages)
-    assert found.spans[-1].end == len(data)
-    count = found.field("message_count")
-    assert count is not None and count.value == len(batch.messages)
+    spans = annotate(data)
+    assert max(s.end for s in spans) == len(data)
+    count = next(s for s in spans if s.name == "message_count")
+    assert count.value == len(batch.messages) and len(count.items) == len(batch.messages)
+    assert batch_spans(data) == BATCH.annotate(data, 0)  # tolerant is strict when well formed
 
 
 @given(st.binary(max_size=300))
-def test_walk_never_raises(data: bytes) -> None:
-    found = walk(b"\xba\x7c" + data)
-    assert found is not None
-    assert all(0 <= s.start <= s.end <= len(data) + 2 for s in found.spans)
+def test_the_batch_annotation_never_raises(data: bytes) -> None:
+    spans = annotate(b"\xba\x7c" + data)
+    assert spans and all(0 <= s.start <= s.end <= len(data) + 2 for s in spans)
 
 
-def test_walk_is_none_for_text() -> None:
-    assert walk(b"LIST") is None
+def test_text_is_no_batch() -> None:
+    assert batch_spans(b"LIST") is None
+    assert [s.name for s in annotate(b"LIST")] == ["command"]
+
+
+def test_a_cut_short_batch_is_annotated_as_far_as_its_bytes_go() -> None:
+    data = codec.encode_batch(Batch("t", "0", "1", messages=(Message(payload=b"hello"),)))
+    at = data.index(b"hello")
+    spans = {s.name: s for s in annotate(data[: at + 2])}
+    assert spans["message[0].payload.len"].value == 5
+    assert spans["message[0].payload.len"].counts == (at, at + 2)
+    assert spans["message[0].payload"] == FieldSpan("message[0].payload", at, at + 2, "he")
+    assert spans["message_count"].items == ((32, at + 2),)  # the message, as far as it went
+    assert "message[0].event_type.len" not in spans
+
+
+def test_a_negative_payload_len_spans_the_rest_of_the_batch() -> None:
+    data = codec.encode_batch(Batch("t", "0", "1", messages=(Message(payload=b"hi"),) * 2))
+    at = data.index(b"hi") - 4
+    bad = data[:at] + struct.pack(">i", -2) + data[at + 4 :]
+    spans = annotate(bad)
+    assert spans[-2:] == [
+        FieldSpan("message[0].payload.len", at, at + 4, -2, signed=True),
+        FieldSpan("message[0].payload", at + 4, len(bad), spans[-1].value),
+    ]
+    assert next(s for s in spans if s.name == "message_count").items == ((32, len(bad)),)
 
 
 @given(strategies.batches(max_messages=3))

@@ -8,9 +8,10 @@ shape of a Cursus message comes from the declarations in this module:
   the document; it is a ``doc``-revision convention of the reference broker (a way
   to read back a committed offset), marked ``convention=True``.
 * ``BATCH``: the binary batch ("Batch message format"), a message of the schema
-  machinery (:mod:`conformance.wire.schema`) in Cursus's encoding ``CURSUS``;
+  machinery (:mod:`conformance.wire.schema`) in Cursus's encoding ``CURSUS``, from
+  which the frame annotator (its tolerant annotation) and the scapy layers are derived;
   ``BATCH_HEADER`` / ``MESSAGE_FIELDS`` are its layout read off it, field by field with
-  the wire type of each, for the codec, the tolerant walk and the scapy layers.
+  the wire type of each, for the codec (the layers take their field names from it).
 * ``BatchAck``: the JSON reply to a batch ("Batch acknowledgement").
 """
 

@@ -21,8 +21,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from conformance.plugin import QuirkSpec, UnknownQuirk
+from conformance.protocols.cursus.annotate import has_negative_payload_len
 from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
-from conformance.protocols.cursus.walk import has_negative_payload_len
 
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
