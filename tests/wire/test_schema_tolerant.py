@@ -10,6 +10,8 @@ overlong one makes the rest of the data that field's and stops the walk.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -189,6 +191,16 @@ def test_an_overlong_count_is_followed_as_far_as_the_data_goes() -> None:
     assert "notes count" not in many
     # the minimizer can still drop an item of an overlong count (the count rewritten)
     assert any(len(v) == len(data) - 13 for v in shrinks(data, walk(data)))
+
+
+def test_a_length_or_count_keeps_the_byte_order_and_sign_the_minimizer_writes() -> None:
+    little = replace(REPORT, encoding=replace(PROBE, name="probe-le", byte_order="little"))
+    wire = little.encode(REPORT.decode(WIRE, 0), 0)
+    named = by_name(walk(wire[:30], little))  # cut inside notes[0]
+    count = named["notes count"]
+    assert (count.order, count.signed, count.encode(1)) == ("little", True, b"\x01\0\0\0")
+    assert count.items == ((24, 30),)
+    assert named["title length"].encode(0) == b"\0\0"
 
 
 def test_a_kind_no_variant_has_makes_the_rest_of_the_data_the_union_s_value() -> None:
