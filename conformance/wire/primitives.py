@@ -13,23 +13,13 @@ import struct
 from typing import Literal
 
 from conformance.errors import ProtocolError, TrailingBytes, Truncated
+from conformance.wire.encoding import FORMATS
 
 ByteOrder = Literal[">", "<"]
 
-_FORMATS = {
-    "u8": "B",
-    "i8": "b",
-    "u16": "H",
-    "i16": "h",
-    "u32": "I",
-    "i32": "i",
-    "u64": "Q",
-    "i64": "q",
-}
-
 
 def _struct(order: ByteOrder, kind: str) -> struct.Struct:
-    return struct.Struct(order + _FORMATS[kind])
+    return struct.Struct(order + FORMATS[kind])
 
 
 class Reader:
