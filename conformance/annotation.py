@@ -8,9 +8,11 @@ these helpers take care of both, so that a report or a wire log never breaks ove
 * :func:`annotate_payload` never raises: an annotator that does gives a plain summary
   (the payload's size) and no fields;
 * :func:`annotate_frame` reads ``data`` as one whole frame when the protocol's framing
-  says it is one (summary ``frame: <the payload's>``; its framing bytes become a
-  ``length`` field before the payload, or a ``terminator`` after it), else as raw bytes
-  (summary ``raw N bytes``: a split or lying frame) whose fields are read as a payload.
+  says it is one (summary ``frame: <the payload's>``), else as raw bytes (summary ``raw N
+  bytes``: a split or lying frame) whose fields are read as a payload.  A framing puts
+  one block of bytes into its payload: before it (a ``length`` field), after it (a
+  ``terminator``), or inside it (``framing``: Iggy's reply length, after its status); the
+  payload's fields are moved past that block.
 """
 
 from __future__ import annotations
@@ -43,17 +45,30 @@ def annotate_frame(
         raw = annotate_payload(plugin, data, direction, earlier)
         return Annotation(f"raw {len(data)} bytes", raw.fields)
     payload = frames[0]
-    if not payload:
-        return Annotation("an empty frame", [FieldSpan("framing", 0, len(data), "an empty frame")])
     read = annotate_payload(plugin, payload, direction, earlier)
     summary = f"frame: {read.summary}"
-    if data.startswith(payload):  # framing after the payload: a line's terminator
-        tail = FieldSpan("terminator", len(payload), len(data), data[len(payload) :])
-        return Annotation(summary, [*read.fields, tail])
-    head = len(data) - len(payload)  # framing before it: a length prefix, a header
-    return Annotation(
-        summary, [FieldSpan("length", 0, head, len(payload)), *shifted(read.fields, head)]
-    )
+    if not payload:
+        return Annotation(summary, [FieldSpan("framing", 0, len(data), "an empty frame")])
+    at, size = _inserted(plugin, data, payload, direction)
+    name = "length" if at == 0 else "terminator" if at == len(payload) else "framing"
+    value: object = data[at : at + size] if name == "terminator" else len(payload)
+    before = [s for s in read.fields if s.end <= at]
+    after = [s for s in read.fields if s.end > at]
+    block = FieldSpan(name, at, at + size, value)
+    return Annotation(summary, [*before, block, *shifted(after, size)])
+
+
+def _inserted(plugin: Plugin, frame: bytes, payload: bytes, direction: str) -> tuple[int, int]:
+    """Where the framing's bytes sit in ``frame``, and how many there are: the bytes that
+    stay the same when the framing frames the payload with every byte flipped (a length
+    depends on the payload's size only, never on its content).  A framing whose bytes are
+    not one block is taken to put them first."""
+    size = len(frame) - len(payload)
+    flipped = plugin.framing.frame(bytes(b ^ 0xFF for b in payload), direction)
+    same = [i for i in range(min(len(frame), len(flipped))) if frame[i] == flipped[i]]
+    if len(flipped) == len(frame) and same and same == list(range(same[0], same[0] + size)):
+        return same[0], size
+    return 0, size
 
 
 def shifted(spans: Sequence[FieldSpan], by: int) -> list[FieldSpan]:

@@ -13,7 +13,8 @@ identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
                    frame, deframer per direction, the frame limit)
 ``probe_request``  a harmless request payload any live target answers
 ``annotate``       the **annotator**: a frame payload going in a direction, given the
-                   requests sent before it on the connection (newest last), read as a
+                   requests sent before it (newest last; in the suite, those of every
+                   connection of the case, as a request id may be needed), read as a
                    one-line summary and its fields with byte spans (:class:`Annotation`);
                    for wire logs, reports and the fuzzer's structural minimizer
 ``error_codes``    which field of a reply holds an error code and how each code is named
@@ -106,10 +107,6 @@ class ErrorCodes:
     field: str
     """The last part of the name of a field holding an error code (``error_code``)."""
     names: Mapping[int, str]
-
-    def name(self, code: int) -> str:
-        """``UNKNOWN_TOPIC_OR_PARTITION (3)``; an unknown code is named as unknown."""
-        return f"{self.names.get(code, 'unknown error')} ({code})"
 
 
 # ------------------------------------------------------------------------- quirks
@@ -263,8 +260,9 @@ class Plugin:
     error_codes: ErrorCodes | None = None
     quirks: Mapping[str, QuirkSpec] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
-    opening: Callable[[Mapping[str, Any]], Opening | None] | None = None
-    """Given the option values, a fresh opener for a new connection (None: nothing)."""
+    opening: Callable[[Mapping[str, Any]], Opening] | None = None
+    """Given the option values, a fresh opener for a new connection (None: a connection's
+    first request is a real one)."""
     vector_dir: Path | None = None
     """Where the golden vectors are; default ``vectors/<name>/`` at the repository root."""
 

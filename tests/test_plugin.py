@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pytest
 
 from conformance import plugin as contract
 from conformance import protocols
-from conformance.annotation import annotate_frame, annotate_payload
+from conformance.annotation import annotate_frame, annotate_payload, shifted
 from conformance.fuzz.shrink import shrinks
 from conformance.options import Option, option_values, public, serve_args
 from conformance.plugin import Annotation, FieldSpan, Opening, SessionRefused, open_session
-from conformance.wire.framing import LengthPrefixFraming, LineDeframer, LineFraming
+from conformance.wire.framing import Deframer, LengthPrefixFraming, LineFraming
 from tests.toy.plugin import PLUGIN as TOY
 
 CURSUS = protocols.get("cursus")
@@ -91,38 +92,74 @@ def test_an_annotator_that_raises_gives_a_plain_summary() -> None:
     assert read == Annotation("reply (2 bytes)", [])
 
 
-REQUESTS = LengthPrefixFraming(limit=10)
+class StatusFirstDeframer:
+    """Replies ``[u32 LE status][u32 LE length][payload]``, read as ``status + payload``."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    error = None
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out = []
+        while len(self._buf) >= 8:
+            size = int.from_bytes(self._buf[4:8], "little")
+            if len(self._buf) < 8 + size:
+                break
+            out.append(self._buf[:4] + self._buf[8 : 8 + size])
+            self._buf = self._buf[8 + size :]
+        return out
+
+
+REQUESTS = LengthPrefixFraming(limit=100, order="little")
 
 
 @dataclass(frozen=True)
 class StatusFirst:
-    """Replies framed unlike requests: a line each way back, a length prefix there."""
+    """Iggy's shape: requests behind a length, replies with a status before their length."""
 
-    limit: int = 10
+    limit: int = 100
     requests: LengthPrefixFraming = REQUESTS
 
     def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
         if direction == "reply":
-            return payload + b"\n"
+            size = len(payload) - 4 if length is None else length
+            return payload[:4] + size.to_bytes(4, "little") + payload[4:]
         return self.requests.frame(payload, direction, length)
 
-    def deframer(self, direction: str = "request") -> LineDeframer | object:
+    def deframer(self, direction: str = "request") -> Deframer:
         if direction == "reply":
-            return LineDeframer(max_line=self.limit)
+            return StatusFirstDeframer()
         return self.requests.deframer(direction)
 
 
+def status_words(payload: bytes, direction: str, earlier: Sequence[bytes]) -> Annotation:
+    """The status first, then the words of the rest (a stand-in for Iggy's annotator)."""
+    status = FieldSpan("status", 0, 4, int.from_bytes(payload[:4], "little"))
+    words = annotate_payload(CURSUS, payload[4:], "reply").fields
+    return Annotation(f"status {status.value}", [status, *shifted(words, 4)])
+
+
 def test_replies_use_their_own_framing_when_the_protocol_has_one() -> None:
-    status_first = replace(CURSUS, framing=StatusFirst())
-    assert status_first.framing.frame(b"OK", "reply") == b"OK\n"
-    assert status_first.framing.frame(b"OK", "request") == b"\x00\x00\x00\x02OK"
-    assert status_first.framing.deframer("reply").feed(b"OK\n") == [b"OK"]
-    assert names(annotate_frame(status_first, b"OK\n", "reply"))[-1] == ("terminator", 2, 3)
+    iggy_like = replace(CURSUS, framing=StatusFirst(), annotate=status_words)
+    wire = b"\x03\x00\x00\x00" + b"\x06\x00\x00\x00" + b"OK t=1 x"
+    assert iggy_like.framing.deframer("reply").feed(wire[:9]) == []
+    assert iggy_like.framing.deframer("reply").feed(wire) == [b"\x03\x00\x00\x00OK t=1"]
+    assert iggy_like.framing.frame(b"\x03\x00\x00\x00OK t=1", "reply") == wire[:-2]
+    assert iggy_like.framing.frame(b"OK", "request") == b"\x02\x00\x00\x00OK"
+    read = annotate_frame(iggy_like, wire[:-2], "reply")
+    assert read.summary == "frame: status 3"
+    assert names(read) == [("status", 0, 4), ("framing", 4, 8), ("word0", 8, 10), ("word1", 10, 14)]
     assert CURSUS.framing.deframer("reply").feed(b"\x00\x00\x00\x02OK") == [b"OK"]
 
 
 def test_a_length_override_is_written_as_claimed() -> None:
-    framing = LengthPrefixFraming(limit=100, order="<", includes_self=True)
+    framing = LengthPrefixFraming(limit=100, order="little", includes_self=True)
     assert framing.frame(b"ab") == b"\x06\x00\x00\x00ab"
     assert framing.frame(b"ab", length=-1) == b"\xff\xff\xff\xffab"
     assert framing.deframer().feed(framing.frame(b"ab")) == [b"ab"]

@@ -141,8 +141,9 @@ class Fuzzing(Protocol):
 
 @dataclass
 class FuzzProtocol:
-    """A protocol as the fuzzer drives it: the plug-in (at one revision, with the ``fuzz``
-    option values) and its fuzzing part, behind the few calls the harness makes."""
+    """A protocol as the fuzzer drives it: the plug-in (with the ``fuzz`` option values)
+    and its fuzzing part, behind the few calls the harness makes.  Every revision of a
+    protocol frames and annotates alike today, so a revision is only checked, not kept."""
 
     plugin: Plugin
     part: Fuzzing
@@ -212,8 +213,9 @@ class FuzzProtocol:
         """A request payload's fields (the minimizer's structural cuts come from them)."""
         return annotate_payload(self.plugin, payload, "request").fields
 
-    def describe(self, payload: bytes) -> str:
-        return annotate_payload(self.plugin, payload, "reply").summary
+    def describe(self, payload: bytes, earlier: Sequence[bytes] = ()) -> str:
+        """A reply's one-line summary, read as the answer to the requests in ``earlier``."""
+        return annotate_payload(self.plugin, payload, "reply", earlier).summary
 
     def requirement(self, finding: str, case: FuzzCase, answered: int = 0) -> str:
         """The requirement a finding of class ``finding`` on ``case`` breaks

@@ -444,16 +444,12 @@ class Canary:
             self.checks += 1
             value = f"canary {self.tag} #{self.checks}".encode()
             try:
-                (reply,) = exchange(
-                    self.proto,
-                    self.host,
-                    self.port,
-                    [self.proto.canary_produce([value])],
-                    self.deadline,
-                )
+                produce = self.proto.canary_produce([value])
+                (reply,) = exchange(self.proto, self.host, self.port, [produce], self.deadline)
                 offset = self.proto.canary_acked(reply)
                 if offset is None:
-                    return f"the canary write was refused: {self.proto.describe(reply)}"
+                    said = self.proto.describe(reply, [produce])
+                    return f"the canary write was refused: {said}"
                 self.acked[offset] = value
                 return self._verify()
             except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:

@@ -1,6 +1,6 @@
 """Structural shrinking: smaller variants of a payload, read off its annotation.
 
-The minimizer (:mod:`conformance.fuzz.findings`) first tries cuts that keep a payload
+The minimizer (:mod:`conformance.fuzz.minimize`) first tries cuts that keep a payload
 well formed, found from the fields the protocol's annotator names
 (:class:`conformance.plugin.FieldSpan`): an item of a counted list dropped with its count
 rewritten, a length-counted field emptied with its length rewritten to 0, a droppable span

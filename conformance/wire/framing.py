@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from conformance.errors import FrameTooLarge, ProtocolError
 from conformance.wire.primitives import ByteOrder
@@ -55,7 +55,13 @@ class Deframer(Protocol):
 
 
 class Framing(Protocol):
-    """How a protocol's frames travel, both ways."""
+    """How a protocol's frames travel, both ways.
+
+    A frame's *payload* is everything but the bytes that delimit it (a length prefix, a
+    line's terminator): a header the protocol puts before its length stays in the payload.
+    An Iggy reply, ``[u32 status][u32 length][payload]``, is read as the payload
+    ``status + payload`` (the deframer drops only the length), so the annotator, the
+    session opener, the canary and the reports all see the status."""
 
     @property
     def limit(self) -> int:
@@ -147,36 +153,45 @@ class LengthPrefixDeframer:
             return value - 4
         return value
 
-    def frame(self, payload: bytes) -> bytes:
-        """The wire form of ``payload`` under this deframer's rules."""
-        value = len(payload) + (4 if self._includes_self else 0)
-        return self._fmt.pack(value) + payload
 
-
-def frame_u32(payload: bytes, *, order: ByteOrder = ">", includes_self: bool = False) -> bytes:
-    """Prefix ``payload`` with its u32 length."""
-    value = len(payload) + (4 if includes_self else 0)
-    return struct.pack(order + "I", value) + payload
+def frame_u32(
+    payload: bytes,
+    *,
+    order: ByteOrder = ">",
+    includes_self: bool = False,
+    length: int | None = None,
+) -> bytes:
+    """Prefix ``payload`` with its u32 length; ``length`` (for the fuzzer) overrides the
+    value written, as its 32-bit two's complement when negative."""
+    value = len(payload) + (4 if includes_self else 0) if length is None else length
+    return struct.pack(order + "I", value & 0xFFFFFFFF) + payload
 
 
 @dataclass(frozen=True)
 class LengthPrefixFraming:
     """Frames behind a u32 length, the same both ways (Cursus, Kafka, mini-Kafka).
 
-    ``includes_self``: the length counts its own four bytes.  A ``length`` override is
-    written as its 32-bit two's complement, so a fuzzer can claim a negative size."""
+    ``order`` is spelled as an :class:`~conformance.wire.encoding.Encoding` spells it
+    (``big`` or ``little``); ``includes_self``: the length counts its own four bytes.  A
+    ``length`` override is written as its 32-bit two's complement, so a fuzzer can claim a
+    negative size."""
 
     limit: int
-    order: ByteOrder = ">"
+    order: Literal["big", "little"] = "big"
     includes_self: bool = False
 
+    @property
+    def _struct_order(self) -> ByteOrder:
+        return ">" if self.order == "big" else "<"
+
     def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
-        value = len(payload) + (4 if self.includes_self else 0) if length is None else length
-        return struct.pack(self.order + "I", value & 0xFFFFFFFF) + payload
+        return frame_u32(
+            payload, order=self._struct_order, includes_self=self.includes_self, length=length
+        )
 
     def deframer(self, direction: str = "request") -> LengthPrefixDeframer:
         return LengthPrefixDeframer(
-            order=self.order, includes_self=self.includes_self, max_frame=self.limit
+            order=self._struct_order, includes_self=self.includes_self, max_frame=self.limit
         )
 
 

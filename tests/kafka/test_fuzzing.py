@@ -1,4 +1,4 @@
-"""The Kafka fuzz plug-in: a deterministic pool of valid requests, mutators that do what
+"""The Kafka fuzzing part: a deterministic pool of valid requests, mutators that do what
 they say to the structure the schemas declare, the canary round trip against the
 reference broker, and campaigns: a clean broker has no finding, a broker that panics on
 a negative partition index (as pgcdc does) is found and the reproducer replays."""

@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from conformance.protocols.kafka import plugin
 from conformance.protocols.kafka.apis import APIS, Api
 from conformance.protocols.kafka.context import REVISIONS
 from conformance.protocols.kafka.handlers import HANDLERS
@@ -99,10 +98,6 @@ def _advertised() -> dict[str, list[dict[str, Any]]]:
 
 def test_the_handler_table_matches_the_api_registry() -> None:
     assert table_breaches(HANDLERS, APIS, _advertised()) == []
-
-
-def test_the_broker_and_the_plugin_name_the_same_revisions() -> None:
-    assert REVISIONS == plugin.REVISIONS
 
 
 # ----------------------------------------------------------------- planted breaches

@@ -1,4 +1,4 @@
-"""The toy protocol: codec, broker front-end, session opener, fuzz plug-in (sans-IO)."""
+"""The toy protocol: codec, broker front-end, session opener, fuzzing part (sans-IO)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ LIMIT = 1 << 20
 CANARY = "__canary"
 
 
-FRAMING = LengthPrefixFraming(limit=LIMIT, order="<", includes_self=True)
+FRAMING = LengthPrefixFraming(limit=LIMIT, order="little", includes_self=True)
 
 
 def new_deframer() -> LengthPrefixDeframer:

@@ -9,7 +9,12 @@ import struct
 import pytest
 
 from conformance.errors import FrameTooLarge, ProtocolError
-from conformance.wire.framing import LengthPrefixDeframer, LineDeframer, frame_u32
+from conformance.wire.framing import (
+    LengthPrefixDeframer,
+    LengthPrefixFraming,
+    LineDeframer,
+    frame_u32,
+)
 from conformance.wire.primitives import ByteOrder
 
 LAYOUTS = [(">", False), (">", True), ("<", False), ("<", True)]
@@ -39,7 +44,11 @@ def deframer(order: ByteOrder, includes_self: bool, max_frame: int = 4096) -> Le
 def test_frame_u32_layout(order: ByteOrder, includes_self: bool, expected: str) -> None:
     wire = frame_u32(b"abc", order=order, includes_self=includes_self)
     assert wire == bytes.fromhex(expected.replace(" ", ""))
-    assert deframer(order, includes_self).frame(b"abc") == wire
+    framing = LengthPrefixFraming(
+        limit=4096, order="big" if order == ">" else "little", includes_self=includes_self
+    )
+    assert framing.frame(b"abc") == wire
+    assert framing.deframer().feed(wire) == [b"abc"]
 
 
 # ------------------------------------------------------ LengthPrefixDeframer
@@ -48,7 +57,7 @@ def test_frame_u32_layout(order: ByteOrder, includes_self: bool, expected: str) 
 @pytest.mark.parametrize(("order", "includes_self"), LAYOUTS)
 def test_frames_come_out_whole(order: ByteOrder, includes_self: bool) -> None:
     d = deframer(order, includes_self)
-    stream = b"".join(d.frame(p) for p in PAYLOADS)
+    stream = b"".join(frame_u32(p, order=order, includes_self=includes_self) for p in PAYLOADS)
     assert d.feed(stream) == PAYLOADS
     assert d.buffered == 0
 
@@ -56,7 +65,7 @@ def test_frames_come_out_whole(order: ByteOrder, includes_self: bool) -> None:
 @pytest.mark.parametrize(("order", "includes_self"), LAYOUTS)
 def test_frames_come_out_byte_at_a_time(order: ByteOrder, includes_self: bool) -> None:
     d = deframer(order, includes_self)
-    stream = b"".join(d.frame(p) for p in PAYLOADS)
+    stream = b"".join(frame_u32(p, order=order, includes_self=includes_self) for p in PAYLOADS)
     got: list[bytes] = []
     for i in range(len(stream)):
         got += d.feed(stream[i : i + 1])

@@ -57,7 +57,7 @@ from conformance.protocols.cursus.messages import (
     TextReply,
     TopicList,
 )
-from conformance.wire.framing import LengthPrefixDeframer, frame_u32
+from conformance.wire.framing import LengthPrefixDeframer, LengthPrefixFraming
 from conformance.wire.primitives import Reader, Writer, decode_utf8
 
 MAGIC_BYTES = MAGIC.to_bytes(2, "big")
@@ -79,13 +79,18 @@ class CursusError(ProtocolError):
 # --------------------------------------------------------------------- framing
 
 
+FRAMING = LengthPrefixFraming(limit=FRAME_LIMIT)
+"""Every Cursus frame, both ways: a big-endian u32 length that does not count itself."""
+
+
 def new_deframer(max_frame: int = FRAME_LIMIT) -> LengthPrefixDeframer:
-    """A deframer for Cursus frames (big-endian u32, length excludes itself)."""
+    """A deframer for Cursus frames, ``max_frame`` the largest length it takes (the
+    broker's, which a quirk may move)."""
     return LengthPrefixDeframer(order=">", includes_self=False, max_frame=max_frame)
 
 
 def frame(payload: bytes) -> bytes:
-    return frame_u32(payload, order=">", includes_self=False)
+    return FRAMING.frame(payload)
 
 
 # --------------------------------------------------------------- text commands
@@ -437,14 +442,8 @@ PROBE_REQUEST = frame(b"LIST")
 
 
 def describe(direction: str, payload: bytes) -> str:
-    """A one-line summary of a frame payload for wire logs (never raises).
-
-    What we send is logged as raw bytes: a whole frame is described by its payload,
-    anything else (a split or lying frame) as raw bytes."""
-    if direction == "send":
-        if len(payload) >= 4 and int.from_bytes(payload[:4], "big") == len(payload) - 4:
-            return "frame: " + describe("recv", payload[4:])
-        return f"raw {len(payload)} bytes"
+    """A one-line summary of a frame payload for wire logs (never raises); a Cursus
+    payload reads the same either way, so ``direction`` does not matter."""
     if not payload:
         return "empty frame"
     if is_batch(payload):

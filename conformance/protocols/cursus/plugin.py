@@ -15,9 +15,8 @@ from conformance.options import Option
 from conformance.plugin import Annotation, Plugin, ServeConfig
 from conformance.protocols.cursus import annotate as fields
 from conformance.protocols.cursus import codec
-from conformance.protocols.cursus.messages import DEFAULT_PORT, FRAME_LIMIT
+from conformance.protocols.cursus.messages import DEFAULT_PORT
 from conformance.protocols.cursus.quirks import QUIRKS
-from conformance.wire.framing import LengthPrefixFraming
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -94,7 +93,7 @@ PLUGIN = Plugin(
     revisions=("doc",),
     default_revision="doc",
     default_port=DEFAULT_PORT,
-    framing=LengthPrefixFraming(limit=FRAME_LIMIT),
+    framing=codec.FRAMING,
     probe_request=b"LIST",
     annotate=annotate,
     frontend=_frontend,

@@ -22,7 +22,7 @@ Kafka's rule (v1 for flexible versions, ApiVersions excepted).  Both serve the s
 
 What the handlers are given and may answer (:class:`Broker`, :class:`KafkaConfig`,
 :data:`NO_RESPONSE`, :class:`Wait` ...) lives in :mod:`.context`, which the handlers
-import instead of this module; it is re-exported here.
+import instead of this module; the plug-in finds :class:`KafkaConfig` here too.
 """
 
 from __future__ import annotations
@@ -39,13 +39,8 @@ from conformance.protocols.kafka import codec, quirks
 from conformance.protocols.kafka.apis import API_VERSIONS_KEY, APIS
 from conformance.protocols.kafka.codec import KafkaError, Request
 from conformance.protocols.kafka.context import (
-    CLOSE,
-    NO_RESPONSE,
-    NODE_ID,
-    Answer,
     Broker,
     Close,
-    Handler,
     KafkaConfig,
     NoResponse,
     Wait,
@@ -56,19 +51,7 @@ from conformance.protocols.kafka.handlers.api_versions import supported
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
 
-__all__ = [
-    "API_VERSIONS_KEY",
-    "CLOSE",
-    "NODE_ID",
-    "NO_RESPONSE",
-    "Answer",
-    "Broker",
-    "Handler",
-    "KafkaConfig",
-    "KafkaFrontend",
-    "KafkaSession",
-    "Wait",
-]
+__all__ = ["KafkaConfig", "KafkaFrontend", "KafkaSession"]
 
 log = logging.getLogger("conformance.kafka")
 

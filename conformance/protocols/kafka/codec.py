@@ -30,7 +30,7 @@ from conformance.protocols.kafka.apis import (
     request_header_version,
     response_header_version,
 )
-from conformance.wire.framing import LengthPrefixDeframer
+from conformance.wire.framing import LengthPrefixDeframer, LengthPrefixFraming
 
 MAX_FRAME = 100 * 1024 * 1024
 """The largest request a broker reads (Kafka's socket.request.max.bytes default)."""
@@ -79,15 +79,18 @@ class Request:
 # --------------------------------------------------------------------- framing
 
 
+FRAMING = LengthPrefixFraming(limit=MAX_FRAME)
+"""Every Kafka frame, both ways: an int32 size that does not count itself."""
+
+
 def new_deframer() -> LengthPrefixDeframer:
-    return LengthPrefixDeframer(order=">", includes_self=False, max_frame=MAX_FRAME)
+    return FRAMING.deframer()
 
 
 def frame(payload: bytes, length: int | None = None) -> bytes:
     """``payload`` behind its int32 size (``length`` overrides the size, for the fuzzer:
     any value that fits 32 bits, written as its two's complement when negative)."""
-    n = len(payload) if length is None else length
-    return (n & 0xFFFFFFFF).to_bytes(4, "big") + payload
+    return FRAMING.frame(payload, length=length)
 
 
 # -------------------------------------------------------------------- requests
@@ -197,13 +200,8 @@ def correlation_of(payload: bytes) -> int | None:
 
 
 def describe(direction: str, payload: bytes) -> str:
-    """One line for a wire log: ``Metadata v12 request #7 (40 bytes)``.  What a client
-    sends (``send``) is raw bytes: a whole frame is described by its payload, anything
-    else (a split or lying frame) as raw bytes; ``recv`` and ``reply`` are responses."""
-    if direction == "send":
-        if len(payload) >= 4 and int.from_bytes(payload[:4], "big") == len(payload) - 4:
-            return "frame: " + describe("request", payload[4:])
-        return f"raw {len(payload)} bytes"
+    """One line for a wire log: ``Metadata v12 request #7 (40 bytes)``; ``recv`` and
+    ``reply`` are responses."""
     if direction in ("reply", "recv"):
         corr = correlation_of(payload)
         return f"response #{corr} ({len(payload)} bytes)" if corr is not None else "response"

@@ -6,8 +6,7 @@ handler returns a response body, :data:`NO_RESPONSE`, :data:`CLOSE` or a :class:
 The session that calls the handlers lives in :mod:`.broker`, which imports the handlers;
 so the handlers import this module and never :mod:`.broker` (no import circle).
 
-Rules: nothing here decodes, encodes or touches a socket; the names are re-exported by
-:mod:`.broker`, where the plug-in and older callers find them.
+Rules: nothing here decodes, encodes or touches a socket.
 """
 
 from __future__ import annotations

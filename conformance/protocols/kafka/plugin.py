@@ -21,7 +21,6 @@ from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.context import REVISIONS
 from conformance.protocols.kafka.errors import CODES
 from conformance.protocols.kafka.quirks import QUIRKS
-from conformance.wire.framing import LengthPrefixFraming
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -105,7 +104,7 @@ PLUGIN = Plugin(
     revisions=REVISIONS,
     default_revision="doc",
     default_port=DEFAULT_PORT,
-    framing=LengthPrefixFraming(limit=codec.MAX_FRAME),
+    framing=codec.FRAMING,
     probe_request=PROBE,
     annotate=annotate,
     error_codes=ErrorCodes("error_code", {c: n for n, c in CODES.items()}),
