@@ -16,8 +16,9 @@ protocol writes it, so one declaration language serves every binary protocol:
   which every string, bytes and array prefix is compact (an unsigned varint holding the
   length + 1, 0 for null) and every struct ends in a tagged-field section.
 
-:data:`KAFKA` is Kafka's: big-endian, int16 string lengths, int32 bytes lengths and
-array counts, -1 for null, flexible versions.  Lengths are read strictly: a negative one
+Each protocol declares its own, every rule spelled out (Kafka's is ``KAFKA`` in
+:mod:`conformance.protocols.kafka.messages`); this module has no default.  Lengths are
+read strictly: a negative one
 other than the null value is a :class:`~conformance.errors.ProtocolError` (unless the
 reader is tolerant, the annotator's walk, which is handed the negative value to report),
 and a value that does not fit its prefix is a ValueError when writing.
@@ -71,11 +72,11 @@ class Encoding:
     """How a protocol writes what a message declaration holds (see the module doc)."""
 
     name: str
-    byte_order: ByteOrder = "big"
-    string_length: Prefix = "i16"
-    bytes_length: Prefix = "i32"
-    array_count: Prefix = "i32"
-    null_length: int | None = -1
+    byte_order: ByteOrder
+    string_length: Prefix
+    bytes_length: Prefix
+    array_count: Prefix
+    null_length: int | None
     flexible: bool = False
     _structs: dict[str, struct.Struct] = field(init=False, repr=False, compare=False)
     _prefixes: dict[str, tuple[struct.Struct | None, int, int]] = field(
@@ -153,16 +154,3 @@ class Encoding:
         if n < 0 and not tolerant:
             raise ProtocolError(f"{what}: negative {int(n)}")
         return int(n), end
-
-
-KAFKA = Encoding(
-    name="kafka",
-    byte_order="big",
-    string_length="i16",
-    bytes_length="i32",
-    array_count="i32",
-    null_length=-1,
-    flexible=True,
-)
-"""Kafka's encoding: big-endian, int16 string lengths, int32 bytes lengths and array
-counts, -1 for null, compact lengths and tagged fields in flexible versions."""

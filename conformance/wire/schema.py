@@ -11,8 +11,8 @@ derived elsewhere (:mod:`conformance.wire.schema_strategies`,
 :mod:`conformance.wire.schema_layers`) from the same objects.
 
 *How* a message is written is its protocol's :class:`~conformance.wire.encoding.Encoding`
-(byte order, length prefixes, null, flexible versions); a message without one is Kafka's
-(:data:`~conformance.wire.encoding.KAFKA`).  The types and their rules are in
+(byte order, length prefixes, null, flexible versions), which every declaration names:
+this module has no default protocol.  The types and their rules are in
 :mod:`conformance.wire.schema_types` (re-exported here).  The rules of structs:
 
 * A struct is its fields in order; an array is a count prefix, then its items.
@@ -41,7 +41,7 @@ from typing import Any
 
 from conformance.errors import ProtocolError, TrailingBytes
 from conformance.plugin import FieldSpan
-from conformance.wire.encoding import KAFKA, Encoding
+from conformance.wire.encoding import Encoding
 from conformance.wire.schema_compound import (
     KIND,
     VALUE,
@@ -96,7 +96,6 @@ __all__ = [
     "INT16",
     "INT32",
     "INT64",
-    "KAFKA",
     "KIND",
     "NO_VERSIONS",
     "RECORDS",
@@ -146,9 +145,9 @@ class Message:
     versions: Versions
     flexible: Versions
     body: Struct
+    encoding: Encoding = field(kw_only=True)
     doc: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
-    encoding: Encoding = KAFKA
 
     def __post_init__(self) -> None:
         if self.flexible != NO_VERSIONS and not self.encoding.flexible:
@@ -235,7 +234,7 @@ def message(
     fields: Sequence[Field],
     doc: str = "",
     *,
-    encoding: Encoding = KAFKA,
+    encoding: Encoding,
     **extra: Any,
 ) -> Message:
     """A message declaration, version ranges spelled as in Kafka's definitions."""

@@ -57,7 +57,7 @@ from typing import Any, ClassVar, cast
 from scapy import fields as sf
 from scapy.packet import Packet, Raw
 
-from conformance.wire.encoding import FORMATS, KAFKA, Prefix
+from conformance.wire.encoding import FORMATS, Prefix
 from conformance.wire.schema import (
     ALL_VERSIONS,
     KIND,
@@ -156,10 +156,9 @@ def layer(message: Message, version: int) -> type[Packet]:
     return _cached(key, message, lambda: _new(name, Packet, _struct_fields(message.body, ctx)))
 
 
-def struct_layer(struct: Struct, version: int, flexible: bool | Ctx) -> type[Packet]:
-    """The Packet class of a struct nested in a message (``TopicProduceData_v9``);
-    ``flexible`` is the context it is in (Kafka's encoding if only a bool is given)."""
-    ctx = flexible if isinstance(flexible, Ctx) else Ctx(KAFKA, version, flexible)
+def struct_layer(struct: Struct, version: int, ctx: Ctx) -> type[Packet]:
+    """The Packet class of a struct nested in a message (``TopicProduceData_v9``) in the
+    context it is in (``message.ctx(version)``: the encoding, version and flexibility)."""
     name = f"{struct.name}_v{version}"
     return _cached(
         ("struct", id(struct), ctx), struct, lambda: _new(name, _Part, _struct_fields(struct, ctx))

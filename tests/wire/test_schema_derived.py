@@ -23,6 +23,7 @@ from scapy.packet import NoPayload, Packet, Raw, fuzz
 
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka.apis import APIS, BY_NAME, REQUEST_HEADER, RESPONSE_HEADER
+from conformance.protocols.kafka.messages import KAFKA
 from conformance.wire.schema import (
     BOOL,
     BYTES,
@@ -72,6 +73,7 @@ SYNTHETIC = message(
         f("note", STRING, "2+", nullable="2+", tag=0, tagged="2+"),
         f("extra", struct_of("Extra", f("z", VARINT)), "2+", nullable="2+", tag=3, tagged="2+"),
     ],
+    encoding=KAFKA,
 )
 """Every type and rule the Kafka declarations leave out."""
 
@@ -249,7 +251,7 @@ def test_field_names_follow_the_schema_and_dodge_scapy_attributes() -> None:
         "tagged_fields",
     ]
     topic = top().get_field("topic_data").cls  # type: ignore[union-attr]
-    assert topic is struct_layer(TOPIC_PRODUCE_DATA, 9, True)
+    assert topic is struct_layer(TOPIC_PRODUCE_DATA, 9, PRODUCE.ctx(9))
     assert [fl.name for fl in topic.fields_desc][:2] == ["name_len", "name_"]
     assert layer(PRODUCE, 9) is top
 
@@ -359,7 +361,9 @@ def test_fuzz_builds_bytes_that_frame_as_the_message() -> None:
         built = packet(msg, version, example if msg is PRODUCE else {})
         fuzzed = fuzz(built)
         if msg is PRODUCE:
-            fuzzed.topic_data[0] = fuzz(struct_layer(TOPIC_PRODUCE_DATA, version, version >= 9)())
+            fuzzed.topic_data[0] = fuzz(
+                struct_layer(TOPIC_PRODUCE_DATA, version, PRODUCE.ctx(version))()
+            )
         _framed(msg, version, bytes(fuzzed))
     random.seed(1)
     changed = {bytes(fuzz(layer(SYNTHETIC, 2)())) for _ in range(5)}

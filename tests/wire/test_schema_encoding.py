@@ -23,13 +23,13 @@ from scapy.packet import NoPayload, Packet, fuzz
 
 from conformance.errors import ProtocolError, TrailingBytes
 from conformance.plugin import FieldSpan
+from conformance.protocols.kafka.messages import KAFKA
 from conformance.wire.encoding import Encoding
 from conformance.wire.schema import (
     BYTES,
     INT16,
     INT32,
     INT64,
-    KAFKA,
     STRING,
     UINT8,
     UINT16,
@@ -135,8 +135,7 @@ def test_cut_short_anywhere_or_followed_by_garbage_is_a_protocol_error() -> None
 def test_fixed_width_numbers_follow_the_byte_order() -> None:
     body = [f("n", INT32), f("s", STRING)]
     little = message("N", "0", "none", body, encoding=TOY)
-    big = message("N", "0", "none", body)
-    assert big.encoding is KAFKA
+    big = message("N", "0", "none", body, encoding=KAFKA)
     assert little.encode({"n": 1, "s": "x"}, 0) == b"\x01\x00\x00\x00" + b"\x01x"
     assert big.encode({"n": 1, "s": "x"}, 0) == b"\x00\x00\x00\x01" + b"\x00\x01x"
 
@@ -149,7 +148,7 @@ def test_what_the_encoding_cannot_write_is_refused() -> None:
     with pytest.raises(ValueError, match="does not fit u8"):
         CREATE_THING.encode({"name": "x" * 256}, 0)
     with pytest.raises(ValueError, match="null -1 does not fit u16"):
-        Encoding("bad", array_count="u16")
+        Encoding("bad", "big", "i16", "i32", array_count="u16", null_length=-1)
 
 
 # ---------------------------------------------------------------- annotations

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from conformance.fuzz.shrink import shrinks
 from conformance.plugin import FieldSpan
-from conformance.wire.encoding import KAFKA, Encoding
+from conformance.protocols.kafka.messages import KAFKA
+from conformance.wire.encoding import Encoding
 from conformance.wire.schema import (
     BYTES,
     INT16,

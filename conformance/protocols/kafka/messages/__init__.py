@@ -1,7 +1,8 @@
 """Kafka's request and response bodies, one module per API, declared in the schema
 language of :mod:`conformance.wire.schema`.
 
-Each API module exports ``REQUEST`` and ``RESPONSE`` (:class:`~conformance.wire.schema.Message`,
+Each is declared with :func:`message`, in Kafka's encoding (:data:`KAFKA`).  Each API
+module exports ``REQUEST`` and ``RESPONSE`` (:class:`~conformance.wire.schema.Message`,
 with ``extra["api_key"]``); :mod:`.headers` exports the two headers.  The facts (field
 names, types, version ranges, tags, defaults) are those of Apache Kafka 3.9's message
 definitions, with field names in snake_case and each API's versions capped where a toy
@@ -19,9 +20,38 @@ Two conventions carry Kafka's defaults where the schema language's implicit ones
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
+
+from conformance.wire import schema
+from conformance.wire.encoding import Encoding
+
+KAFKA = Encoding(
+    name="kafka",
+    byte_order="big",
+    string_length="i16",
+    bytes_length="i32",
+    array_count="i32",
+    null_length=-1,
+    flexible=True,
+)
+"""Kafka's encoding: big-endian, int16 string lengths, int32 bytes lengths and array
+counts, -1 for null, compact lengths and tagged fields in flexible versions."""
+
+
+def message(
+    name: str,
+    versions: str,
+    flexible: str,
+    fields: Sequence[schema.Field],
+    doc: str = "",
+    **extra: Any,
+) -> schema.Message:
+    """A Kafka message declaration: :func:`conformance.wire.schema.message` in
+    :data:`KAFKA`'s encoding."""
+    return schema.message(name, versions, flexible, fields, doc, encoding=KAFKA, **extra)
+
 
 EMPTY: tuple[Any, ...] = ()
 """The default of a nullable array that Kafka defaults to empty rather than null."""

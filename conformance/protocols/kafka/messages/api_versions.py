@@ -7,7 +7,8 @@ Versions: 0-4, flexible 3+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import BOOL, INT16, INT32, INT64, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import BOOL, INT16, INT32, INT64, STRING, array_of, f
 
 REQUEST = message(
     "ApiVersionsRequest",

@@ -8,7 +8,7 @@ Versions: 0-7, flexible 5+.
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.messages import EMPTY
+from conformance.protocols.kafka.messages import EMPTY, message
 from conformance.wire.schema import (
     BOOL,
     INT8,
@@ -18,7 +18,6 @@ from conformance.wire.schema import (
     UUID,
     array_of,
     f,
-    message,
 )
 
 REQUEST = message(

@@ -5,7 +5,8 @@ Versions: 0-6, flexible 4+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT16, INT32, STRING, UUID, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT16, INT32, STRING, UUID, array_of, f
 
 REQUEST = message(
     "DeleteTopicsRequest",

@@ -7,7 +7,8 @@ Versions: 0-5, flexible 5+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import BOOL, BYTES, INT16, INT32, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import BOOL, BYTES, INT16, INT32, STRING, array_of, f
 
 _NO_OPERATIONS = -(1 << 31)
 """Kafka's "authorized operations not asked for" (INT32_MIN)."""

@@ -9,7 +9,7 @@ Versions: 0-16, flexible 12+.
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.messages import EMPTY, frozen
+from conformance.protocols.kafka.messages import EMPTY, frozen, message
 from conformance.wire.schema import (
     INT8,
     INT16,
@@ -20,7 +20,6 @@ from conformance.wire.schema import (
     UUID,
     array_of,
     f,
-    message,
     struct_of,
 )
 

@@ -7,7 +7,8 @@ Versions: 0-5, flexible 3+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT8, INT16, INT32, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT8, INT16, INT32, STRING, array_of, f
 
 REQUEST = message(
     "FindCoordinatorRequest",

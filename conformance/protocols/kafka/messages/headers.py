@@ -9,7 +9,8 @@ Versions: request header 0-2, flexible 2+; response header 0-1, flexible 1+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT16, INT32, STRING, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT16, INT32, STRING, f
 
 REQUEST_HEADER = message(
     "RequestHeader",

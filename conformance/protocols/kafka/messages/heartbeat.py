@@ -6,7 +6,8 @@ Versions: 0-4, flexible 4+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT16, INT32, STRING, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT16, INT32, STRING, f
 
 REQUEST = message(
     "HeartbeatRequest",

@@ -7,7 +7,8 @@ Versions: 0-5, flexible 2+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT16, INT32, INT64, STRING, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT16, INT32, INT64, STRING, f
 
 REQUEST = message(
     "InitProducerIdRequest",

@@ -7,7 +7,8 @@ Versions: 0-9, flexible 6+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import BOOL, BYTES, INT16, INT32, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import BOOL, BYTES, INT16, INT32, STRING, array_of, f
 
 REQUEST = message(
     "JoinGroupRequest",

@@ -8,7 +8,7 @@ Versions: 0-12, flexible 9+.
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.messages import EMPTY
+from conformance.protocols.kafka.messages import EMPTY, message
 from conformance.wire.schema import (
     BOOL,
     INT16,
@@ -17,7 +17,6 @@ from conformance.wire.schema import (
     UUID,
     array_of,
     f,
-    message,
 )
 
 _NO_OPERATIONS = -(1 << 31)

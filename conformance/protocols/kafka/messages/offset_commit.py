@@ -8,7 +8,8 @@ Versions: 0-9, flexible 8+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import INT16, INT32, INT64, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import INT16, INT32, INT64, STRING, array_of, f
 
 REQUEST = message(
     "OffsetCommitRequest",

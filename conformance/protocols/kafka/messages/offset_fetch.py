@@ -7,8 +7,8 @@ Versions: 0-9, flexible 6+.
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.messages import EMPTY
-from conformance.wire.schema import BOOL, INT16, INT32, INT64, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import EMPTY, message
+from conformance.wire.schema import BOOL, INT16, INT32, INT64, STRING, array_of, f
 
 REQUEST = message(
     "OffsetFetchRequest",

@@ -8,7 +8,7 @@ Versions: 0-11, flexible 9+.
 
 from __future__ import annotations
 
-from conformance.protocols.kafka.messages import frozen
+from conformance.protocols.kafka.messages import frozen, message
 from conformance.wire.schema import (
     INT16,
     INT32,
@@ -17,7 +17,6 @@ from conformance.wire.schema import (
     STRING,
     array_of,
     f,
-    message,
     struct_of,
 )
 

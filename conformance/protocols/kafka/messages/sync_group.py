@@ -6,7 +6,8 @@ Versions: 0-5, flexible 4+.
 
 from __future__ import annotations
 
-from conformance.wire.schema import BYTES, INT16, INT32, STRING, array_of, f, message
+from conformance.protocols.kafka.messages import message
+from conformance.wire.schema import BYTES, INT16, INT32, STRING, array_of, f
 
 REQUEST = message(
     "SyncGroupRequest",
