@@ -7,8 +7,10 @@ partition (Cursus, the V1 line protocol, Iggy); one coordinator in the engine
 (:mod:`conformance.engine.coordinator`) serves those three, and where their documents differ
 the difference is data: a :class:`GroupPolicy` passed with each call, as an
 :class:`~conformance.engine.log.IdempotencePolicy` is passed with each append.  One state,
-one journal format, one set of assignors, one set of refusals.  The engine names no
-protocol: each front-end declares its policy in its own package.
+one journal format, one set of assignors, one set of refusals.  The engine's own code names
+no protocol: :data:`DEFAULT_GROUP_POLICY` is the plainest set of rules (it happens to be
+Cursus's, whose front-end passes nothing); a front-end whose rules differ declares its
+policy in its own package and passes it with each call.
 
 What a policy decides, and the values the three documents call for:
 
@@ -168,7 +170,9 @@ class GroupPolicy:
             assignor_named(self.assignor)
 
 
-DEFAULT_GROUP_POLICY = GroupPolicy()  # Cursus's rules
+DEFAULT_GROUP_POLICY = GroupPolicy()
+"""Numbered member ids, generations from 1, session reaping, groups made by their first
+join or commit, commits checked against the generation, the engine's assignor."""
 
 
 # ------------------------------------------------------------------------- the state
