@@ -210,9 +210,9 @@ def _write(w: Writer, kind: FieldType, value: Any) -> None:
         w.bytes32(value)
 
 
-def encode_batch(batch: Batch) -> bytes:
-    w = Writer(">")
-    header = {
+def batch_header(batch: Batch) -> dict[str, Any]:
+    """The header fields of ``batch`` as the layout names them, but the message count."""
+    return {
         "magic": MAGIC,
         "topic": batch.topic,
         "partition": batch.partition,
@@ -220,8 +220,12 @@ def encode_batch(batch: Batch) -> bytes:
         "idempotent": 1 if batch.idempotent else 0,
         "seq_start": batch.seq_start,
         "seq_end": batch.seq_end,
-        "message_count": len(batch.messages),
     }
+
+
+def encode_batch(batch: Batch) -> bytes:
+    w = Writer(">")
+    header = {**batch_header(batch), "message_count": len(batch.messages)}
     for name, kind in BATCH_HEADER:
         _write(w, kind, header[name])
     for m in batch.messages:

@@ -25,7 +25,6 @@ from scapy.packet import Packet, Raw
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.messages import (
     BATCH,
-    MAGIC,
     MESSAGE_FIELDS,
     Batch,
     Command,
@@ -90,16 +89,8 @@ def message_layer(msg: Any) -> Packet:
 
 def batch_value(batch: Batch) -> dict[str, Any]:
     """``batch`` as plain data, as :data:`BATCH` encodes it."""
-    return {
-        "magic": MAGIC,
-        "topic": batch.topic,
-        "partition": batch.partition,
-        "acks": batch.acks,
-        "idempotent": 1 if batch.idempotent else 0,
-        "seq_start": batch.seq_start,
-        "seq_end": batch.seq_end,
-        "messages": [{n: getattr(m, n) for n, _ in MESSAGE_FIELDS} for m in batch.messages],
-    }
+    messages = [{n: getattr(m, n) for n, _ in MESSAGE_FIELDS} for m in batch.messages]
+    return {**codec.batch_header(batch), "messages": messages}
 
 
 def batch_layer(batch: Batch) -> Packet:
