@@ -7,7 +7,9 @@ and a connection closed by the peer raises :class:`PeerClosed`.
 
 Every byte sent and received, and every connect, close and timeout, is appended to a
 :class:`WireLog` with a timestamp relative to the log's start: it is the evidence that
-each verdict carries.
+each verdict carries.  A connection knows which entries it wrote: :meth:`Connection.exchange`
+is the evidence of the reply it returned last (its entry and the request sent before it),
+and a close or a deadline raised carries its event entry (``PeerClosed.evidence``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.errors import ProtocolError
+from conformance.evidence import Evidence
 from conformance.plugin import FieldSpan, Opening, SessionRefused, open_session
 from conformance.wire.framing import Deframer
 
@@ -30,7 +33,13 @@ FIELDS_KEEP = 256
 
 
 class ClientError(Exception):
-    """A problem talking to the target (not a verdict by itself)."""
+    """A problem talking to the target (not a verdict by itself); ``evidence`` is the
+    request sent last on the connection and the entry of the event (a close, a reset,
+    the deadline passing, bytes that do not frame)."""
+
+    def __init__(self, message: str, evidence: Evidence | None = None) -> None:
+        super().__init__(message)
+        self.evidence = evidence if evidence is not None else Evidence()
 
 
 class ConnectFailed(ClientError):
@@ -92,7 +101,8 @@ class WireLog:
         self._next_conn += 1
         return self._next_conn
 
-    def add(self, conn: int, direction: str, data: bytes = b"", summary: str = "") -> None:
+    def add(self, conn: int, direction: str, data: bytes = b"", summary: str = "") -> int:
+        """Append an entry; its index in the log (what evidence names it by)."""
         if not summary and data and self.describe is not None:
             summary = self.describe(direction, data)
         fields: list[list[Any]] = []
@@ -110,6 +120,7 @@ class WireLog:
                 fields,
             )
         )
+        return len(self.entries) - 1
 
     def as_list(self) -> list[dict[str, Any]]:
         return [e.as_dict() for e in self.entries]
@@ -147,7 +158,14 @@ class Connection:
         self.timeout = timeout
         self.id = log.new_conn()
         self._deframer = deframer
-        self._frames: list[bytes] = []
+        self._frames: list[tuple[bytes, int, int | None]] = []
+        """Frames read and not yet returned: payload, its entry, the request sent before it."""
+        self.sent: int | None = None
+        """The wire-log entry of the last request sent on this connection."""
+        self.replied: tuple[int, int | None] | None = None
+        """The entry of the frame :meth:`recv_frame` returned last, and of the request
+        sent before it arrived."""
+        self._ended: int | None = None  # the entry of the close or reset, once it came
         self.closed_by_peer = False
         self.session: Any = None
         """What the protocol's session opener returned (see :meth:`open`)."""
@@ -159,54 +177,82 @@ class Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         log.add(self.id, "event", summary=f"connected to {host}:{port}")
 
-    def send(self, data: bytes, summary: str = "") -> None:
-        self.log.add(self.id, "send", data, summary)
+    def send(self, data: bytes, summary: str = "") -> int:
+        """Send ``data``; its wire-log entry."""
+        self.sent = sent = self.log.add(self.id, "send", data, summary)
         try:
             self.sock.settimeout(self.timeout)
             self.sock.sendall(data)
         except TimeoutError:
-            self.log.add(self.id, "event", summary="send timed out: the target stopped reading")
-            raise ReplyTimeout("the target stopped reading what we send") from None
+            event = self.log.add(
+                self.id, "event", summary="send timed out: the target stopped reading"
+            )
+            raise ReplyTimeout(
+                "the target stopped reading what we send", self._ending(event, "timeout")
+            ) from None
         except OSError as exc:
-            self.log.add(self.id, "event", summary=f"send failed: {exc}")
-            raise PeerClosed(f"sending failed: {exc.strerror or exc}") from None
+            self._ended = self.log.add(self.id, "event", summary=f"send failed: {exc}")
+            raise PeerClosed(
+                f"sending failed: {exc.strerror or exc}", self._ending(self._ended, "close")
+            ) from None
+        return sent
+
+    def _ending(self, event: int | None, how: str) -> Evidence:
+        return Evidence.of(self.sent, event, ending=how)
+
+    def exchange(self) -> Evidence:
+        """The evidence of the frame :meth:`recv_frame` returned last: the request sent
+        before it on this connection, and its entry."""
+        if self.replied is None:
+            return Evidence.of(self.sent, None)
+        reply, request = self.replied
+        return Evidence.of(request, reply)
 
     def recv_frame(self, timeout: float | None = None) -> bytes:
-        """The next whole frame payload; ReplyTimeout or PeerClosed otherwise."""
+        """The next whole frame payload; ReplyTimeout or PeerClosed otherwise (each
+        carrying the evidence of the event)."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not self._frames:
             if self._deframer.error is not None:
-                raise BadFraming(str(self._deframer.error))
+                raise BadFraming(str(self._deframer.error), self.exchange())
             if self.closed_by_peer:
-                raise PeerClosed("the target closed the connection")
+                raise PeerClosed(
+                    "the target closed the connection", self._ending(self._ended, "close")
+                )
             left = deadline - time.monotonic()
             if left <= 0:
-                self.log.add(self.id, "event", summary="deadline passed with no reply")
-                raise ReplyTimeout("no reply before the deadline")
+                event = self.log.add(self.id, "event", summary="deadline passed with no reply")
+                raise ReplyTimeout("no reply before the deadline", self._ending(event, "timeout"))
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(1 << 20)
             except TimeoutError:
                 continue
             except OSError as exc:
-                self.log.add(self.id, "event", summary=f"connection reset: {exc}")
+                self._ended = self.log.add(self.id, "event", summary=f"connection reset: {exc}")
                 self.closed_by_peer = True
-                raise PeerClosed(f"the connection was reset: {exc.strerror or exc}") from None
+                raise PeerClosed(
+                    f"the connection was reset: {exc.strerror or exc}",
+                    self._ending(self._ended, "close"),
+                ) from None
             if not data:
-                self.log.add(self.id, "event", summary="closed by the target")
+                self._ended = self.log.add(self.id, "event", summary="closed by the target")
                 self.closed_by_peer = True
-                raise PeerClosed("the target closed the connection")
+                raise PeerClosed(
+                    "the target closed the connection", self._ending(self._ended, "close")
+                )
             try:
                 frames = self._deframer.feed(data)
             except ProtocolError as exc:
-                self.log.add(self.id, "recv", data, summary=f"unframeable: {exc}")
-                raise BadFraming(str(exc)) from None
+                bad = self.log.add(self.id, "recv", data, summary=f"unframeable: {exc}")
+                raise BadFraming(str(exc), Evidence.of(self.sent, bad)) from None
             for f in frames:
-                self.log.add(self.id, "recv", f)
+                self._frames.append((f, self.log.add(self.id, "recv", f), self.sent))
             if not frames:
                 self.log.add(self.id, "recv", data, summary="partial frame")
-            self._frames.extend(frames)
-        return self._frames.pop(0)
+        frame, entry, request = self._frames.pop(0)
+        self.replied = (entry, request)
+        return frame
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """True when the peer closes (or resets) before the deadline; frames read are dropped."""

@@ -16,7 +16,15 @@ Unsupported                               UNSUPPORTED    skipped
 TargetUnresponsive or anything else       ERROR          failed
 ========================================  =============  ===============
 
-Every case record carries its wire log.  The records go to ``--conformance-results``
+A violation names its evidence (the frames it was decided on and the fields it judged);
+the record keeps it beside the wire log.  A violation decided on a close or a silence
+stands only if the target is still there: it is probed on a fresh connection first, and
+a target that went away makes the case (and every later one) an ERROR marked ``lost``,
+and the run's results say when the target was lost and after which case.
+
+Every case record carries its wire log: whole for a case that broke something, and
+compact for the others (each entry's time, direction, length and summary, no bytes)
+unless ``--conformance-wire-full``.  The records go to ``--conformance-results``
 (JSON); under pytest-xdist each worker writes a part file and the controller merges them.
 That file is the report model (schema: ``conformance/report/results.schema.json``): the
 terminal summary, HTML, JUnit and Allure reports are all rendered from it.  Each report
@@ -27,6 +35,7 @@ counts while the run goes on.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
@@ -38,7 +47,8 @@ import pytest
 from conformance import protocols
 from conformance.baseline import Baseline, BaselineError
 from conformance.baseline import load as load_baseline
-from conformance.client import HEX_KEEP, ReplyTimeout, WireLog
+from conformance.client import HEX_KEEP, ClientError, WireLog
+from conformance.evidence import NO_EVIDENCE, Evidence
 from conformance.options import option_values, options_for
 from conformance.plugin import Plugin
 from conformance.spec import Requirement, requirements
@@ -92,6 +102,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="BYTES",
         help=f"bytes of each frame kept in the wire log (default {HEX_KEEP})",
     )
+    g.addoption(
+        "--conformance-wire-full",
+        action="store_true",
+        help="keep the bytes of every case's wire log, passing cases too (bigger reports)",
+    )
     g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
     g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
 
@@ -138,6 +153,10 @@ class RunState:
             )
         self.timeout: float = opt("conformance_timeout")
         self.wire_keep: int = opt("conformance_wire_keep")
+        self.wire_full: bool = bool(opt("conformance_wire_full"))
+        self.last_ended: str | None = None
+        """The last case that ended before the target was found gone."""
+        self.lost: dict[str, Any] | None = None
         if self.wire_keep < 16:
             raise pytest.UsageError("--conformance-wire-keep must be at least 16 bytes")
         embedded = bool(opt("conformance_embedded"))
@@ -256,8 +275,13 @@ def _print_cases(state: RunState, items: list[pytest.Item]) -> None:
 
 
 def _title(item: pytest.Item) -> str:
+    """The first sentence of the case's docstring, whole (it may span lines)."""
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else item.name
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return _SENTENCE_END.split(paragraph, 1)[0] if paragraph else item.name
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
 # -------------------------------------------------------------------- fixture
@@ -288,27 +312,36 @@ _WIRE = pytest.StashKey[WireLog]()
 
 def _verdict(
     state: RunState, excinfo: pytest.ExceptionInfo[BaseException] | None
-) -> tuple[str, str | None, str]:
+) -> tuple[str, str | None, str, Evidence, bool]:
+    """Verdict, violated requirement, message, evidence, and whether the target was lost."""
     if excinfo is None:
-        return "PASS", None, ""
+        return "PASS", None, "", NO_EVIDENCE, False
     exc = excinfo.value
     if isinstance(exc, Violation):
+        gone = _gone(state) if exc.evidence.ending else None
+        if gone is not None:
+            return "ERROR", None, gone, exc.evidence, True
         req = state.requirements.get(exc.requirement)
         level = req.level if req else "MUST"
         verdict = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}[level]
-        return verdict, exc.requirement, str(exc)
+        return verdict, exc.requirement, str(exc), exc.evidence, False
     if isinstance(exc, Unsupported):
-        return "UNSUPPORTED", exc.requirement, exc.reason
+        return "UNSUPPORTED", exc.requirement, exc.reason, exc.evidence, False
     if isinstance(exc, pytest.skip.Exception):
-        return "UNSUPPORTED", None, str(exc)
+        return "UNSUPPORTED", None, str(exc), NO_EVIDENCE, False
     if isinstance(exc, TargetUnresponsive):
-        return "ERROR", None, str(exc)
-    if isinstance(exc, ReplyTimeout) and state.target is not None:
-        try:
-            state.target.check_alive()
-        except TargetUnresponsive as dead:
-            return "ERROR", None, str(dead)
-    return "ERROR", None, f"{type(exc).__name__}: {exc}"
+        return "ERROR", None, str(exc), NO_EVIDENCE, True
+    if isinstance(exc, ClientError):
+        gone = _gone(state)
+        if gone is not None:
+            return "ERROR", None, gone, exc.evidence, True
+        return "ERROR", None, f"{type(exc).__name__}: {exc}", exc.evidence, False
+    return "ERROR", None, f"{type(exc).__name__}: {exc}", NO_EVIDENCE, False
+
+
+def _gone(state: RunState) -> str | None:
+    """Why the target is gone (a probe on a fresh connection), or None."""
+    return state.target.gone() if state.target is not None else None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -327,13 +360,14 @@ def pytest_runtest_makereport(
 def _record(
     state: RunState, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
 ) -> None:
-    verdict, violated, message = _verdict(state, call.excinfo)
+    verdict, violated, message, evidence, lost = _verdict(state, call.excinfo)
     mark = item.get_closest_marker("conformance")
     assert mark is not None
     reqs = mark.kwargs["requirements"]
     log = item.stash.get(_WIRE, None)
-    record = {
-        "case_id": case_id_of(item),
+    case_id = case_id_of(item)
+    record: dict[str, Any] = {
+        "case_id": case_id,
         "nodeid": item.nodeid,
         "title": _title(item),
         "area": state.requirements[reqs[0]].area,
@@ -346,15 +380,24 @@ def _record(
         "message": message,
         "duration_s": round(call.duration, 4),
         "wire_log": log.as_list() if log else [],
+        "evidence": evidence.as_list(),
     }
+    if lost:
+        record["lost"] = True
+        _note_loss(state, case_id, message)
+    else:
+        state.last_ended = case_id
+    if verdict in ("PASS", "UNSUPPORTED") and not state.wire_full:
+        record["wire_log"] = [_compact(e) for e in record["wire_log"]]
+        record["wire_compact"] = True
     expected = state.baseline is not None and state.baseline.expects_failure(
-        case_id_of(item), verdict, state.strict
+        case_id, verdict, state.strict
     )
     if expected:
         record["expected"] = True
     state.cases.append(record)
     item.stash[_CASE] = record
-    props = [("case_id", record["case_id"]), ("requirements", " ".join(reqs)), ("verdict", verdict)]
+    props = [("case_id", case_id), ("requirements", " ".join(reqs)), ("verdict", verdict)]
     props += [("violated", violated)] if record["violated"] else []
     item.user_properties.extend(props)  # pytest's junitxml, if a user runs it, reads these
     report.user_properties.extend(props)
@@ -374,6 +417,22 @@ def _record(
         report.outcome = "failed"
 
 
+def _compact(entry: dict[str, Any]) -> dict[str, Any]:
+    """A wire-log entry without its bytes: when, which connection, direction, length, summary."""
+    keep = ("t", "conn", "dir", "len", "summary")
+    out = {k: entry[k] for k in keep if k in entry}
+    out["hex"] = ""
+    return out
+
+
+def _note_loss(state: RunState, case_id: str, reason: str) -> None:
+    """The first case that found the target gone, and the last one that ended before."""
+    if state.lost is None:
+        target = state.target
+        at = target.lost_at if target is not None and target.lost_at is not None else time.time()
+        state.lost = {"case": case_id, "after": state.last_ended, "at": at, "reason": reason}
+
+
 def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
     levels = {state.requirements[r].level for r in reqs}
     return next(level for level in ("MUST", "SHOULD", "MAY") if level in levels)
@@ -391,15 +450,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = getattr(session.config, "workerinput", None)
     if worker is not None:
         part = path.with_name(f"{path.name}.part-{worker['workerid']}")
-        part.write_text(json.dumps({"cases": state.cases, "dead": dead, "known": state.known}))
+        data = {"cases": state.cases, "dead": dead, "known": state.known, "lost": state.lost}
+        part.write_text(json.dumps(data))
         return
     cases = list(state.cases)
     known = list(state.known)
+    losses = [state.lost] if state.lost else []
     for part in sorted(path.parent.glob(path.name + ".part-*")):
         data = json.loads(part.read_text())
         cases.extend(data["cases"])
         known.extend(data["known"])
         dead = dead or data["dead"]
+        losses += [data["lost"]] if data.get("lost") else []
         part.unlink()
+    lost = min(losses, key=lambda x: float(x["at"])) if losses else None
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results.build(state, cases, known, dead), indent=1))
+    path.write_text(json.dumps(results.build(state, cases, known, dead, lost), indent=1))

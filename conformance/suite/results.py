@@ -32,10 +32,16 @@ def exit_code(counts: dict[str, int], strict: bool) -> int:
 
 
 def build(
-    state: RunState, cases: list[dict[str, Any]], known: list[str], dead: bool
+    state: RunState,
+    cases: list[dict[str, Any]],
+    known: list[str],
+    dead: bool,
+    lost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The results of a run: every case record (of every worker), sorted, with its
-    reproduce command; the requirements with their verdicts; the baseline's comparison."""
+    reproduce command; the requirements with their verdicts; when the target went away
+    (``lost``: the first case that found it gone, the case that ended before, when);
+    the baseline's comparison."""
     cases.sort(key=lambda c: sort_key(c["case_id"]))
     counted = counts(cases)
     for case in cases:
@@ -59,7 +65,8 @@ def build(
         "strict": state.strict,
         "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "duration_s": round(time.monotonic() - state.t0, 3),
-        "target_unresponsive": dead,
+        "target_unresponsive": dead or lost is not None,
+        "target_lost": _lost(state, lost),
         "counts": counted,
         "exit_code": exit_code(counted, state.strict),
         "cases": cases,
@@ -73,6 +80,18 @@ def build(
         out["baseline"] = section
         out["exit_code"] = section["exit_code"]
     return out
+
+
+def _lost(state: RunState, lost: dict[str, Any] | None) -> dict[str, Any] | None:
+    if lost is None:
+        return None
+    t = max(0.0, float(lost["at"]) - state.started.timestamp())
+    return {
+        "case": lost["case"],
+        "after": lost["after"],
+        "t": round(t, 3),
+        "reason": lost["reason"],
+    }
 
 
 def reproduce_command(state: RunState, case_id: str) -> str:

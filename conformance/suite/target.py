@@ -4,7 +4,8 @@
 protocol's codec, and whether the target has been found unresponsive.  A target that
 stops answering is detected once (a probe on a fresh connection gets nothing back); from
 then on every case ends at once with :class:`TargetUnresponsive` instead of waiting out
-its own deadline.
+its own deadline.  :meth:`Target.gone` is asked before a close or a silence becomes a
+FAIL: a target that went away makes the case an ERROR, never a FAIL.
 
 :class:`CaseContext` is what one case gets (the ``target`` fixture): connections that
 write into the case's wire log, unique names so cases never share topics or groups,
@@ -14,12 +15,14 @@ fault (a violation) or the target being gone (an error).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from conformance.client import Connection, WireLog, probe
+from conformance.evidence import Evidence
 from conformance.plugin import Plugin
 from conformance.suite.case import Violation
 
@@ -43,6 +46,8 @@ class Target:
     """What a suite learned about the target once per run (and worker), e.g. the API
     versions a Kafka broker advertises; cases read it instead of asking again."""
     probe_timeout: float = field(init=False)
+    lost_at: float | None = None
+    """Wall-clock time (``time.time()``) when the target was found gone."""
 
     def __post_init__(self) -> None:
         self.probe_timeout = min(self.timeout, 3.0)
@@ -70,8 +75,18 @@ class Target:
             )
             if why is not None:
                 self.dead = f"target {self.address} is unresponsive: {why}"
+                self.lost_at = time.time()
         if self.dead is not None:
             raise TargetUnresponsive(self.dead)
+
+    def gone(self) -> str | None:
+        """Why the target is gone (known, or found by a probe on a fresh connection);
+        None when it still answers."""
+        try:
+            self.check_alive()
+        except TargetUnresponsive as exc:
+            return str(exc)
+        return None
 
     def ensure_reachable(self) -> None:
         """Probe once per run, before the first case talks to the target."""
@@ -117,10 +132,15 @@ class CaseContext:
         """A topic or group name no other case (nor an earlier run) uses."""
         return f"{base}-{self._tag}"
 
-    def silence(self, requirement: str, what: str) -> NoReturn:
-        """A reply did not come: blame the target (Violation) only if it is still alive."""
-        self.target.check_alive()
-        raise Violation(requirement, f"{what}: no reply within {self.timeout:g}s")
+    def silence(self, requirement: str, what: str, evidence: Evidence) -> NoReturn:
+        """A reply did not come: a violation of ``requirement`` (decided on ``evidence``,
+        which ends in the deadline), which stands only if the target is still there (the
+        suite plugin probes it before the verdict)."""
+        raise Violation(
+            requirement,
+            f"{what}: no reply within {self.timeout:g}s",
+            Evidence(evidence.frames, ending="timeout"),
+        )
 
     def close(self) -> None:
         for conn in self._conns:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.client import PeerClosed
+from conformance.evidence import Evidence
 from conformance.spec import requirements
 from conformance.suite.case import Unsupported, Violation, case
 from conformance.suite.plugin import _selected, _verdict
@@ -16,23 +17,28 @@ from conformance.suite.target import TargetUnresponsive
 STATE = SimpleNamespace(requirements=requirements("cursus"), target=None)
 
 
-def verdict_of(exc: BaseException | None) -> tuple[str, str | None, str]:
+EV = Evidence.of(1, 2).on("status")
+
+
+def verdict_of(
+    exc: BaseException | None, state: object = STATE
+) -> tuple[str, str | None, str, Evidence, bool]:
     if exc is None:
-        return _verdict(STATE, None)  # type: ignore[arg-type]
+        return _verdict(state, None)  # type: ignore[arg-type]
     try:
         raise exc
     except BaseException:
         info = pytest.ExceptionInfo.from_current()
-    return _verdict(STATE, info)  # type: ignore[arg-type]
+    return _verdict(state, info)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("exc", "verdict", "violated"),
     [
         (None, "PASS", None),
-        (Violation("CUR-FRAME-3", "x"), "FAIL", "CUR-FRAME-3"),  # MUST
-        (Violation("CUR-ERR-3", "x"), "WARN", "CUR-ERR-3"),  # SHOULD
-        (Violation("CUR-CONV-2", "x"), "UNSUPPORTED", "CUR-CONV-2"),  # MAY: never FAIL
+        (Violation("CUR-FRAME-3", "x", EV), "FAIL", "CUR-FRAME-3"),  # MUST
+        (Violation("CUR-ERR-3", "x", EV), "WARN", "CUR-ERR-3"),  # SHOULD
+        (Violation("CUR-CONV-2", "x", EV), "UNSUPPORTED", "CUR-CONV-2"),  # MAY: never FAIL
         (Unsupported("no gzip", "CUR-COMP-1"), "UNSUPPORTED", "CUR-COMP-1"),
         (TargetUnresponsive("gone"), "ERROR", None),
         (PeerClosed("reset"), "ERROR", None),
@@ -42,8 +48,52 @@ def verdict_of(exc: BaseException | None) -> tuple[str, str | None, str]:
 def test_case_endings_map_to_graded_verdicts(
     exc: BaseException | None, verdict: str, violated: str | None
 ) -> None:
-    got, req, _ = verdict_of(exc)
+    got, req, _, _, _ = verdict_of(exc)
     assert (got, req) == (verdict, violated)
+
+
+def test_a_violation_keeps_the_evidence_it_names() -> None:
+    _, _, _, evidence, lost = verdict_of(Violation("CUR-FRAME-3", "x", EV))
+    assert evidence.as_list() == [{"entry": 1, "fields": []}, {"entry": 2, "fields": ["status"]}]
+    assert not lost
+
+
+class _Target:
+    """A target whose probe says it is gone (``why``) or answers (None)."""
+
+    def __init__(self, why: str | None) -> None:
+        self.why, self.probes = why, 0
+
+    def gone(self) -> str | None:
+        self.probes += 1
+        return self.why
+
+
+@pytest.mark.parametrize("ending", ["close", "timeout"])
+def test_a_close_or_silence_from_a_target_that_went_away_is_an_error(ending: str) -> None:
+    target = _Target("target 127.0.0.1:1 is unresponsive: connection refused")
+    state = SimpleNamespace(requirements=STATE.requirements, target=target)
+    closed = Violation(
+        "CUR-FRAME-3", "closed the connection instead", Evidence.of(1, 2, ending=ending)
+    )
+    verdict, req, message, _, lost = verdict_of(closed, state)
+    assert (verdict, req, lost, target.probes) == ("ERROR", None, True, 1)
+    assert "unresponsive" in message
+
+
+def test_a_close_from_a_target_still_there_stays_a_fail() -> None:
+    target = _Target(None)
+    state = SimpleNamespace(requirements=STATE.requirements, target=target)
+    closed = Violation("CUR-FRAME-3", "closed", Evidence.of(1, 2, ending="close"))
+    verdict, req, _, _, lost = verdict_of(closed, state)
+    assert (verdict, req, lost, target.probes) == ("FAIL", "CUR-FRAME-3", False, 1)
+
+
+def test_a_verdict_on_a_reply_does_not_probe() -> None:
+    target = _Target("gone")
+    state = SimpleNamespace(requirements=STATE.requirements, target=target)
+    verdict, _, _, _, _ = verdict_of(Violation("CUR-FRAME-3", "x", EV), state)
+    assert (verdict, target.probes) == ("FAIL", 0)
 
 
 def test_warn_fails_the_run_only_when_strict() -> None:

@@ -8,6 +8,12 @@ what every case relies on: the correlation id (KAF-HDR-2), a layout that decodes
 version asked (the case's own requirement, or KAF-VER-7) and error codes from the
 protocol's table (KAF-ERR-1).
 
+Evidence.  An answer is a :class:`~conformance.evidence.Node` tree that knows the request
+it answers (by correlation id) and its reply frame: a check names what it judged with
+``node.at("error_code")`` (the frame annotator's field name, such as
+``responses[0].partition_responses[0].error_code``), and :func:`expect_code` names the
+field itself.  A close or a silence carries its event.
+
 Versions.  :func:`advertised` asks the target once per run for its ApiVersions (v0,
 which every broker answers) and keeps the answer in ``target.facts``; :func:`need`
 makes a case UNSUPPORTED when the target does not serve the version it is about, and
@@ -26,6 +32,7 @@ from typing import Any, TypeVar
 import pytest
 
 from conformance.client import Connection, PeerClosed, ReplyTimeout
+from conformance.evidence import Evidence, Node, decoded
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
@@ -81,9 +88,7 @@ def advertised(ctx: CaseContext) -> dict[int, tuple[int, int]]:
     if "kafka_versions" not in facts:
         with KafkaClient(ctx) as k:
             body = k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
-        require(
-            body["error_code"] == 0, "KAF-VER-1", f"ApiVersions v0: {name_of(body['error_code'])}"
-        )
+        expect_code(body, "error_code", "NONE", "KAF-VER-1", "ApiVersions v0")
         facts["kafka_versions"] = {
             int(a["api_key"]): (int(a["min_version"]), int(a["max_version"]))
             for a in body["api_keys"]
@@ -131,6 +136,8 @@ class KafkaClient:
         self.ctx = ctx
         self.conn: Connection = ctx.connect(open_session=False)
         self.corr = 100
+        self.requests: dict[int, int] = {}
+        """The wire-log entry of each request sent, by correlation id."""
 
     def __enter__(self) -> KafkaClient:
         return self
@@ -156,22 +163,32 @@ class KafkaClient:
         payload = codec.encode_request(
             a.key, version, body, correlation_id=self.corr, client_id=client_id
         )
-        self.conn.send(codec.frame(payload))
+        self.requests[self.corr] = self.conn.send(codec.frame(payload))
         return self.corr
 
-    def raw(self, data: bytes, summary: str) -> None:
-        self.conn.send(data, summary=summary)
+    def raw(self, data: bytes, summary: str) -> int:
+        """Send raw bytes; their wire-log entry."""
+        return self.conn.send(data, summary=summary)
 
     def payload(self, requirement: str, what: str, timeout: float | None = None) -> bytes:
-        """The next response payload; silence or a close is a violation of ``requirement``."""
+        """The next response payload; silence or a close is a violation of ``requirement``
+        (decided on the request sent last and the event)."""
         try:
             return self.conn.recv_frame(timeout)
-        except ReplyTimeout:
-            self.ctx.silence(requirement, what)
-        except PeerClosed:
+        except ReplyTimeout as exc:
+            self.ctx.silence(requirement, what, exc.evidence)
+        except PeerClosed as exc:
             raise Violation(
-                requirement, f"{what}: the target closed the connection instead"
+                requirement, f"{what}: the target closed the connection instead", exc.evidence
             ) from None
+
+    def exchange(self, corr: int | None = None) -> Evidence:
+        """The evidence of the reply read last: the request ``corr`` (default: the one
+        sent before the reply) and the reply's frame."""
+        ev = self.conn.exchange()
+        if corr is None or corr not in self.requests or self.conn.replied is None:
+            return ev
+        return Evidence.of(self.requests[corr], self.conn.replied[0])
 
     def answer(
         self,
@@ -181,12 +198,16 @@ class KafkaClient:
         requirement: str,
         what: str,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """The decoded answer to request ``corr``."""
+    ) -> Node:
+        """The decoded answer to request ``corr``, as a tree that names its evidence."""
         payload = self.payload(requirement, what, timeout)
+        evidence = self.exchange(corr)
         got = codec.correlation_of(payload)
         require(
-            got == corr, "KAF-HDR-2", f"{what}: correlation id {got} in the answer, expected {corr}"
+            got == corr,
+            "KAF-HDR-2",
+            f"{what}: correlation id {got} in the answer, expected {corr}",
+            evidence.on("header.correlation_id"),
         )
         try:
             _, body = codec.decode_response(
@@ -194,15 +215,19 @@ class KafkaClient:
             )
         except codec.KafkaError as exc:
             raise Violation(
-                requirement, f"{what}: the answer does not decode as {api} v{version} ({exc})"
+                requirement,
+                f"{what}: the answer does not decode as {api} v{version} ({exc})",
+                evidence,
             ) from None
-        for code in error_codes(body):
+        answer: Node = decoded(body, evidence)
+        for node, key in error_codes(answer):
             require(
-                code in KNOWN_CODES,
+                node[key] in KNOWN_CODES,
                 "KAF-ERR-1",
-                f"{what}: error code {code} is not in the protocol's table",
+                f"{what}: error code {node[key]} is not in the protocol's table",
+                node.at(key),
             )
-        return body
+        return answer
 
     def call(
         self,
@@ -214,7 +239,7 @@ class KafkaClient:
         *,
         timeout: float | None = None,
         client_id: str | None = "conformance",
-    ) -> dict[str, Any]:
+    ) -> Node:
         corr = self.send(api, version, body, client_id=client_id)
         return self.answer(api, version, corr, requirement, what, timeout)
 
@@ -224,9 +249,15 @@ class KafkaClient:
             data = self.conn.recv_frame(wait)
         except PeerClosed:
             return
-        except ReplyTimeout:
-            self.ctx.silence(requirement, f"{what}: expected the connection to be closed")
-        raise Violation(requirement, f"{what}: answered ({len(data)} bytes) instead of closing")
+        except ReplyTimeout as exc:
+            self.ctx.silence(
+                requirement, f"{what}: expected the connection to be closed", exc.evidence
+            )
+        raise Violation(
+            requirement,
+            f"{what}: answered ({len(data)} bytes) instead of closing",
+            self.conn.exchange(),
+        )
 
     def expect_silence(self, requirement: str, what: str, wait: float) -> None:
         """No answer within ``wait`` seconds (a close is fine too)."""
@@ -234,15 +265,19 @@ class KafkaClient:
             data = self.conn.recv_frame(wait)
         except (ReplyTimeout, PeerClosed):
             return
-        raise Violation(requirement, f"{what}: answered ({len(data)} bytes); expected no answer")
+        raise Violation(
+            requirement,
+            f"{what}: answered ({len(data)} bytes); expected no answer",
+            self.conn.exchange(),
+        )
 
 
-def error_codes(value: Any) -> Iterable[int]:
-    """Every ``error_code`` anywhere in a decoded body."""
-    if isinstance(value, Mapping):
+def error_codes(value: Any) -> Iterable[tuple[Node, str]]:
+    """Every ``error_code`` anywhere in a decoded answer, as (its struct, the key)."""
+    if isinstance(value, Node):
         for key, inner in value.items():
             if key == "error_code" and isinstance(inner, int):
-                yield inner
+                yield value, key
             else:
                 yield from error_codes(inner)
     elif isinstance(value, list):
@@ -250,12 +285,18 @@ def error_codes(value: Any) -> Iterable[int]:
             yield from error_codes(inner)
 
 
-def expect_code(got: int, expected: str | Sequence[str], requirement: str, what: str) -> None:
-    """``got`` is the error (or one of the errors) named."""
+def expect_code(
+    where: Node, key: str, expected: str | Sequence[str], requirement: str, what: str
+) -> None:
+    """``where[key]`` (an error code of an answer) is the error (or one of the errors)
+    named; the field is the evidence, and a missing field is named as missing."""
     names = [expected] if isinstance(expected, str) else list(expected)
     want = [CODES[n] for n in names]
-    require(
-        got in want,
-        requirement,
-        f"{what}: {name_of(got)}, expected {' or '.join(name_of(c) for c in want)}",
-    )
+    wanted = " or ".join(name_of(c) for c in want)
+    if key not in where:
+        place = f" {where.path}" if where.path else ""
+        raise Violation(
+            requirement, f"{what}: the answer's{place} has no {key}; expected {wanted}", where.at()
+        )
+    got = where[key]
+    require(got in want, requirement, f"{what}: {name_of(got)}, expected {wanted}", where.at(key))
