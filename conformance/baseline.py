@@ -13,7 +13,10 @@ and still catch every change.
   baseline is updated and stays honest;
 * a WARN or UNSUPPORTED that appears or disappears is *changed*: reported, not failed;
 * a listed case the suite no longer has is *stale*: reported.  A listed case that the
-  run's selection left out is neither.
+  run's selection left out is neither;
+* a case that could not be judged because the target went away during the run (an
+  ERROR marked ``lost``) is *not judged*: never a new failure of its requirement, never
+  an expected one either; the run fails (exit 1) and says the target was lost.
 
 The file is YAML: what it was written against, then one line per case, ``ID: VERDICT``,
 with the violated requirement and the reason for a failure.  This module knows nothing
@@ -139,6 +142,7 @@ def compare(
     suite has for this run's revision, selected or not (to tell stale from deselected)."""
     expected: list[str] = []
     new: list[str] = []
+    not_judged: list[str] = []
     unlisted: list[str] = []
     fixed: list[dict[str, str]] = []
     changed: list[dict[str, str]] = []
@@ -149,7 +153,9 @@ def compare(
         was = baseline.verdicts.get(case_id)
         if was is None:
             unlisted.append(case_id)
-        if failing(verdict, strict):
+        if c.get("lost"):
+            not_judged.append(case_id)
+        elif failing(verdict, strict):
             (expected if baseline.expects_failure(case_id, verdict, strict) else new).append(
                 case_id
             )
@@ -167,7 +173,8 @@ def compare(
         "changed": changed,
         "unlisted": unlisted,
         "stale": stale,
-        "exit_code": 1 if new or fixed else 0,
+        "not_judged": not_judged,
+        "exit_code": 1 if new or fixed or not_judged else 0,
     }
 
 
@@ -193,6 +200,14 @@ def summary_lines(section: Mapping[str, Any]) -> list[tuple[str, str]]:
             ("yellow", f"stale: {name} lists case(s) the suite no longer has: "
              f"{', '.join(section['stale'])}")
         )  # fmt: skip
+    if section.get("not_judged"):
+        lines.append(
+            (
+                "red",
+                f"not judged: the target went away during the run, "
+                f"{len(section['not_judged'])} case(s) could not run (not compared with {name})",
+            )
+        )
     n = len(section.get("expected") or [])
     lines.append(("dim", f"baseline {name}: {n} known failure(s) failed as expected"))
     return lines

@@ -48,6 +48,20 @@ def test_a_new_failure_or_a_fixed_one_exits_1(tmp_path: Path) -> None:
     assert any("no longer failing" in line for _, line in summary_lines(fixed))
 
 
+def test_cases_lost_with_the_target_are_not_judged_never_new_failures(tmp_path: Path) -> None:
+    write(tmp_path / "b.yaml", _results(p_1="PASS", p_2="FAIL", p_3="PASS"))
+    b = load(tmp_path / "b.yaml", "p", "doc")
+    cases = _results(p_1="PASS", p_2="ERROR", p_3="ERROR")["cases"]
+    for c in cases[1:]:
+        c["lost"] = True
+    got = compare(b, cases, [], strict=False)
+    assert got["new"] == got["expected"] == got["fixed"] == []
+    assert got["not_judged"] == ["p/2", "p/3"]
+    assert got["exit_code"] == 1
+    lines = [line for _, line in summary_lines(got)]
+    assert any(line.startswith("not judged: the target went away") for line in lines)
+
+
 def test_an_unlisted_case_must_not_fail_and_a_gone_one_is_stale(tmp_path: Path) -> None:
     write(tmp_path / "b.yaml", _results(p_1="PASS", p_9="FAIL"))
     b = load(tmp_path / "b.yaml", "p", "doc")

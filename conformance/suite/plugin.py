@@ -390,8 +390,10 @@ def _record(
     if verdict in ("PASS", "UNSUPPORTED") and not state.wire_full:
         record["wire_log"] = [_compact(e) for e in record["wire_log"]]
         record["wire_compact"] = True
-    expected = state.baseline is not None and state.baseline.expects_failure(
-        case_id, verdict, state.strict
+    expected = (
+        not lost
+        and state.baseline is not None
+        and state.baseline.expects_failure(case_id, verdict, state.strict)
     )
     if expected:
         record["expected"] = True
