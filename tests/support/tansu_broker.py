@@ -72,6 +72,13 @@ def _answers(port: int) -> bool:
 @contextlib.contextmanager
 def running(log_dir: Path) -> Iterator[tuple[str, int]]:
     """Tansu serving on ``127.0.0.1:PORT``; its output goes to ``log_dir/tansu.log``."""
+    with started(log_dir) as (host, port, _):
+        yield host, port
+
+
+@contextlib.contextmanager
+def started(log_dir: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    """As :func:`running`, with Tansu's process (for a test that kills it)."""
     port = _free_port()
     log = log_dir / "tansu.log"
     with log.open("w") as out:
@@ -85,6 +92,6 @@ def running(log_dir: Path) -> Iterator[tuple[str, int]]:
                 tail = log.read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"tansu did not serve on port {port}: {tail}")
             time.sleep(0.2)
-        yield "127.0.0.1", port
+        yield "127.0.0.1", port, proc
     finally:
         stop_process(proc)
