@@ -275,10 +275,14 @@ def _print_cases(state: RunState, items: list[pytest.Item]) -> None:
 
 
 def _title(item: pytest.Item) -> str:
-    """The first sentence of the case's docstring, whole (it may span lines)."""
     doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return title_of(doc) or item.name
+
+
+def title_of(doc: str) -> str:
+    """A case's title: the first sentence of its docstring, whole (it may span lines)."""
     paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
-    return _SENTENCE_END.split(paragraph, 1)[0] if paragraph else item.name
+    return _SENTENCE_END.split(paragraph, 1)[0]
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
