@@ -6,20 +6,34 @@ Each step checks what it relies on and blames the requirement that covers it:
 ``fetch`` that the partition is answered, ``join_group``/``sync_group`` that the group
 forms (KAF-GROUP-2/3).  Versions: the highest both the target and the revision speak,
 unless a case passes its own.
+
+Evidence.  A step hands back the answers as :class:`~conformance.evidence.Node` trees
+(a Produce's partition, a Fetch's partition inside :class:`Fetched`, a member's join in
+:class:`Member`), so that a case's own check names the field it judges; a topic or
+partition an answer lacks is named as missing, with the array that lacks it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from conformance.errors import ProtocolError
+from conformance.evidence import Evidence, Node, NodeList, combined
 from conformance.protocols.kafka import records
 from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, require
-from conformance.suite.kafka.verify import KafkaClient, advertised, expect_code, name_of, usable
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    advertised,
+    expect_code,
+    first,
+    missing,
+    name_of,
+    usable,
+)
 from conformance.suite.target import CaseContext
 
 # ------------------------------------------------------------------ topics
@@ -35,26 +49,41 @@ def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 
             "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
             "timeout_ms": 5000,
         }
-        reply = k.call("CreateTopics", v, body, "KAF-ADMIN-1", f"CreateTopics {name}")
-        expect_code(reply["topics"][0]["error_code"], "NONE", "KAF-ADMIN-1", f"CreateTopics {name}")
+        what = f"CreateTopics {name}"
+        reply = k.call("CreateTopics", v, body, "KAF-ADMIN-1", what)
+        created = first(reply["topics"], "topics[0]", "KAF-ADMIN-1", what)
+        expect_code(created, "error_code", "NONE", "KAF-ADMIN-1", what)
     elif partitions != 1:
         raise Unsupported("the target serves no CreateTopics; this case needs several partitions")
     found = metadata(ctx, k, [name], create=True)
     t = found.get(name)
     if t is None or t["error_code"] != 0:
-        why = "not listed" if t is None else name_of(t["error_code"])
         if BY_NAME["CreateTopics"].key in advertised(ctx):
-            raise Violation("KAF-ADMIN-1", f"topic {name} after CreateTopics: {why} in Metadata")
+            what = f"Metadata after CreateTopics {name}"
+            if t is None:
+                missing(found.array, f"topic {name}", "KAF-ADMIN-1", what)
+            expect_code(t, "error_code", "NONE", "KAF-ADMIN-1", what)
+        why = "not listed" if t is None else name_of(t["error_code"])
         raise Unsupported(
-            f"cannot create a topic (no CreateTopics, Metadata auto-creation: {why})", "KAF-CONV-1"
+            f"cannot create a topic (no CreateTopics, Metadata auto-creation: {why})",
+            "KAF-CONV-1",
+            found.array.at() if t is None else t.at("error_code"),
         )
     got = len(t["partitions"])
     require(
         got == partitions,
         "KAF-ADMIN-1",
         f"topic {name}: {got} partition(s) in Metadata, expected {partitions}",
+        t["partitions"].at(),
     )
     return name
+
+
+class Topics(dict[str, Node]):
+    """Metadata's topics by name; ``array`` is the answer's topics array (the evidence
+    when a topic is missing, or listed when it should not be)."""
+
+    array: NodeList
 
 
 def metadata(
@@ -64,25 +93,25 @@ def metadata(
     *,
     create: bool = False,
     version: int | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> Topics:
     """Metadata's topics by name (``topics`` None: all, from v1)."""
     v = version if version is not None else usable(ctx, "Metadata")
     body: dict[str, Any] = {"topics": None if topics is None else [{"name": t} for t in topics]}
     body["allow_auto_topic_creation"] = create
     reply = k.call("Metadata", v, body, "KAF-ADMIN-2", f"Metadata v{v}")
-    return {str(t["name"]): t for t in reply["topics"]}
+    found = Topics((str(t["name"]), t) for t in reply["topics"])
+    found.array = reply["topics"]
+    return found
 
 
 def topic_id(ctx: CaseContext, k: KafkaClient, topic: str) -> str:
     """The topic's id (Metadata v10+), for Fetch v13+."""
     v = usable(ctx, "Metadata", lowest=10)
-    t = metadata(ctx, k, [topic], version=v).get(topic)
-    require(
-        t is not None and t["error_code"] == 0,
-        "KAF-ADMIN-2",
-        f"Metadata v{v} does not list {topic}",
-    )
-    assert t is not None
+    found = metadata(ctx, k, [topic], version=v)
+    t = found.get(topic)
+    if t is None:
+        missing(found.array, f"topic {topic}", "KAF-ADMIN-2", f"Metadata v{v}")
+    expect_code(t, "error_code", "NONE", "KAF-ADMIN-2", f"Metadata v{v} of {topic}")
     tid: str = t["topic_id"]
     return tid
 
@@ -118,15 +147,15 @@ def produce_parts(
     acks: int = -1,
     version: int | None = None,
     requirement: str = "KAF-PRODUCE-1",
-) -> dict[int, dict[str, Any]]:
+) -> dict[int, Node]:
     """One Produce writing ``parts`` (partition -> records); the answer per partition."""
     v = version if version is not None else usable(ctx, "Produce", lowest=3)
-    reply = k.call(
-        "Produce", v, produce_body(topic, parts, acks), requirement, f"Produce v{v} to {topic}"
-    )
+    what = f"Produce v{v} to {topic}"
+    reply = k.call("Produce", v, produce_body(topic, parts, acks), requirement, what)
     out = {int(p["index"]): p for t in reply["responses"] for p in t["partition_responses"]}
-    missing = set(parts) - set(out)
-    require(not missing, requirement, f"Produce v{v}: no answer for partition(s) {sorted(missing)}")
+    lacking = sorted(set(parts) - set(out))
+    if lacking:
+        missing(reply["responses"], f"partition(s) {lacking} of topic {topic}", requirement, what)
     return out
 
 
@@ -139,38 +168,85 @@ def produce(
     partition: int = 0,
     version: int | None = None,
     requirement: str = "KAF-PRODUCE-1",
-) -> int:
-    """Produce ``data`` (a batch) with acks -1; the base offset, error 0 checked."""
+) -> Node:
+    """Produce ``data`` (a batch) with acks -1; the partition's answer (its
+    ``base_offset``), error 0 checked."""
     p = produce_parts(ctx, k, topic, {partition: data}, version=version, requirement=requirement)[
         partition
     ]
-    expect_code(p["error_code"], "NONE", requirement, f"Produce to {topic}/{partition}")
-    return int(p["base_offset"])
+    expect_code(p, "error_code", "NONE", requirement, f"Produce to {topic}/{partition}")
+    return p
 
 
 # ------------------------------------------------------------------ fetch
 
 
+class Located(NamedTuple):
+    """A fetched record: its offset, the record, its batch, and its name under the
+    records field (``batch[0].record[1]``, ``batch[0].decompressed.record[1]``)."""
+
+    offset: int
+    record: records.Record
+    batch: records.RecordBatch
+    name: str
+
+
 @dataclass
 class Fetched:
-    error_code: int
-    high_watermark: int
-    data: bytes
-    """The partition's raw records field."""
+    """One partition of a Fetch answer; ``part`` is its node (``responses[0].partitions[0]``)."""
+
+    part: Node
+
+    @property
+    def error_code(self) -> int:
+        return int(self.part["error_code"])
+
+    @property
+    def high_watermark(self) -> int:
+        return int(self.part["high_watermark"])
+
+    @property
+    def data(self) -> bytes:
+        """The partition's raw records field."""
+        return bytes(self.part["records"] or b"")
+
+    def at(self, *keys: str | int) -> Evidence:
+        """The partition's field ``keys`` (nothing: the partition) as the evidence."""
+        return self.part.at(*keys)
+
+    def records_at(self, *names: str) -> Evidence:
+        """The records field, or what it holds (``batch[0].crc``, ``batch[0].record[1].value``)."""
+        if not names:
+            return self.part.at("records")
+        return combined(self.part.at("records", n) for n in names)
 
     def batches(self, requirement: str = "KAF-REC-9") -> list[records.RecordBatch]:
         try:
             return records.decode_batches(self.data)
         except ProtocolError as exc:
-            raise Violation(requirement, f"the fetched records do not decode: {exc}") from None
+            raise Violation(
+                requirement, f"the fetched records do not decode: {exc}", self.records_at()
+            ) from None
+
+    def located(self, requirement: str = "KAF-REC-9") -> list[Located]:
+        """Every record fetched, with its offset and its name under the records field."""
+        out = []
+        for i, b in enumerate(self.batches(requirement)):
+            inner = f"batch[{i}].decompressed" if b.compression else f"batch[{i}]"
+            for j, r in enumerate(b.records):
+                out.append(Located(b.base_offset + r.offset_delta, r, b, f"{inner}.record[{j}]"))
+        return out
 
     def values(self, requirement: str = "KAF-REC-9") -> list[tuple[int, bytes | None]]:
         """``(offset, value)`` of every record fetched."""
-        return [
-            (b.base_offset + r.offset_delta, r.value)
-            for b in self.batches(requirement)
-            for r in b.records
-        ]
+        return [(x.offset, x.record.value) for x in self.located(requirement)]
+
+    def values_at(self, requirement: str = "KAF-REC-9") -> Evidence:
+        """Every fetched record's value (the records field when none is there)."""
+        found = self.located(requirement)
+        if not found:
+            return self.records_at()
+        return self.records_at(*(f"{x.name}.value" for x in found))
 
 
 def fetch_body(
@@ -225,12 +301,23 @@ def fetch(
         f"Fetch v{v} {topic}/{partition} at {offset}",
         timeout=timeout,
     )
-    parts = [
-        p for t in reply["responses"] for p in t["partitions"] if p["partition_index"] == partition
-    ]
-    require(parts, requirement, f"Fetch v{v}: no answer for partition {partition}")
-    p = parts[0]
-    return Fetched(int(p["error_code"]), int(p["high_watermark"]), bytes(p["records"] or b""))
+    return Fetched(fetched_partition(reply, topic, partition, requirement, f"Fetch v{v}"))
+
+
+def fetched_partition(reply: Node, topic: str, partition: int, requirement: str, what: str) -> Node:
+    """Partition ``partition`` of a Fetch answer about one topic; one it lacks is named as
+    missing, with the arrays that lack it (the topics, or each topic's partitions)."""
+    topics: NodeList = reply["responses"]
+    for t in topics:
+        for p in t["partitions"]:
+            if p["partition_index"] == partition:
+                node: Node = p
+                return node
+    lacking = f"partition {partition} of topic {topic}"
+    if not topics:
+        missing(topics, lacking, requirement, what)
+    where = combined(t["partitions"].at() for t in topics)
+    raise Violation(requirement, f"{what}: the answer has no {lacking}", where)
 
 
 # ------------------------------------------------------------------ groups
@@ -246,6 +333,23 @@ class Member:
     generation: int
     leader: str
     members: list[dict[str, Any]]
+    joined: Node | None = None
+    """The JoinGroup answer the member was made from (the evidence of its fields)."""
+
+    @classmethod
+    def of(cls, group: str, reply: Node) -> Member:
+        return cls(
+            group,
+            str(reply["member_id"]),
+            int(reply["generation_id"]),
+            str(reply["leader"]),
+            list(reply["members"]),
+            reply,
+        )
+
+    def at(self, key: str) -> Evidence:
+        """The field ``key`` of the join this member was made from."""
+        return self.joined.at(key) if self.joined is not None else Evidence()
 
 
 def join_body(
@@ -290,14 +394,8 @@ def join_group(
         reply = k.call(
             "JoinGroup", v, again, "KAF-GROUP-7", f"JoinGroup v{v} {group} again", timeout=wait
         )
-    expect_code(reply["error_code"], "NONE", requirement, f"JoinGroup v{v} {group}")
-    return Member(
-        group,
-        str(reply["member_id"]),
-        int(reply["generation_id"]),
-        str(reply["leader"]),
-        list(reply["members"]),
-    )
+    expect_code(reply, "error_code", "NONE", requirement, f"JoinGroup v{v} {group}")
+    return Member.of(group, reply)
 
 
 def sync_group(
@@ -309,7 +407,7 @@ def sync_group(
     version: int | None = None,
     requirement: str = "KAF-GROUP-3",
     timeout: float | None = None,
-) -> dict[str, Any]:
+) -> Node:
     v = version if version is not None else usable(ctx, "SyncGroup")
     body = {
         "group_id": m.group,
@@ -330,7 +428,7 @@ def settle(ctx: CaseContext, k: KafkaClient, group: str, **kw: Any) -> Member:
     """A group of one member, joined and synced (the member assigns itself ``b"a"``)."""
     m = join_group(ctx, k, group, **kw)
     reply = sync_group(ctx, k, m, {m.member_id: b"a"})
-    expect_code(reply["error_code"], "NONE", "KAF-GROUP-3", f"SyncGroup {group}")
+    expect_code(reply, "error_code", "NONE", "KAF-GROUP-3", f"SyncGroup {group}")
     return m
 
 
@@ -343,8 +441,8 @@ def heartbeat(
     member_id: str | None = None,
     version: int | None = None,
     requirement: str = "KAF-GROUP-10",
-) -> int:
-    """Heartbeat; its error code."""
+) -> Node:
+    """Heartbeat; its answer (judge its ``error_code``)."""
     v = version if version is not None else usable(ctx, "Heartbeat")
     body = {
         "group_id": m.group,
@@ -352,7 +450,7 @@ def heartbeat(
         "member_id": m.member_id if member_id is None else member_id,
         "group_instance_id": None,
     }
-    return int(k.call("Heartbeat", v, body, requirement, f"Heartbeat v{v} {m.group}")["error_code"])
+    return k.call("Heartbeat", v, body, requirement, f"Heartbeat v{v} {m.group}")
 
 
 def leave_group(
@@ -363,7 +461,7 @@ def leave_group(
     *,
     version: int | None = None,
     requirement: str = "KAF-GROUP-6",
-) -> dict[str, Any]:
+) -> Node:
     v = version if version is not None else usable(ctx, "LeaveGroup")
     body: dict[str, Any] = {"group_id": group}
     if v >= 3:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.evidence import Node
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, metadata, produce_parts
-from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
+from conformance.suite.kafka.verify import KafkaClient, expect_code, find, first, missing, usable
 from conformance.suite.target import CaseContext
 
 
@@ -18,15 +19,16 @@ def _create(
     *,
     validate_only: bool = False,
     requirement: str = "KAF-ADMIN-1",
-) -> dict[str, Any]:
+) -> Node:
     v = usable(target, "CreateTopics", lowest=1 if validate_only else 0)
     body = {
         "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
         "timeout_ms": 5000,
         "validate_only": validate_only,
     }
-    reply = k.call("CreateTopics", v, body, requirement, f"CreateTopics v{v} {name!r}")
-    return dict(reply["topics"][0])
+    what = f"CreateTopics v{v} {name!r}"
+    reply = k.call("CreateTopics", v, body, requirement, what)
+    return first(reply["topics"], "topics[0]", requirement, what)
 
 
 @case("kafka/admin/1", "KAF-ADMIN-1")
@@ -49,7 +51,7 @@ def test_an_existing_name_is_topic_already_exists(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         name = create_topic(target, k, "twice")
         got = _create(target, k, name, 1)
-    expect_code(got["error_code"], "TOPIC_ALREADY_EXISTS", "KAF-ADMIN-1", f"creating {name} again")
+    expect_code(got, "error_code", "TOPIC_ALREADY_EXISTS", "KAF-ADMIN-1", f"creating {name} again")
 
 
 @case("kafka/admin/3", "KAF-ADMIN-1")
@@ -62,7 +64,7 @@ def test_a_partition_count_below_1_is_invalid(target: CaseContext) -> None:
         for count in (0, -2):
             got = _create(target, k, target.name(f"parts{count + 2}"), count)
             expect_code(
-                got["error_code"], "INVALID_PARTITIONS", "KAF-ADMIN-1", f"{count} partitions"
+                got, "error_code", "INVALID_PARTITIONS", "KAF-ADMIN-1", f"{count} partitions"
             )
 
 
@@ -83,18 +85,23 @@ def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> N
             "KAF-ADMIN-2",
             f"Metadata v{v}",
         )
-    nodes = {b["node_id"] for b in reply["brokers"]}
+    brokers = reply["brokers"]
+    nodes = {b["node_id"] for b in brokers}
+    bad = [b for b in brokers if not (b["host"] and b["port"] > 0)]
     require(
-        nodes and all(b["host"] and b["port"] > 0 for b in reply["brokers"]),
+        nodes and not bad,
         "KAF-ADMIN-2",
-        f"brokers {reply['brokers']}",
+        f"brokers {[(b['node_id'], b['host'], b['port']) for b in brokers]}, expected at least "
+        "one, each with a host and a port > 0",
+        brokers.at() if not bad else brokers.at() + bad[0].at("host") + bad[0].at("port"),
     )
-    topic = next(t for t in reply["topics"] if t["name"] == name)
+    topic = find(reply["topics"], "name", name, f"topic {name}", "KAF-ADMIN-2", f"Metadata v{v}")
     leaders = [p["leader_id"] for p in topic["partitions"]]
     require(
         leaders and set(leaders) <= nodes,
         "KAF-ADMIN-2",
-        f"partition leaders {leaders}, brokers {sorted(nodes)}",
+        f"partition leaders {leaders}, expected some, each among the brokers {sorted(nodes)}",
+        topic["partitions"].at() + brokers.at(),
     )
 
 
@@ -108,23 +115,25 @@ def test_metadata_of_an_unknown_topic_is_error_3(target: CaseContext) -> None:
     v = usable(target, "Metadata", lowest=4)
     name = target.name("absent")
     with KafkaClient(target) as k:
-        got = metadata(target, k, [name], create=False, version=v).get(name)
-    require(got is not None, "KAF-ADMIN-2", f"Metadata v{v} does not answer for {name}")
-    assert got is not None
+        found = metadata(target, k, [name], create=False, version=v)
+    got = found.get(name)
+    if got is None:
+        missing(found.array, f"topic {name}", "KAF-ADMIN-2", f"Metadata v{v}")
     expect_code(
-        got["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-ADMIN-2", f"Metadata of {name}"
+        got, "error_code", "UNKNOWN_TOPIC_OR_PARTITION", "KAF-ADMIN-2", f"Metadata of {name}"
     )
 
 
-def _delete(target: CaseContext, k: KafkaClient, name: str) -> int:
+def _delete(target: CaseContext, k: KafkaClient, name: str) -> Node:
     v = usable(target, "DeleteTopics")
     body: dict[str, Any] = {"timeout_ms": 5000}
     if v >= 6:
         body["topics"] = [{"name": name, "topic_id": "00000000-0000-0000-0000-000000000000"}]
     else:
         body["topic_names"] = [name]
-    reply = k.call("DeleteTopics", v, body, "KAF-ADMIN-3", f"DeleteTopics v{v} {name}")
-    return int(reply["responses"][0]["error_code"])
+    what = f"DeleteTopics v{v} {name}"
+    reply = k.call("DeleteTopics", v, body, "KAF-ADMIN-3", what)
+    return first(reply["responses"], "responses[0]", "KAF-ADMIN-3", what)
 
 
 @case("kafka/admin/6", "KAF-ADMIN-3")
@@ -136,16 +145,30 @@ def test_delete_topics_removes_a_topic(target: CaseContext) -> None:
     """
     with KafkaClient(target) as k:
         name = create_topic(target, k, "doomed")
-        expect_code(_delete(target, k, name), "NONE", "KAF-ADMIN-3", f"deleting {name}")
+        expect_code(
+            _delete(target, k, name), "error_code", "NONE", "KAF-ADMIN-3", f"deleting {name}"
+        )
         listed = metadata(target, k, None)
-        require(name not in listed, "KAF-ADMIN-3", f"{name} is still listed after DeleteTopics")
+        require(
+            name not in listed,
+            "KAF-ADMIN-3",
+            f"{name} is still listed after DeleteTopics, expected gone",
+            listed[name].at("name") if name in listed else listed.array.at(),
+        )
         p = produce_parts(target, k, name, {0: batch([b"x"])}, requirement="KAF-ADMIN-3")[0]
         require(
-            p["error_code"] != 0, "KAF-ADMIN-3", f"a Produce to the deleted {name} was accepted"
+            p["error_code"] != 0,
+            "KAF-ADMIN-3",
+            f"a Produce to the deleted {name} was accepted (NONE (0)), expected an error",
+            p.at("error_code"),
         )
         got = _delete(target, k, target.name("never"))
     expect_code(
-        got, ["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID"], "KAF-ADMIN-3", "an unknown name"
+        got,
+        "error_code",
+        ["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID"],
+        "KAF-ADMIN-3",
+        "an unknown name",
     )
 
 
@@ -159,9 +182,14 @@ def test_validate_only_creates_nothing(target: CaseContext) -> None:
     name = target.name("dry")
     with KafkaClient(target) as k:
         got = _create(target, k, name, 2, validate_only=True, requirement="KAF-ADMIN-4")
-        expect_code(got["error_code"], "NONE", "KAF-ADMIN-4", "validate_only")
+        expect_code(got, "error_code", "NONE", "KAF-ADMIN-4", "validate_only")
         listed = metadata(target, k, None)
-    require(name not in listed, "KAF-ADMIN-4", f"validate_only created {name}")
+    require(
+        name not in listed,
+        "KAF-ADMIN-4",
+        f"validate_only created {name}: Metadata lists it, expected not",
+        listed[name].at("name") if name in listed else listed.array.at(),
+    )
 
 
 @case("kafka/admin/8", "KAF-ADMIN-5")
@@ -177,7 +205,8 @@ def test_illegal_topic_names_are_refused(target: CaseContext) -> None:
         for name in ("", ".", "..", "a" * 250, "a b", "a/b"):
             got = _create(target, k, name, 1, requirement="KAF-ADMIN-5")
             expect_code(
-                got["error_code"],
+                got,
+                "error_code",
                 "INVALID_TOPIC_EXCEPTION",
                 "KAF-ADMIN-5",
                 f"topic name {name[:20]!r}",
@@ -195,5 +224,16 @@ def test_metadata_null_lists_all_topics_and_empty_lists_none(target: CaseContext
         name = create_topic(target, k, "all")
         every = metadata(target, k, None, version=v)
         none = metadata(target, k, [], version=v)
-    require(name in every, "KAF-ADMIN-6", f"Metadata v{v} with null topics does not list {name}")
-    require(not none, "KAF-ADMIN-6", f"Metadata v{v} with no topics listed {sorted(none)[:5]}")
+    require(
+        name in every,
+        "KAF-ADMIN-6",
+        f"Metadata v{v} with null topics does not list {name} ({len(every)} topic(s) listed)",
+        every.array.at(),
+    )
+    require(
+        not none,
+        "KAF-ADMIN-6",
+        f"Metadata v{v} with no topics listed {len(none)} topic(s) ({sorted(none)[:5]}), "
+        "expected none",
+        none.array.at(),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import metadata
-from conformance.suite.kafka.verify import KafkaClient, usable
+from conformance.suite.kafka.verify import KafkaClient, expect_code, missing, usable
 from conformance.suite.target import CaseContext
 
 
@@ -18,18 +18,19 @@ def test_metadata_creates_a_topic_it_is_asked_about(target: CaseContext) -> None
     """
     name = target.name("auto")
     v = usable(target, "Metadata")
+    what = f"Metadata v{v} asked about {name}"
     with KafkaClient(target) as k:
-        got = metadata(target, k, [name], create=True, version=v).get(name)
+        found = metadata(target, k, [name], create=True, version=v)
+        got = found.get(name)
         if got is not None and got["error_code"] != 0:  # created now, served on the next ask
-            got = metadata(target, k, [name], create=True, version=v).get(name)
-    require(
-        got is not None and got["error_code"] == 0,
-        "KAF-CONV-1",
-        f"Metadata v{v} did not create {name}: {got and got['error_code']}",
-    )
-    assert got is not None
+            found = metadata(target, k, [name], create=True, version=v)
+            got = found.get(name)
+    if got is None:
+        missing(found.array, f"topic {name}", "KAF-CONV-1", what)
+    expect_code(got, "error_code", "NONE", "KAF-CONV-1", what)
     require(
         len(got["partitions"]) == 1,
         "KAF-CONV-1",
         f"{len(got['partitions'])} partitions, expected 1",
+        got["partitions"].at(),
     )

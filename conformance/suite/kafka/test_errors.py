@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from conformance.evidence import Node
 from conformance.suite.case import case
 from conformance.suite.kafka.steps import (
     batch,
@@ -17,22 +18,19 @@ from conformance.suite.kafka.verify import KafkaClient, expect_code
 from conformance.suite.target import CaseContext
 
 
-def _refusals(target: CaseContext, k: KafkaClient) -> list[tuple[str, Callable[[], int], str]]:
-    """(what, how to provoke it, the code the requirements name)."""
+def _refusals(target: CaseContext, k: KafkaClient) -> list[tuple[str, Callable[[], Node], str]]:
+    """(what, how to provoke it (the struct of the answer holding its error code), the code
+    the requirements name)."""
     topic = create_topic(target, k, "errs")
     return [
         (
             "Fetch past the log",
-            lambda: fetch(target, k, topic, 0, 99, requirement="KAF-ERR-1").error_code,
+            lambda: fetch(target, k, topic, 0, 99, requirement="KAF-ERR-1").part,
             "OFFSET_OUT_OF_RANGE",
         ),
         (
             "Produce to partition 5",
-            lambda: int(
-                produce_parts(target, k, topic, {5: batch([b"x"])}, requirement="KAF-ERR-1")[5][
-                    "error_code"
-                ]
-            ),
+            lambda: produce_parts(target, k, topic, {5: batch([b"x"])}, requirement="KAF-ERR-1")[5],
             "UNKNOWN_TOPIC_OR_PARTITION",
         ),
         (
@@ -58,7 +56,7 @@ def test_refusals_use_the_codes_the_requirements_name(target: CaseContext) -> No
     """
     with KafkaClient(target) as k:
         for what, provoke, name in _refusals(target, k):
-            expect_code(provoke(), name, "KAF-ERR-1", what)
+            expect_code(provoke(), "error_code", name, "KAF-ERR-1", what)
 
 
 @case("kafka/errors/2", "KAF-ERR-2")

@@ -5,8 +5,18 @@ from __future__ import annotations
 import time
 import uuid
 
+from conformance.evidence import Evidence
 from conformance.suite.case import case, require
-from conformance.suite.kafka.steps import batch, create_topic, fetch, fetch_body, produce, topic_id
+from conformance.suite.kafka.steps import (
+    Fetched,
+    batch,
+    create_topic,
+    fetch,
+    fetch_body,
+    fetched_partition,
+    produce,
+    topic_id,
+)
 from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
@@ -32,11 +42,22 @@ def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> Non
         time.sleep(0.2)
         start = time.monotonic()
         produce(target, producer, topic, batch([b"late"]), requirement="KAF-FETCH-1")
-        reply = k.answer("Fetch", v, corr, "KAF-FETCH-1", f"the waiting Fetch v{v}", timeout=5)
+        what = f"the waiting Fetch v{v}"
+        reply = k.answer("Fetch", v, corr, "KAF-FETCH-1", what, timeout=5)
         took = time.monotonic() - start
-    got = [p for t in reply["responses"] for p in t["partitions"]]
-    require(got and got[0]["records"], "KAF-FETCH-1", "the long poll answered without the record")
-    require(took < 2.0, "KAF-FETCH-1", f"answered {took:.2f}s after the record arrived (wait 3s)")
+    got = Fetched(fetched_partition(reply, topic, 0, "KAF-FETCH-1", what))
+    require(
+        got.data,
+        "KAF-FETCH-1",
+        "the long poll answered with no records, expected the one produced meanwhile",
+        got.records_at(),
+    )
+    require(
+        took < 2.0,
+        "KAF-FETCH-1",
+        f"answered {took:.2f}s after the record arrived, expected at once (max_wait_ms 3000)",
+        got.records_at(),
+    )
 
 
 @case("kafka/fetch/2", "KAF-FETCH-2")
@@ -52,7 +73,9 @@ def test_an_offset_outside_the_log_is_out_of_range(target: CaseContext, version:
         topic = create_topic(target, k, "range")
         produce(target, k, topic, batch([b"a"]), requirement="KAF-FETCH-2")
         got = fetch(target, k, topic, 0, 50, version=version, requirement="KAF-FETCH-2")
-    expect_code(got.error_code, "OFFSET_OUT_OF_RANGE", "KAF-FETCH-2", f"Fetch v{version} at 50")
+    expect_code(
+        got.part, "error_code", "OFFSET_OUT_OF_RANGE", "KAF-FETCH-2", f"Fetch v{version} at 50"
+    )
 
 
 @case("kafka/fetch/3", "KAF-FETCH-3")
@@ -74,6 +97,7 @@ def test_the_high_watermark_is_the_offset_after_the_last_record(
         got.high_watermark == 3,
         "KAF-FETCH-3",
         f"Fetch v{version}: high watermark {got.high_watermark}, expected 3",
+        got.at("high_watermark"),
     )
 
 
@@ -101,9 +125,19 @@ def test_an_empty_fetch_answers_once_max_wait_has_passed(target: CaseContext) ->
             timeout=5,
         )
         took = time.monotonic() - start
-    expect_code(got.error_code, "NONE", "KAF-FETCH-4", "an empty long poll")
-    require(not got.data, "KAF-FETCH-4", "an empty partition answered records")
-    require(0.3 <= took <= 2.0, "KAF-FETCH-4", f"max_wait_ms 400 answered after {took:.2f}s")
+    expect_code(got.part, "error_code", "NONE", "KAF-FETCH-4", "an empty long poll")
+    require(
+        not got.data,
+        "KAF-FETCH-4",
+        f"an empty partition answered {len(got.data)} bytes of records, expected none",
+        got.records_at(),
+    )
+    require(
+        0.3 <= took <= 2.0,
+        "KAF-FETCH-4",
+        f"max_wait_ms 400 answered after {took:.2f}s, expected 0.3-2.0s",
+        got.at(),
+    )
 
 
 @case("kafka/fetch/5", "KAF-FETCH-5")
@@ -119,19 +153,41 @@ def test_records_come_from_the_offset_asked(target: CaseContext, version: int) -
         topic = create_topic(target, k, "from")
         for i in range(3):
             produce(target, k, topic, batch([b"%d" % (2 * i), b"%d" % (2 * i + 1)]))
-        got = fetch(target, k, topic, 0, 3, version=version).values()
-    offsets = [o for o, _ in got]
+        fetched = fetch(target, k, topic, 0, 3, version=version)
+    found = fetched.located("KAF-FETCH-5")
+    offsets = [x.offset for x in found]
     require(
         offsets and offsets[0] <= 3 and 3 in offsets,
         "KAF-FETCH-5",
-        f"Fetch v{version} at 3 returned offsets {offsets}",
+        f"Fetch v{version} at 3 returned offsets {offsets}, expected the first at 3 or before"
+        " and 3 among them",
+        _offsets_at(fetched),
     )
-    require(offsets == sorted(set(offsets)), "KAF-FETCH-5", f"offsets not increasing: {offsets}")
     require(
-        [v for o, v in got if o >= 3] == [b"3", b"4", b"5"],
+        offsets == sorted(set(offsets)),
         "KAF-FETCH-5",
-        f"records from 3: {[v for o, v in got if o >= 3]}, expected 3, 4, 5",
+        f"offsets {offsets}, expected increasing",
+        _offsets_at(fetched),
     )
+    require(
+        [x.record.value for x in found if x.offset >= 3] == [b"3", b"4", b"5"],
+        "KAF-FETCH-5",
+        f"records from 3: {[x.record.value for x in found if x.offset >= 3]}, expected 3, 4, 5",
+        fetched.records_at(*(f"{x.name}.value" for x in found if x.offset >= 3)),
+    )
+
+
+def _offsets_at(fetched: Fetched) -> Evidence:
+    """Every fetched record's offset fields (the batch's base offset and the record's
+    delta), or the records field when none decodes."""
+    found = fetched.located("KAF-FETCH-5")
+    if not found:
+        return fetched.records_at()
+    names = []
+    for x in found:
+        batch_name = x.name.split(".record[")[0].removesuffix(".decompressed")
+        names += [f"{batch_name}.base_offset", f"{x.name}.offset_delta"]
+    return fetched.records_at(*dict.fromkeys(names))
 
 
 @case("kafka/fetch/6", "KAF-FETCH-5")
@@ -143,8 +199,14 @@ def test_a_fetch_with_max_wait_0_answers_what_is_there(target: CaseContext) -> N
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "now")
         produce(target, k, topic, batch([b"here"]))
-        got = fetch(target, k, topic, 0, 0, max_wait_ms=0, min_bytes=0).values()
-    require([v for _, v in got] == [b"here"], "KAF-FETCH-5", f"max_wait 0 returned {got}")
+        fetched = fetch(target, k, topic, 0, 0, max_wait_ms=0, min_bytes=0)
+    got = fetched.values("KAF-FETCH-5")
+    require(
+        [v for _, v in got] == [b"here"],
+        "KAF-FETCH-5",
+        f"max_wait 0 returned (offset, value) {got}, expected [(0, b'here')]",
+        fetched.values_at("KAF-FETCH-5"),
+    )
 
 
 @case("kafka/fetch/7", "KAF-FETCH-6")
@@ -176,7 +238,9 @@ def test_a_first_batch_larger_than_max_bytes_is_still_returned(
     require(
         values == [b"x" * 300],
         "KAF-FETCH-6",
-        f"Fetch v{version} with max_bytes 1: {len(values)} record(s), expected the batch whole",
+        f"Fetch v{version} with max_bytes 1: {len(values)} record(s) "
+        f"({len(got.data)} bytes of records), expected the batch whole (1 record of 300 bytes)",
+        got.values_at("KAF-FETCH-6"),
     )
 
 
@@ -193,17 +257,20 @@ def test_an_unknown_topic_is_error_3_or_100(target: CaseContext, version: int) -
     need(target, "Fetch", version)
     with KafkaClient(target) as k:
         ref = str(uuid.uuid4()) if version >= 13 else target.name("nowhere")
+        what = f"Fetch v{version} of unknown topic {ref}"
         reply = k.call(
             "Fetch",
             version,
             fetch_body(ref, 0, 0, version, max_wait_ms=0),
             "KAF-FETCH-7",
-            f"Fetch v{version} of an unknown topic",
+            what,
         )
-        codes = [p["error_code"] for t in reply["responses"] for p in t["partitions"]]
-        codes += [reply.get("error_code", 0)] if not codes else []
         want = ["UNKNOWN_TOPIC_ID"] if version >= 13 else ["UNKNOWN_TOPIC_OR_PARTITION"]
-        expect_code(
-            codes[0] if codes else 0, want, "KAF-FETCH-7", f"Fetch v{version} unknown topic"
-        )
+        parts = [p for t in reply["responses"] for p in t["partitions"]]
+        if parts:
+            expect_code(parts[0], "error_code", want, "KAF-FETCH-7", what)
+        elif reply.get("error_code", 0) != 0:  # v7+: refused as a whole, with its own code
+            expect_code(reply, "error_code", want, "KAF-FETCH-7", what)
+        else:
+            fetched_partition(reply, ref, 0, "KAF-FETCH-7", f"{what} (expected {want[0]})")
         k.call("ApiVersions", 0, {}, "KAF-FETCH-7", "ApiVersions after the refused Fetch")

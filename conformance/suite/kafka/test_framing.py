@@ -6,6 +6,7 @@ import contextlib
 import time
 
 from conformance.client import PeerClosed, ReplyTimeout
+from conformance.evidence import combined
 from conformance.protocols.kafka import codec
 from conformance.suite.case import case, require
 from conformance.suite.kafka.verify import KafkaClient
@@ -30,13 +31,26 @@ def test_a_response_is_one_size_prefixed_frame(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         k.raw(codec.frame(API_VERSIONS_V0), "ApiVersions v0 #42")
         reply = k.payload("KAF-FRAME-1", "ApiVersions v0")
+        answered = k.exchange()
         # the deframer took exactly the size the prefix gave; nothing may follow it
         try:
             extra = k.conn.recv_frame(0.2)
         except (ReplyTimeout, PeerClosed):
             extra = None
-    require(codec.correlation_of(reply) == 42, "KAF-FRAME-1", "the frame is not the answer")
-    require(extra is None, "KAF-FRAME-1", f"{len(extra or b'')} more bytes after the answer")
+        more = k.exchange()
+    got = codec.correlation_of(reply)
+    require(
+        got == 42,
+        "KAF-FRAME-1",
+        f"the frame read is not the answer: correlation id {got}, expected 42",
+        answered.on("header.correlation_id"),
+    )
+    require(
+        extra is None,
+        "KAF-FRAME-1",
+        f"a frame of {len(extra or b'')} more bytes after the answer, expected nothing",
+        more,
+    )
 
 
 @case("kafka/framing/2", "KAF-FRAME-2")
@@ -51,7 +65,14 @@ def test_a_request_written_a_byte_at_a_time_is_answered(target: CaseContext) -> 
             k.raw(bytes([b]), "one byte")
             time.sleep(0.002)
         reply = k.payload("KAF-FRAME-2", "ApiVersions sent a byte at a time")
-    require(codec.correlation_of(reply) == 42, "KAF-FRAME-2", "the answer is not to #42")
+        answered = k.exchange()
+    got = codec.correlation_of(reply)
+    require(
+        got == 42,
+        "KAF-FRAME-2",
+        f"the answer has correlation id {got}, expected 42",
+        answered.on("header.correlation_id"),
+    )
 
 
 @case("kafka/framing/3", "KAF-FRAME-2")
@@ -63,17 +84,30 @@ def test_pipelined_requests_are_answered_in_order(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         frames = [codec.frame(codec.encode_request(18, 0, {}, correlation_id=c)) for c in (7, 8, 9)]
         k.raw(b"".join(frames), "three ApiVersions v0 in one write (#7, #8, #9)")
-        got = [codec.correlation_of(k.payload("KAF-FRAME-2", f"answer {i}")) for i in (1, 2, 3)]
-    require(got == [7, 8, 9], "KAF-FRAME-2", f"answers to {got}, expected [7, 8, 9] in order")
+        got, seen = [], []
+        for i in (1, 2, 3):
+            got.append(codec.correlation_of(k.payload("KAF-FRAME-2", f"answer {i}")))
+            seen.append(k.exchange().on("header.correlation_id"))
+    require(
+        got == [7, 8, 9],
+        "KAF-FRAME-2",
+        f"answers to {got}, expected [7, 8, 9] in order",
+        combined(e for e, c, want in zip(seen, got, (7, 8, 9), strict=True) if c != want),
+    )
 
 
 def _refused_from_the_prefix(target: CaseContext, prefix: bytes, what: str) -> None:
     with KafkaClient(target) as k:
         k.raw(prefix + b"\x00" * 8, what)
         start = time.monotonic()
-        k.expect_close("KAF-FRAME-3", what)
+        closed = k.expect_close("KAF-FRAME-3", what)
         took = time.monotonic() - start
-    require(took < target.timeout, "KAF-FRAME-3", f"{what}: closed only after {took:.1f}s")
+    require(
+        took < target.timeout,
+        "KAF-FRAME-3",
+        f"{what}: closed only after {took:.1f}s, expected at once (under {target.timeout:g}s)",
+        closed,
+    )
     _still_serving(target, "KAF-FRAME-3", f"after {what}")
 
 

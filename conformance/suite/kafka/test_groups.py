@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from conformance.client import ReplyTimeout
+from conformance.evidence import Node, combined
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, case, require
 from conformance.suite.kafka.steps import (
@@ -21,6 +22,8 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
+    find,
+    first,
     name_of,
     need,
     usable,
@@ -40,7 +43,7 @@ def _two_members(
     wait = target.timeout + 5
     corr_b = b.send("JoinGroup", v, join_body(group, session_ms=session_ms))
     try:  # v4+: MEMBER_ID_REQUIRED at once; older versions wait for the rebalance
-        early: dict[str, Any] | None = b.answer(
+        early: Node | None = b.answer(
             "JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", timeout=0.5
         )
     except ReplyTimeout:
@@ -55,22 +58,8 @@ def _two_members(
         "JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", timeout=wait
     )
     for who, r in (("first", reply_a), ("second", reply_b)):
-        expect_code(r["error_code"], "NONE", "KAF-GROUP-2", f"the {who} member's join")
-    ma = Member(
-        group,
-        str(reply_a["member_id"]),
-        int(reply_a["generation_id"]),
-        str(reply_a["leader"]),
-        list(reply_a["members"]),
-    )
-    mb = Member(
-        group,
-        str(reply_b["member_id"]),
-        int(reply_b["generation_id"]),
-        str(reply_b["leader"]),
-        list(reply_b["members"]),
-    )
-    return ma, mb
+        expect_code(r, "error_code", "NONE", "KAF-GROUP-2", f"the {who} member's join")
+    return Member.of(group, reply_a), Member.of(group, reply_b)
 
 
 @case("kafka/groups/1", "KAF-GROUP-1")
@@ -85,12 +74,17 @@ def test_find_coordinator_names_a_broker_that_serves_the_group(target: CaseConte
     with KafkaClient(target) as k:
         body = {"key": group, "key_type": 0, "coordinator_keys": [group]}
         reply = k.call("FindCoordinator", v, body, "KAF-GROUP-1", f"FindCoordinator v{v}")
-        entry = reply["coordinators"][0] if v >= 4 else reply
-        expect_code(entry["error_code"], "NONE", "KAF-GROUP-1", "FindCoordinator")
+        what = f"FindCoordinator v{v}"
+        entry = (
+            first(reply["coordinators"], "coordinator", "KAF-GROUP-1", what) if v >= 4 else reply
+        )
+        expect_code(entry, "error_code", "NONE", "KAF-GROUP-1", what)
         require(
             entry["host"] and entry["port"] > 0 and entry["node_id"] >= 0,
             "KAF-GROUP-1",
-            f"coordinator {entry['node_id']} at {entry['host']}:{entry['port']}",
+            f"coordinator {entry['node_id']} at {entry['host']!r}:{entry['port']}, expected a "
+            "node id >= 0, a host and a port > 0",
+            entry.at("node_id") + entry.at("host") + entry.at("port"),
         )
         settle(target, k, group)
 
@@ -109,19 +103,30 @@ def test_members_of_one_rebalance_share_generation_and_leader(target: CaseContex
     require(
         ma.generation == mb.generation and ma.leader == mb.leader,
         "KAF-GROUP-2",
-        f"generations {ma.generation}/{mb.generation}, leaders {ma.leader}/{mb.leader}",
+        f"generations {ma.generation}/{mb.generation}, leaders {ma.leader}/{mb.leader}; "
+        "expected the same generation and leader in both answers",
+        ma.at("generation_id") + ma.at("leader") + mb.at("generation_id") + mb.at("leader"),
     )
     leader, follower = (ma, mb) if ma.member_id == ma.leader else (mb, ma)
     require(
-        leader.member_id == leader.leader, "KAF-GROUP-2", f"leader {ma.leader} is neither member"
+        leader.member_id == leader.leader,
+        "KAF-GROUP-2",
+        f"leader {ma.leader} is neither member ({ma.member_id}, {mb.member_id})",
+        ma.at("leader") + ma.at("member_id") + mb.at("member_id"),
     )
     ids = sorted(m["member_id"] for m in leader.members)
     require(
         ids == sorted([ma.member_id, mb.member_id]),
         "KAF-GROUP-2",
-        f"the leader got members {ids}, expected both",
+        f"the leader got members {ids}, expected both ({sorted([ma.member_id, mb.member_id])})",
+        leader.at("members"),
     )
-    require(not follower.members, "KAF-GROUP-2", f"a follower got {len(follower.members)} members")
+    require(
+        not follower.members,
+        "KAF-GROUP-2",
+        f"a follower got {len(follower.members)} members, expected none",
+        follower.at("members"),
+    )
 
 
 @case("kafka/groups/3", "KAF-GROUP-3")
@@ -153,11 +158,14 @@ def test_a_follower_sync_waits_for_the_leaders_assignment(target: CaseContext) -
         theirs = fk.answer(
             "SyncGroup", v, corr, "KAF-GROUP-3", "the follower's SyncGroup", timeout=target.timeout
         )
-    expect_code(theirs["error_code"], "NONE", "KAF-GROUP-3", "the follower's SyncGroup")
+    expect_code(theirs, "error_code", "NONE", "KAF-GROUP-3", "the follower's SyncGroup")
+    wrong = [n for n, want in ((mine, b"L"), (theirs, b"F")) if n["assignment"] != want]
     require(
-        (mine["assignment"], theirs["assignment"]) == (b"L", b"F"),
+        not wrong,
         "KAF-GROUP-3",
-        f"assignments {mine['assignment']!r}/{theirs['assignment']!r}, expected b'L'/b'F'",
+        f"assignments {mine['assignment']!r} (leader) / {theirs['assignment']!r} (follower), "
+        "expected b'L' / b'F'",
+        combined(n.at("assignment") for n in wrong),
     )
 
 
@@ -192,17 +200,18 @@ def test_a_member_that_misses_its_session_is_removed(target: CaseContext) -> Non
             sync_group(target, b, mb)
         # a keeps heartbeating, b goes silent
         end = time.monotonic() + 3 * session_ms / 1000 + 2
-        got = 0
-        while time.monotonic() < end:
-            got = heartbeat(target, a, ma, requirement="KAF-GROUP-4")
-            if got == CODES[REBALANCE]:
-                return
+        got = heartbeat(target, a, ma, requirement="KAF-GROUP-4")
+        while got["error_code"] != CODES[REBALANCE] and time.monotonic() < end:
             time.sleep(0.2)
-    require(
-        False,
+            got = heartbeat(target, a, ma, requirement="KAF-GROUP-4")
+        if got["error_code"] == CODES[REBALANCE]:
+            return
+    raise Violation(
         "KAF-GROUP-4",
-        f"the survivor's heartbeat was still {name_of(got)} {3 * session_ms / 1000 + 2:g}s "
-        f"after the other member went silent (session {session_ms} ms)",
+        f"the survivor's heartbeat was still {name_of(got['error_code'])}, expected "
+        f"{name_of(CODES[REBALANCE])}, {3 * session_ms / 1000 + 2:g}s after the other member "
+        f"went silent (session {session_ms} ms)",
+        got.at("error_code"),
     )
 
 
@@ -219,19 +228,21 @@ def test_unknown_members_and_old_generations_are_refused(target: CaseContext) ->
         m = settle(target, k, group)
         expect_code(
             heartbeat(target, k, m, member_id="nobody", requirement="KAF-GROUP-5"),
+            "error_code",
             "UNKNOWN_MEMBER_ID",
             "KAF-GROUP-5",
             "heartbeat from member 'nobody'",
         )
         expect_code(
             heartbeat(target, k, m, generation=m.generation + 7, requirement="KAF-GROUP-5"),
+            "error_code",
             "ILLEGAL_GENERATION",
             "KAF-GROUP-5",
             f"heartbeat with generation {m.generation + 7}",
         )
         stranger = Member(group, "nobody", m.generation, m.leader, [])
         r = sync_group(target, k, stranger, requirement="KAF-GROUP-5")
-        expect_code(r["error_code"], "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup from 'nobody'")
+        expect_code(r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup from 'nobody'")
 
 
 @case("kafka/groups/6", "KAF-GROUP-6")
@@ -250,9 +261,15 @@ def test_a_member_that_leaves_makes_the_others_rebalance(target: CaseContext) ->
         )
         sync_group(target, b if leader is ma else a, mb if leader is ma else ma)
         reply = leave_group(target, b, group, mb.member_id)
-        expect_code(reply["error_code"], "NONE", "KAF-GROUP-6", "LeaveGroup")
+        expect_code(reply, "error_code", "NONE", "KAF-GROUP-6", "LeaveGroup")
         got = heartbeat(target, a, ma, requirement="KAF-GROUP-6")
-    expect_code(got, REBALANCE, "KAF-GROUP-6", "the remaining member's heartbeat after the leave")
+    expect_code(
+        got,
+        "error_code",
+        REBALANCE,
+        "KAF-GROUP-6",
+        "the remaining member's heartbeat after the leave",
+    )
 
 
 @case("kafka/groups/7", "KAF-GROUP-7")
@@ -271,9 +288,14 @@ def test_a_new_member_gets_member_id_required(target: CaseContext, version: int)
             "JoinGroup", version, join_body(group), "KAF-GROUP-7", f"JoinGroup v{version}"
         )
         expect_code(
-            first["error_code"], "MEMBER_ID_REQUIRED", "KAF-GROUP-7", f"JoinGroup v{version}, no id"
+            first, "error_code", "MEMBER_ID_REQUIRED", "KAF-GROUP-7", f"JoinGroup v{version}, no id"
         )
-        require(first["member_id"], "KAF-GROUP-7", "MEMBER_ID_REQUIRED came without a member id")
+        require(
+            first["member_id"],
+            "KAF-GROUP-7",
+            "MEMBER_ID_REQUIRED came with an empty member id, expected the id to use",
+            first.at("member_id"),
+        )
         again = k.call(
             "JoinGroup",
             version,
@@ -282,7 +304,7 @@ def test_a_new_member_gets_member_id_required(target: CaseContext, version: int)
             "JoinGroup with the given id",
             timeout=target.timeout + 5,
         )
-    expect_code(again["error_code"], "NONE", "KAF-GROUP-7", "JoinGroup with the given id")
+    expect_code(again, "error_code", "NONE", "KAF-GROUP-7", "JoinGroup with the given id")
 
 
 @case("kafka/groups/8", "KAF-GROUP-8")
@@ -320,7 +342,8 @@ def test_an_inconsistent_protocol_is_refused(target: CaseContext) -> None:
                     timeout=target.timeout + 5,
                 )
             expect_code(
-                r["error_code"],
+                r,
+                "error_code",
                 "INCONSISTENT_GROUP_PROTOCOL",
                 "KAF-GROUP-8",
                 f"JoinGroup with {what}",
@@ -329,7 +352,7 @@ def test_an_inconsistent_protocol_is_refused(target: CaseContext) -> None:
 
 def _join_answer(
     target: CaseContext, k: KafkaClient, body: dict[str, Any], requirement: str, what: str
-) -> int:
+) -> Node:
     """The error a join gets, after answering MEMBER_ID_REQUIRED with the id it gives (a
     broker may ask for the id before it checks the rest)."""
     v = usable(target, "JoinGroup")
@@ -339,7 +362,7 @@ def _join_answer(
         r = k.call(
             "JoinGroup", v, {**body, "member_id": r["member_id"]}, requirement, what, timeout=wait
         )
-    return int(r["error_code"])
+    return r
 
 
 @case("kafka/groups/9", "KAF-GROUP-9")
@@ -352,7 +375,7 @@ def test_a_session_timeout_of_1_ms_is_refused(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         body = join_body(target.name("g"), session_ms=1)
         got = _join_answer(target, k, body, "KAF-GROUP-9", "JoinGroup, session timeout 1 ms")
-    expect_code(got, "INVALID_SESSION_TIMEOUT", "KAF-GROUP-9", "session timeout 1 ms")
+    expect_code(got, "error_code", "INVALID_SESSION_TIMEOUT", "KAF-GROUP-9", "session timeout 1 ms")
 
 
 @case("kafka/groups/10", "KAF-GROUP-10")
@@ -367,7 +390,7 @@ def test_a_current_members_heartbeat_is_ok(target: CaseContext, version: int) ->
     with KafkaClient(target) as k:
         m = settle(target, k, target.name("g"))
         got = heartbeat(target, k, m, version=version)
-    expect_code(got, "NONE", "KAF-GROUP-10", f"Heartbeat v{version}")
+    expect_code(got, "error_code", "NONE", "KAF-GROUP-10", f"Heartbeat v{version}")
 
 
 @case("kafka/groups/11", "KAF-GROUP-11")
@@ -378,7 +401,7 @@ def test_an_empty_group_id_is_invalid(target: CaseContext) -> None:
     """
     with KafkaClient(target) as k:
         got = _join_answer(target, k, join_body(""), "KAF-GROUP-11", "JoinGroup, group id ''")
-    expect_code(got, "INVALID_GROUP_ID", "KAF-GROUP-11", "group id ''")
+    expect_code(got, "error_code", "INVALID_GROUP_ID", "KAF-GROUP-11", "group id ''")
 
 
 @case("kafka/groups/12", "KAF-GROUP-12")
@@ -394,39 +417,41 @@ def test_describe_and_list_groups_report_a_settled_group(target: CaseContext) ->
     dv, lv = usable(target, "DescribeGroups"), usable(target, "ListGroups")
     with KafkaClient(target) as k:
         m = settle(target, k, group)
+        described = f"DescribeGroups v{dv}"
         groups = k.call(
-            "DescribeGroups",
-            dv,
-            {"groups": [group, unknown]},
-            "KAF-GROUP-12",
-            f"DescribeGroups v{dv}",
+            "DescribeGroups", dv, {"groups": [group, unknown]}, "KAF-GROUP-12", described
         )["groups"]
         listed = k.call("ListGroups", lv, {}, "KAF-GROUP-12", f"ListGroups v{lv}")["groups"]
-    mine = next((g for g in groups if g["group_id"] == group), None)
-    require(mine is not None, "KAF-GROUP-12", f"DescribeGroups does not answer for {group}")
-    assert mine is not None
+    mine = find(groups, "group_id", group, f"group {group}", "KAF-GROUP-12", described)
+    fields = ("group_state", "protocol_type", "protocol_data")
+    wanted = ("Stable", "consumer", "range")
     require(
-        (mine["group_state"], mine["protocol_type"], mine["protocol_data"])
-        == ("Stable", "consumer", "range"),
+        tuple(mine[f] for f in fields) == wanted,
         "KAF-GROUP-12",
-        f"state {mine['group_state']!r}, type {mine['protocol_type']!r}, "
+        f"{described}: state {mine['group_state']!r}, type {mine['protocol_type']!r}, "
         f"protocol {mine['protocol_data']!r}; expected Stable, consumer, range",
+        combined(mine.at(f) for f, want in zip(fields, wanted, strict=True) if mine[f] != want),
     )
     require(
         [x["member_id"] for x in mine["members"]] == [m.member_id],
         "KAF-GROUP-12",
-        f"members {[x['member_id'] for x in mine['members']]}, expected [{m.member_id}]",
+        f"{described}: members {[x['member_id'] for x in mine['members']]}, "
+        f"expected [{m.member_id}]",
+        mine["members"].at(),
     )
-    other = next((g for g in groups if g["group_id"] == unknown), None)
+    other = find(groups, "group_id", unknown, f"group {unknown}", "KAF-GROUP-12", described)
     require(
-        other is not None and (other["group_state"] == "Dead" or other["error_code"] == 69),
+        other["group_state"] == "Dead" or other["error_code"] == 69,
         "KAF-GROUP-12",
-        f"unknown group described as {other}",
+        f"{described}: unknown group {unknown} has state {other['group_state']!r} and "
+        f"{name_of(other['error_code'])}; expected Dead or {name_of(69)}",
+        other.at("group_state") + other.at("error_code"),
     )
     require(
         group in [g["group_id"] for g in listed],
         "KAF-GROUP-12",
-        f"ListGroups does not list {group}",
+        f"ListGroups v{lv} does not list {group} ({len(listed)} group(s) listed)",
+        listed.at(),
     )
 
 
@@ -441,11 +466,14 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         settle(target, k, group)
         r = leave_group(target, k, group, "nobody", requirement="KAF-GROUP-13")
-    codes = [r["error_code"]] + [m["error_code"] for m in r.get("members") or []]
+    members = r.get("members") or []
+    codes = [r["error_code"]] + [m["error_code"] for m in members]
     require(
         CODES["UNKNOWN_MEMBER_ID"] in codes,
         "KAF-GROUP-13",
-        f"LeaveGroup from 'nobody' answered {[name_of(c) for c in codes]}",
+        f"LeaveGroup from 'nobody' answered {[name_of(c) for c in codes]}, expected "
+        f"{name_of(CODES['UNKNOWN_MEMBER_ID'])} (for the group, or for the member from v3)",
+        combined([r.at("error_code"), *(m.at("error_code") for m in members)]),
     )
 
 
@@ -470,5 +498,5 @@ def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseC
     with KafkaClient(target) as k:
         r = k.call("SyncGroup", v, body, "KAF-GROUP-5", f"SyncGroup v{v} of a group never made")
     expect_code(
-        r["error_code"], "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup of a group never made"
+        r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup of a group never made"
     )

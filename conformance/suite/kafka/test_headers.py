@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from conformance.evidence import combined, decoded
 from conformance.protocols.kafka import codec
-from conformance.suite.case import case, require
+from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.verify import KafkaClient, expect_code, need, usable
 from conformance.suite.target import CaseContext
 
@@ -26,8 +27,11 @@ def test_header_v1_with_a_client_id_is_read(target: CaseContext) -> None:
         payload = _header(18, 1, 31) + (16).to_bytes(2, "big") + b"conformance-hdr1"
         k.raw(codec.frame(payload), "ApiVersions v1 #31, header v1")
         reply = k.payload("KAF-HDR-1", "ApiVersions v1 with header v1")
+        answered = k.exchange()
     _, body = codec.decode_response(reply, 18, 1, header_version=0)
-    expect_code(body["error_code"], "NONE", "KAF-HDR-1", "ApiVersions v1 with header v1")
+    expect_code(
+        decoded(body, answered), "error_code", "NONE", "KAF-HDR-1", "ApiVersions v1 with header v1"
+    )
 
 
 @case("kafka/headers/2", "KAF-HDR-1")
@@ -46,7 +50,7 @@ def test_header_v2_with_a_compact_client_id_and_tags_is_read(target: CaseContext
             "KAF-HDR-1",
             "ApiVersions v3 with header v2",
         )
-    expect_code(body["error_code"], "NONE", "KAF-HDR-1", "ApiVersions v3 with header v2")
+    expect_code(body, "error_code", "NONE", "KAF-HDR-1", "ApiVersions v3 with header v2")
 
 
 @case("kafka/headers/3", "KAF-HDR-2")
@@ -59,8 +63,16 @@ def test_correlation_ids_are_echoed_whatever_their_value(target: CaseContext) ->
     with KafkaClient(target) as k:
         frames = [codec.frame(_header(18, 0, c) + b"\xff\xff") for c in ids]
         k.raw(b"".join(frames), f"ApiVersions v0 with correlation ids {ids}")
-        got = [codec.correlation_of(k.payload("KAF-HDR-2", f"answer to #{c}")) for c in ids]
-    require(got == ids, "KAF-HDR-2", f"correlation ids {got} answered, expected {ids}")
+        got, seen = [], []
+        for c in ids:
+            got.append(codec.correlation_of(k.payload("KAF-HDR-2", f"answer to #{c}")))
+            seen.append(k.exchange().on("header.correlation_id"))
+    require(
+        got == ids,
+        "KAF-HDR-2",
+        f"correlation ids {got} answered, expected {ids}",
+        combined(e for e, c, want in zip(seen, got, ids, strict=True) if c != want),
+    )
 
 
 @case("kafka/headers/4", "KAF-HDR-3")
@@ -75,18 +87,32 @@ def test_flexible_responses_have_header_v1_and_api_versions_v0(target: CaseConte
     with KafkaClient(target) as k:
         corr = k.send("Metadata", v, {"topics": [], "allow_auto_topic_creation": False})
         reply = k.payload("KAF-HDR-3", f"Metadata v{v}")
-        require(codec.correlation_of(reply) == corr, "KAF-HDR-2", "wrong correlation id")
+        got = codec.correlation_of(reply)
+        require(
+            got == corr,
+            "KAF-HDR-2",
+            f"Metadata v{v}: correlation id {got}, expected {corr}",
+            k.exchange(corr).on("header.correlation_id"),
+        )
         try:
             codec.decode_response(reply, 3, v, header_version=1)
         except codec.KafkaError as exc:
-            require(False, "KAF-HDR-3", f"Metadata v{v} does not decode with header v1: {exc}")
+            raise Violation(
+                "KAF-HDR-3",
+                f"Metadata v{v} does not decode with header v1: {exc}",
+                k.exchange(corr).on("header.tagged fields"),
+            ) from None
         need(target, "ApiVersions", 3)
         corr = k.send("ApiVersions", 3, {})
         reply = k.payload("KAF-HDR-3", "ApiVersions v3")
         try:
             codec.decode_response(reply, 18, 3, header_version=0)
         except codec.KafkaError as exc:
-            require(False, "KAF-HDR-3", f"ApiVersions v3 does not decode with header v0: {exc}")
+            raise Violation(
+                "KAF-HDR-3",
+                f"ApiVersions v3 does not decode with header v0: {exc}",
+                k.exchange(corr),
+            ) from None
 
 
 @case("kafka/headers/5", "KAF-HDR-4")
@@ -97,12 +123,15 @@ def test_every_response_has_header_v0(target: CaseContext) -> None:
     version."
     """
     with KafkaClient(target) as k:
-        k.send("ApiVersions", 3, {})
+        corr = k.send("ApiVersions", 3, {})
         reply = k.payload("KAF-HDR-4", "ApiVersions v3")
+        answered = k.exchange(corr)
     try:
         codec.decode_response(reply, 18, 3, header_version=0)
     except codec.KafkaError as exc:
-        require(False, "KAF-HDR-4", f"ApiVersions v3 does not decode with header v0: {exc}")
+        raise Violation(
+            "KAF-HDR-4", f"ApiVersions v3 does not decode with header v0: {exc}", answered
+        ) from None
 
 
 @case("kafka/headers/6", "KAF-HDR-5")

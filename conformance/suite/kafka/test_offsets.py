@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from conformance.evidence import Evidence, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, produce
@@ -11,6 +10,8 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
+    find,
+    first,
     need,
     usable,
 )
@@ -25,8 +26,8 @@ def commit(
     offset: int,
     metadata: str,
     version: int | None = None,
-) -> int:
-    """A simple commit (no member, generation -1); the partition's error code."""
+) -> Node:
+    """A simple commit (no member, generation -1); the partition's answer."""
     v = version if version is not None else usable(target, "OffsetCommit")
     body = {
         "group_id": group,
@@ -48,13 +49,15 @@ def commit(
             }
         ],
     }
-    reply = k.call("OffsetCommit", v, body, "KAF-OFFSET-1", f"OffsetCommit v{v} {group}")
-    return int(reply["topics"][0]["partitions"][0]["error_code"])
+    what = f"OffsetCommit v{v} {group}"
+    reply = k.call("OffsetCommit", v, body, "KAF-OFFSET-1", what)
+    t = find(reply["topics"], "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
+    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
 
 
 def fetch_committed(
     target: CaseContext, k: KafkaClient, group: str, topic: str, version: int | None = None
-) -> dict[str, Any]:
+) -> Node:
     """OffsetFetch of partition 0: its entry (committed_offset, metadata, error_code)."""
     v = version if version is not None else usable(target, "OffsetFetch")
     wanted = [{"name": topic, "partition_indexes": [0]}]
@@ -64,11 +67,15 @@ def fetch_committed(
         "require_stable": False,
         "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
     }
-    reply = k.call("OffsetFetch", v, body, "KAF-OFFSET-1", f"OffsetFetch v{v} {group}")
-    topics = reply["groups"][0]["topics"] if v >= 8 else reply["topics"]
-    parts = [p for t in topics for p in t["partitions"] if t["name"] == topic]
-    require(parts, "KAF-OFFSET-1", f"OffsetFetch v{v}: no entry for {topic}/0")
-    return dict(parts[0])
+    what = f"OffsetFetch v{v} {group}"
+    reply = k.call("OffsetFetch", v, body, "KAF-OFFSET-1", what)
+    topics = (
+        first(reply["groups"], "groups[0]", "KAF-OFFSET-1", what)["topics"]
+        if v >= 8
+        else reply["topics"]
+    )
+    t = find(topics, "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
+    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
 
 
 @case("kafka/offsets/1", "KAF-OFFSET-1")
@@ -85,6 +92,7 @@ def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -
         produce(target, k, topic, batch([b"a", b"b", b"c"]), requirement="KAF-OFFSET-1")
         expect_code(
             commit(target, k, group, topic, 2, "", version),
+            "error_code",
             "NONE",
             "KAF-OFFSET-1",
             f"OffsetCommit v{version}",
@@ -93,7 +101,9 @@ def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -
     require(
         got["committed_offset"] == 2,
         "KAF-OFFSET-1",
-        f"OffsetFetch after committing 2 (v{version}): {got['committed_offset']}",
+        f"OffsetFetch after committing 2 (v{version}): committed_offset {got['committed_offset']},"
+        " expected 2",
+        got.at("committed_offset"),
     )
 
 
@@ -111,7 +121,9 @@ def test_a_partition_never_committed_is_minus_1(target: CaseContext, version: in
     require(
         got["committed_offset"] == -1,
         "KAF-OFFSET-1",
-        f"OffsetFetch v{version} of a partition never committed: {got['committed_offset']}",
+        f"OffsetFetch v{version} of a partition never committed: committed_offset "
+        f"{got['committed_offset']}, expected -1",
+        got.at("committed_offset"),
     )
 
 
@@ -123,7 +135,7 @@ def _list_offsets(
     timestamp: int,
     version: int,
     requirement: str,
-) -> dict[str, Any]:
+) -> Node:
     body = {
         "replica_id": -1,
         "isolation_level": 0,
@@ -141,14 +153,30 @@ def _list_offsets(
             }
         ],
     }
-    reply = k.call("ListOffsets", version, body, requirement, f"ListOffsets v{version} {timestamp}")
-    return dict(reply["topics"][0]["partitions"][0])
+    what = f"ListOffsets v{version} {timestamp}"
+    reply = k.call("ListOffsets", version, body, requirement, what)
+    t = find(reply["topics"], "name", topic, f"topic {topic}", requirement, what)
+    return find(
+        t["partitions"], "partition_index", partition, f"partition {partition}", requirement, what
+    )
 
 
-def _offset(p: dict[str, Any], version: int) -> int:
+def _offset(p: Node, version: int) -> int | None:
+    """The offset answered (v0: the first of ``old_style_offsets``; None when it is empty)."""
     if version == 0:
-        return int(p["old_style_offsets"][0]) if p["old_style_offsets"] else -1
+        return int(p["old_style_offsets"][0]) if p["old_style_offsets"] else None
     return int(p["offset"])
+
+
+def _offset_at(p: Node, version: int) -> Evidence:
+    """The field :func:`_offset` reads, as the evidence."""
+    if version == 0:
+        return p.at("old_style_offsets", 0) if p["old_style_offsets"] else p.at("old_style_offsets")
+    return p.at("offset")
+
+
+def _shown(offset: int | None) -> str:
+    return "none (old_style_offsets is empty)" if offset is None else str(offset)
 
 
 @case("kafka/offsets/3", "KAF-OFFSET-2")
@@ -165,12 +193,14 @@ def test_latest_and_earliest_offsets(target: CaseContext, version: int) -> None:
         produce(target, k, topic, batch([b"a", b"b", b"c", b"d"]), requirement="KAF-OFFSET-2")
         latest = _list_offsets(target, k, topic, 0, -1, version, "KAF-OFFSET-2")
         earliest = _list_offsets(target, k, topic, 0, -2, version, "KAF-OFFSET-2")
-    expect_code(latest["error_code"], "NONE", "KAF-OFFSET-2", "ListOffsets -1")
+    expect_code(latest, "error_code", "NONE", "KAF-OFFSET-2", "ListOffsets -1")
     got = (_offset(latest, version), _offset(earliest, version))
+    wrong = [(a, p) for a, p, want in ((got[0], latest, 4), (got[1], earliest, 0)) if a != want]
     require(
-        got == (4, 0),
+        not wrong,
         "KAF-OFFSET-2",
-        f"v{version}: latest {got[0]} and earliest {got[1]}, expected 4 and 0",
+        f"v{version}: latest {_shown(got[0])} and earliest {_shown(got[1])}, expected 4 and 0",
+        combined(_offset_at(p, version) for _, p in wrong),
     )
 
 
@@ -185,13 +215,18 @@ def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
         topic, group = create_topic(target, k, "meta"), target.name("g")
         produce(target, k, topic, batch([b"a"]), requirement="KAF-OFFSET-3")
         expect_code(
-            commit(target, k, group, topic, 1, "checkpoint-7"), "NONE", "KAF-OFFSET-1", "commit"
+            commit(target, k, group, topic, 1, "checkpoint-7"),
+            "error_code",
+            "NONE",
+            "KAF-OFFSET-1",
+            "commit",
         )
         got = fetch_committed(target, k, group, topic)
     require(
         got["metadata"] == "checkpoint-7",
         "KAF-OFFSET-3",
         f"metadata {got['metadata']!r}, expected 'checkpoint-7'",
+        got.at("metadata"),
     )
 
 
@@ -212,12 +247,16 @@ def test_an_offset_by_timestamp_is_the_first_at_or_after_it(
             records.make_batch([b"a", b"b", b"c"], timestamps=[1000, 2000, 3000])
         )
         produce(target, k, topic, data, requirement="KAF-OFFSET-4")
-        at = _offset(_list_offsets(target, k, topic, 0, 1500, version, "KAF-OFFSET-4"), version)
-        late = _offset(_list_offsets(target, k, topic, 0, 9999, version, "KAF-OFFSET-4"), version)
+        at_p = _list_offsets(target, k, topic, 0, 1500, version, "KAF-OFFSET-4")
+        late_p = _list_offsets(target, k, topic, 0, 9999, version, "KAF-OFFSET-4")
+    got = (_offset(at_p, version), _offset(late_p, version))
+    wrong = [p for a, p, want in ((got[0], at_p, 1), (got[1], late_p, -1)) if a != want]
     require(
-        (at, late) == (1, -1),
+        not wrong,
         "KAF-OFFSET-4",
-        f"v{version}: timestamp 1500 -> {at}, 9999 -> {late}; expected 1 and -1",
+        f"v{version}: timestamp 1500 -> offset {_shown(got[0])}, 9999 -> offset "
+        f"{_shown(got[1])}; expected 1 and -1",
+        combined(_offset_at(p, version) for p in wrong),
     )
 
 
@@ -232,4 +271,4 @@ def test_list_offsets_of_an_unknown_partition_is_error_3(target: CaseContext) ->
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "lo")
         p = _list_offsets(target, k, topic, 9, -1, v, "KAF-OFFSET-5")
-    expect_code(p["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-OFFSET-5", "partition 9")
+    expect_code(p, "error_code", "UNKNOWN_TOPIC_OR_PARTITION", "KAF-OFFSET-5", "partition 9")

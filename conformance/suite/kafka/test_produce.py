@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conformance.evidence import combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import Unsupported, case, require
 from conformance.suite.kafka.steps import (
@@ -16,6 +17,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
+    missing,
     name_of,
     need,
     usable,
@@ -44,33 +46,46 @@ def test_acknowledged_records_read_back_in_order_from_the_base_offset(
     )
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "p1")
-        base0 = produce(target, k, topic, records.encode_batch(first), version=version)
-        base1 = produce(target, k, topic, batch([b"c"]), version=version)
+        p0 = produce(target, k, topic, records.encode_batch(first), version=version)
+        p1 = produce(target, k, topic, batch([b"c"]), version=version)
+        wrong = [p for p, want in ((p0, 0), (p1, 2)) if p["base_offset"] != want]
         require(
-            (base0, base1) == (0, 2),
+            not wrong,
             "KAF-PRODUCE-1",
-            f"base offsets {base0} and {base1}, expected 0 and 2",
+            f"base offsets {p0['base_offset']} and {p1['base_offset']}, expected 0 and 2",
+            combined(p.at("base_offset") for p in wrong),
         )
         got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-1")
+    found = got.located("KAF-PRODUCE-1")
     recs = [
         (
-            b.base_offset + r.offset_delta,
-            r.key,
-            r.value,
-            tuple(r.headers),
-            b.base_timestamp + r.timestamp_delta,
+            x.offset,
+            x.record.key,
+            x.record.value,
+            tuple(x.record.headers),
+            x.batch.base_timestamp + x.record.timestamp_delta,
         )
-        for b in got.batches("KAF-PRODUCE-1")
-        for r in b.records
+        for x in found
     ]
     want = [
         (0, b"k", b"a", (("h", b"1"),), 1_700_000_000_000),
         (1, None, b"b", (), 1_700_000_000_005),
     ]
+    fields = ("offset_delta", "key", "value", "headers", "timestamp_delta")
+    if len(recs) < 2:
+        judged = [f"{x.name}.{f}" for x in found for f in fields]
+    else:
+        judged = [
+            f"{x.name}.{f}"
+            for x, back, expected in zip(found, recs, want, strict=False)
+            for f, a, b in zip(fields, back, expected, strict=True)
+            if a != b
+        ]
     require(
         recs[:2] == want and [r[0] for r in recs] == [0, 1, 2],
         "KAF-PRODUCE-1",
         f"read back {recs}, expected {want} then offset 2",
+        got.records_at(*dict.fromkeys(judged)) if judged else got.records_at(),
     )
 
 
@@ -87,11 +102,13 @@ def test_acks_0_gets_no_response_and_is_appended(target: CaseContext) -> None:
         k.expect_silence("KAF-PRODUCE-2", f"Produce v{v} with acks 0", 0.3)
         # the next request on the same connection gets its own answer, not a late one
         k.call("ApiVersions", 0, {}, "KAF-PRODUCE-2", "ApiVersions after the acks=0 Produce")
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-2").values("KAF-PRODUCE-2")
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-2")
+        got = fetched.values("KAF-PRODUCE-2")
     require(
         [v for _, v in got] == [b"quiet"],
         "KAF-PRODUCE-2",
-        f"records after the acks=0 Produce: {got}, expected [b'quiet']",
+        f"records (offset, value) after the acks=0 Produce: {got}, expected [(0, b'quiet')]",
+        fetched.values_at("KAF-PRODUCE-2"),
     )
 
 
@@ -109,7 +126,8 @@ def test_unknown_topics_and_partitions_are_error_3(target: CaseContext) -> None:
         for name, index in ((topic, 99), (topic, -1), (target.name("never-created"), 0)):
             p = produce_parts(target, k, name, {index: batch([b"x"])}, requirement="KAF-PRODUCE-3")
             expect_code(
-                p[index]["error_code"],
+                p[index],
+                "error_code",
                 "UNKNOWN_TOPIC_OR_PARTITION",
                 "KAF-PRODUCE-3",
                 f"Produce to {name}/{index}",
@@ -131,11 +149,13 @@ def _init_producer(target: CaseContext, k: KafkaClient) -> tuple[int, int]:
         "KAF-PRODUCE-4",
         f"InitProducerId v{v}",
     )
-    expect_code(body["error_code"], "NONE", "KAF-PRODUCE-4", "InitProducerId")
+    expect_code(body, "error_code", "NONE", "KAF-PRODUCE-4", "InitProducerId")
     require(
         body["producer_id"] >= 0 and body["producer_epoch"] >= 0,
         "KAF-PRODUCE-4",
-        f"InitProducerId gave id {body['producer_id']} epoch {body['producer_epoch']}",
+        f"InitProducerId gave id {body['producer_id']} epoch {body['producer_epoch']}, "
+        "expected both >= 0",
+        body.at("producer_id") + body.at("producer_epoch"),
     )
     return int(body["producer_id"]), int(body["producer_epoch"])
 
@@ -156,12 +176,13 @@ def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
         pid, epoch = _init_producer(target, k)
         first = produce(
             target, k, topic, _idem([b"a", b"b"], pid, epoch, 0), requirement="KAF-PRODUCE-4"
-        )
+        )["base_offset"]
         again = produce_parts(
             target, k, topic, {0: _idem([b"a", b"b"], pid, epoch, 0)}, requirement="KAF-PRODUCE-4"
         )[0]
         expect_code(
-            again["error_code"],
+            again,
+            "error_code",
             ["NONE", "DUPLICATE_SEQUENCE_NUMBER"],
             "KAF-PRODUCE-4",
             "the resend",
@@ -171,10 +192,15 @@ def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
                 again["base_offset"] == first,
                 "KAF-PRODUCE-4",
                 f"the resend was acknowledged at {again['base_offset']}, expected {first}",
+                again.at("base_offset"),
             )
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-4").values("KAF-PRODUCE-4")
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-4")
+        got = fetched.values("KAF-PRODUCE-4")
     require(
-        [v for _, v in got] == [b"a", b"b"], "KAF-PRODUCE-4", f"stored {got}, expected a and b once"
+        [v for _, v in got] == [b"a", b"b"],
+        "KAF-PRODUCE-4",
+        f"stored (offset, value) {got}, expected a and b once",
+        fetched.values_at("KAF-PRODUCE-4"),
     )
 
 
@@ -193,7 +219,7 @@ def test_a_sequence_gap_is_out_of_order(target: CaseContext) -> None:
             target, k, topic, {0: _idem([b"c"], pid, epoch, 5)}, requirement="KAF-PRODUCE-4"
         )[0]
         expect_code(
-            p["error_code"], "OUT_OF_ORDER_SEQUENCE_NUMBER", "KAF-PRODUCE-4", "sequence 5 after 0"
+            p, "error_code", "OUT_OF_ORDER_SEQUENCE_NUMBER", "KAF-PRODUCE-4", "sequence 5 after 0"
         )
 
 
@@ -215,13 +241,15 @@ def _bump(target: CaseContext, k: KafkaClient, pid: int, epoch: int) -> int:
     if body["error_code"] != 0:
         raise Unsupported(
             f"InitProducerId v{v} with producer {pid} epoch {epoch} was answered "
-            f"{name_of(body['error_code'])}: no second epoch to check fencing with"
+            f"{name_of(body['error_code'])}: no second epoch to check fencing with",
+            evidence=body.at("error_code"),
         )
     require(
         (body["producer_id"], body["producer_epoch"]) == (pid, epoch + 1),
         "KAF-PRODUCE-4",
         f"InitProducerId gave {body['producer_id']}/{body['producer_epoch']}, "
         f"expected {pid}/{epoch + 1}",
+        body.at("producer_id") + body.at("producer_epoch"),
     )
     return epoch + 1
 
@@ -242,7 +270,8 @@ def test_a_lower_epoch_is_fenced(target: CaseContext) -> None:
             target, k, topic, {0: _idem([b"c"], pid, epoch, 1)}, requirement="KAF-PRODUCE-4"
         )[0]
         expect_code(
-            p["error_code"],
+            p,
+            "error_code",
             ["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"],
             "KAF-PRODUCE-4",
             f"epoch {epoch} after epoch {newer}",
@@ -262,15 +291,17 @@ def test_each_partition_of_a_produce_is_answered_on_its_own(target: CaseContext)
         parts = produce_parts(
             target, k, topic, {0: batch([b"ok"]), 7: batch([b"no"])}, requirement="KAF-PRODUCE-5"
         )
-        expect_code(parts[0]["error_code"], "NONE", "KAF-PRODUCE-5", "partition 0")
+        expect_code(parts[0], "error_code", "NONE", "KAF-PRODUCE-5", "partition 0")
         expect_code(
-            parts[7]["error_code"], "UNKNOWN_TOPIC_OR_PARTITION", "KAF-PRODUCE-5", "partition 7"
+            parts[7], "error_code", "UNKNOWN_TOPIC_OR_PARTITION", "KAF-PRODUCE-5", "partition 7"
         )
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-5").values("KAF-PRODUCE-5")
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-5")
+        got = fetched.values("KAF-PRODUCE-5")
     require(
         [v for _, v in got] == [b"ok"],
         "KAF-PRODUCE-5",
-        f"partition 0 holds {got}, expected [b'ok']",
+        f"partition 0 holds (offset, value) {got}, expected [(0, b'ok')]",
+        fetched.values_at("KAF-PRODUCE-5"),
     )
 
 
@@ -292,11 +323,19 @@ def test_acks_other_than_minus_1_0_1_are_refused(target: CaseContext) -> None:
                 "KAF-PRODUCE-6",
                 f"Produce v{v} with acks {acks}",
             )
-            codes = [p["error_code"] for t in reply["responses"] for p in t["partition_responses"]]
-            require(codes, "KAF-PRODUCE-6", f"acks {acks}: no partition answered")
-            expect_code(codes[0], "INVALID_REQUIRED_ACKS", "KAF-PRODUCE-6", f"acks {acks}")
+            parts = [p for t in reply["responses"] for p in t["partition_responses"]]
+            if not parts:
+                missing(reply["responses"], "partition", "KAF-PRODUCE-6", f"acks {acks}")
+            expect_code(
+                parts[0], "error_code", "INVALID_REQUIRED_ACKS", "KAF-PRODUCE-6", f"acks {acks}"
+            )
         got = fetch(target, k, topic, 0, 0, requirement="KAF-PRODUCE-6")
-    require(not got.data, "KAF-PRODUCE-6", f"records stored: {got.values('KAF-PRODUCE-6')}")
+    require(
+        not got.data,
+        "KAF-PRODUCE-6",
+        f"records stored (offset, value): {got.values('KAF-PRODUCE-6')}, expected none",
+        got.values_at("KAF-PRODUCE-6"),
+    )
 
 
 @case("kafka/produce/9", "KAF-PRODUCE-7")
@@ -311,5 +350,5 @@ def test_a_batch_over_1_mib_is_message_too_large(target: CaseContext) -> None:
         big = batch([bytes(512 * 1024)] * 3)
         p = produce_parts(target, k, topic, {0: big}, requirement="KAF-PRODUCE-7")[0]
         expect_code(
-            p["error_code"], "MESSAGE_TOO_LARGE", "KAF-PRODUCE-7", f"a batch of {len(big)} bytes"
+            p, "error_code", "MESSAGE_TOO_LARGE", "KAF-PRODUCE-7", f"a batch of {len(big)} bytes"
         )

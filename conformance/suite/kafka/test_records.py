@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
 
 from crc32c import crc32c
 
@@ -11,6 +12,7 @@ from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records
 from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.steps import (
+    Located,
     batch,
     create_topic,
     fetch,
@@ -31,7 +33,13 @@ def _recrc(data: bytearray) -> bytes:
 
 def _nothing_stored(target: CaseContext, k: KafkaClient, topic: str, requirement: str) -> None:
     got = fetch(target, k, topic, 0, 0, requirement=requirement)
-    require(not got.data, requirement, f"the refused batch was stored: {got.values(requirement)}")
+    require(
+        not got.data,
+        requirement,
+        f"the refused batch was stored: a Fetch returned {len(got.data)} bytes of records, "
+        "expected none",
+        got.records_at(),
+    )
 
 
 def _refused(
@@ -45,8 +53,26 @@ def _refused(
     with KafkaClient(target) as k:
         topic = create_topic(target, k, base)
         p = produce_parts(target, k, topic, {0: data}, requirement=requirement)[0]
-        expect_code(p["error_code"], codes or REFUSED, requirement, what)
+        expect_code(p, "error_code", codes or REFUSED, requirement, what)
         _nothing_stored(target, k, topic, requirement)
+
+
+def _differing(
+    found: list[Located],
+    back: list[Any],
+    want: list[Any],
+    fields: tuple[str, ...] = ("key", "value", "headers"),
+) -> list[str]:
+    """The names of the fields of the records read back that differ from those expected
+    (every record's, when the counts differ)."""
+    if len(back) != len(want):
+        return [f"{x.name}.{f}" for x in found for f in fields]
+    return [
+        f"{x.name}.{f}"
+        for x, got, expected in zip(found, back, want, strict=True)
+        for f, a, b in zip(fields, got, expected, strict=True)
+        if a != b
+    ]
 
 
 @case("kafka/records/1", "KAF-REC-1")
@@ -64,11 +90,23 @@ def test_a_produced_batch_reads_back_as_record_batch_v2(target: CaseContext) -> 
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "v2")
         produce(target, k, topic, records.encode_batch(sent), requirement="KAF-REC-1")
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-1").batches("KAF-REC-1")
-    require(got and all(b.magic == 2 for b in got), "KAF-REC-1", "the fetch holds no magic-2 batch")
-    back = [(r.key, r.value, tuple(r.headers)) for b in got for r in b.records]
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-REC-1")
+        got = fetched.batches("KAF-REC-1")
+    require(
+        got and all(b.magic == 2 for b in got),
+        "KAF-REC-1",
+        f"the fetch holds batches of magic {[b.magic for b in got]}, expected magic 2",
+        fetched.records_at(*(f"batch[{i}].magic" for i in range(len(got)))),
+    )
+    found = fetched.located("KAF-REC-1")
+    back = [(x.record.key, x.record.value, tuple(x.record.headers)) for x in found]
     want = [(r.key, r.value, tuple(r.headers)) for r in sent.records]
-    require(back == want, "KAF-REC-1", f"records read back {back}, expected {want}")
+    require(
+        back == want,
+        "KAF-REC-1",
+        f"records read back {back}, expected {want}",
+        fetched.records_at(*_differing(found, back, want)),
+    )
 
 
 @case("kafka/records/2", "KAF-REC-2")
@@ -126,12 +164,15 @@ def _codec_round_trip(target: CaseContext, codec_name: str) -> None:
         topic = create_topic(target, k, codec_name)
         base = produce(
             target, k, topic, batch(values, compression=codec_name), requirement="KAF-REC-4"
-        )
-        got = fetch(target, k, topic, 0, base, requirement="KAF-REC-4").values("KAF-REC-4")
+        )["base_offset"]
+        fetched = fetch(target, k, topic, 0, base, requirement="KAF-REC-4")
+        got = fetched.values("KAF-REC-4")
     require(
         [v for _, v in got] == values,
         "KAF-REC-4",
-        f"{codec_name}: read back {[v[:12] if v else v for _, v in got]}, expected the 5 values",
+        f"{codec_name}: read back {[v[:12] if v else v for _, v in got]}, expected the 5 values "
+        f"{[v[:12] for v in values]}",
+        fetched.values_at("KAF-REC-4"),
     )
 
 
@@ -184,10 +225,18 @@ def test_fetch_v0_answers_magic_2_batches(target: CaseContext) -> None:
         topic = create_topic(target, k, "magic")
         produce(target, k, topic, batch([b"m"]), requirement="KAF-REC-5")
         got = fetch(target, k, topic, 0, 0, version=0, requirement="KAF-REC-5")
+    if len(got.data) <= 16:
+        raise Violation(
+            "KAF-REC-5",
+            f"Fetch v0 records are {len(got.data)} bytes, too short to hold a magic; "
+            "expected a magic-2 batch",
+            got.records_at(),
+        )
     require(
-        len(got.data) > 16 and got.data[16] == 2,
+        got.data[16] == 2,
         "KAF-REC-5",
-        f"Fetch v0 records have magic {got.data[16] if len(got.data) > 16 else None}, expected 2",
+        f"Fetch v0 records have magic {got.data[16]}, expected 2",
+        got.records_at("batch[0].magic", "message[0].magic"),
     )
 
 
@@ -248,12 +297,25 @@ def test_the_broker_assigns_offsets_not_the_producer(target: CaseContext) -> Non
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "base")
         first = produce(target, k, topic, batch([b"a"], base_offset=1000), requirement="KAF-REC-8")
-        require(first == 0, "KAF-REC-8", f"first batch stored at offset {first}, expected 0")
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-8").batches("KAF-REC-8")
+        require(
+            first["base_offset"] == 0,
+            "KAF-REC-8",
+            f"first batch stored at offset {first['base_offset']}, expected 0",
+            first.at("base_offset"),
+        )
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-REC-8")
+        got = fetched.batches("KAF-REC-8")
     require(
-        got and got[0].base_offset == 0,
+        got,
         "KAF-REC-8",
-        f"fetched batch base offset {got[0].base_offset if got else None}, expected 0",
+        "the Fetch at 0 returned no batch, expected the one produced at 0",
+        fetched.records_at(),
+    )
+    require(
+        got[0].base_offset == 0,
+        "KAF-REC-8",
+        f"fetched batch base offset {got[0].base_offset}, expected 0",
+        fetched.records_at("batch[0].base_offset"),
     )
 
 
@@ -273,24 +335,38 @@ def test_fetched_batches_are_well_formed(target: CaseContext) -> None:
         got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-9")
     data, at, seen = got.data, 0, 0
     while at + 61 <= len(data):
+        name = f"batch[{seen}]"
         try:
             head = records.peek_batch(data, at)
         except ProtocolError as exc:
-            raise Violation("KAF-REC-9", f"the batch at byte {at} is malformed: {exc}") from None
-        require(head.crc_ok, "KAF-REC-9", f"the batch at byte {at} has a CRC that does not match")
+            raise Violation(
+                "KAF-REC-9",
+                f"the batch at byte {at} is malformed: {exc}",
+                got.records_at(name),
+            ) from None
+        require(
+            head.crc_ok,
+            "KAF-REC-9",
+            f"the batch at byte {at} has a CRC that does not match its bytes",
+            got.records_at(f"{name}.crc", f"{name}.crc (computed)"),
+        )
         one = got.batches("KAF-REC-9")[seen]
         require(
             len(one.records) == head.count and one.last_offset_delta == head.count - 1,
             "KAF-REC-9",
-            f"batch {seen}: count {head.count}, {len(one.records)} records, "
-            f"last offset delta {one.last_offset_delta}",
+            f"batch {seen}: record count {head.count}, {len(one.records)} records, "
+            f"last offset delta {one.last_offset_delta}; expected the count of records and "
+            f"that count minus 1",
+            got.records_at(f"{name}.record count", f"{name}.last_offset_delta"),
         )
         at += 12 + head.batch_length
         seen += 1
     require(
         seen >= 1 and at == len(data),
         "KAF-REC-9",
-        f"{seen} whole batch(es) in {len(data)} bytes, {len(data) - at} left over",
+        f"{seen} whole batch(es) in {len(data)} bytes, {len(data) - at} left over; "
+        "expected at least one batch and nothing left over",
+        got.records_at(),
     )
 
 
@@ -305,7 +381,13 @@ def test_null_and_empty_keys_and_values_are_kept_apart(target: CaseContext) -> N
         topic = create_topic(target, k, "nulls")
         sent = records.make_batch([None, b"", b"v"], keys=[b"", None, None])
         produce(target, k, topic, records.encode_batch(sent), requirement="KAF-REC-10")
-        got = fetch(target, k, topic, 0, 0, requirement="KAF-REC-10").batches("KAF-REC-10")
-    back = [(r.key, r.value) for b in got for r in b.records]
+        fetched = fetch(target, k, topic, 0, 0, requirement="KAF-REC-10")
+    found = fetched.located("KAF-REC-10")
+    back = [(x.record.key, x.record.value) for x in found]
     want = [(b"", None), (None, b""), (None, b"v")]
-    require(back == want, "KAF-REC-10", f"(key, value) read back {back}, expected {want}")
+    require(
+        back == want,
+        "KAF-REC-10",
+        f"(key, value) read back {back}, expected {want}",
+        fetched.records_at(*_differing(found, back, want, ("key", "value"))),
+    )

@@ -6,14 +6,16 @@ from collections import Counter
 from typing import Any
 
 from conformance.client import PeerClosed, ReplyTimeout
+from conformance.evidence import combined, decoded
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import BY_NAME
-from conformance.suite.case import case, require
+from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.steps import create_topic
 from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
+    missing,
     need,
 )
 from conformance.suite.target import CaseContext
@@ -45,9 +47,14 @@ def test_api_versions_is_answered_at_every_version(target: CaseContext, version:
     need(target, "ApiVersions", version)
     with KafkaClient(target) as k:
         body = k.call("ApiVersions", version, {}, "KAF-VER-1", f"ApiVersions v{version}")
-    expect_code(body["error_code"], "NONE", "KAF-VER-1", f"ApiVersions v{version}")
+    expect_code(body, "error_code", "NONE", "KAF-VER-1", f"ApiVersions v{version}")
     keys = {int(a["api_key"]) for a in body["api_keys"]}
-    require(18 in keys, "KAF-VER-1", f"ApiVersions v{version} does not list ApiVersions (18)")
+    require(
+        18 in keys,
+        "KAF-VER-1",
+        f"ApiVersions v{version} does not list ApiVersions (18) among its {len(keys)} API keys",
+        body["api_keys"].at(),
+    )
 
 
 @case("kafka/versions/2", "KAF-VER-2")
@@ -60,15 +67,22 @@ def test_the_documents_table_is_served(target: CaseContext) -> None:
     """
     with KafkaClient(target) as k:
         body = k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
-    served = {int(a["api_key"]): (a["min_version"], a["max_version"]) for a in body["api_keys"]}
+    served = {int(a["api_key"]): a for a in body["api_keys"]}
     for name, (low, high) in DOC_TABLE.items():
-        span = served.get(BY_NAME[name].key)
-        require(span is not None, "KAF-VER-2", f"{name} ({BY_NAME[name].key}) is not advertised")
-        assert span is not None
+        entry = served.get(BY_NAME[name].key)
+        if entry is None:
+            missing(
+                body["api_keys"],
+                f"{name} ({BY_NAME[name].key}); the document's table says {low}-{high}",
+                "KAF-VER-2",
+                "ApiVersions v0",
+            )
+        span = (entry["min_version"], entry["max_version"])
         require(
             span[0] <= low and high <= span[1],
             "KAF-VER-2",
             f"{name} advertised {span[0]}-{span[1]}, the document's table says {low}-{high}",
+            entry.at("min_version") + entry.at("max_version"),
         )
 
 
@@ -87,14 +101,28 @@ def test_an_unknown_api_versions_version_is_answered_at_v0(target: CaseContext) 
         payload += b"\xff\xff\x00" + b"\x00\x00\x00"  # client id null, tags, empty body
         k.raw(codec.frame(payload), "ApiVersions v127 request #7")
         reply = k.payload("KAF-VER-3", "ApiVersions v127")
-    require(codec.correlation_of(reply) == 7, "KAF-HDR-2", "ApiVersions v127: wrong correlation id")
+        answered = k.exchange()
+    got = codec.correlation_of(reply)
+    require(
+        got == 7,
+        "KAF-HDR-2",
+        f"ApiVersions v127: correlation id {got}, expected 7",
+        answered.on("header.correlation_id"),
+    )
     try:
-        _, body = codec.decode_response(reply, 18, 0)
+        _, raw = codec.decode_response(reply, 18, 0)
     except codec.KafkaError as exc:
-        require(False, "KAF-VER-3", f"the answer to ApiVersions v127 is not a v0 answer: {exc}")
-        raise
-    expect_code(body["error_code"], "UNSUPPORTED_VERSION", "KAF-VER-3", "ApiVersions v127")
-    require(body["api_keys"], "KAF-VER-3", "ApiVersions v127: the answer lists no API")
+        raise Violation(
+            "KAF-VER-3", f"the answer to ApiVersions v127 is not a v0 answer: {exc}", answered
+        ) from None
+    body = decoded(raw, answered)
+    expect_code(body, "error_code", "UNSUPPORTED_VERSION", "KAF-VER-3", "ApiVersions v127")
+    require(
+        body["api_keys"],
+        "KAF-VER-3",
+        "ApiVersions v127: the answer lists no API, expected the broker's API list",
+        body["api_keys"].at(),
+    )
 
 
 @case("kafka/versions/4", "KAF-VER-4")
@@ -109,10 +137,12 @@ def test_an_unknown_api_key_gets_a_bare_35(target: CaseContext) -> None:
         payload = (999).to_bytes(2, "big") + b"\x00\x00" + (9).to_bytes(4, "big") + b"\xff\xff"
         k.raw(codec.frame(payload), "API key 999 v0 request #9")
         reply = k.payload("KAF-VER-4", "API key 999")
+        answered = k.exchange()
     require(
         reply == (9).to_bytes(4, "big") + (35).to_bytes(2, "big"),
         "KAF-VER-4",
-        f"API key 999: answered {reply[:16].hex()}, expected 00000009 0023",
+        f"API key 999: answered {reply[:16].hex()} ({len(reply)} bytes), expected 00000009 0023",
+        answered,
     )
 
 
@@ -135,11 +165,14 @@ def test_an_unserved_version_is_never_answered_as_served(target: CaseContext) ->
             reply = k.conn.recv_frame()
         except (ReplyTimeout, PeerClosed):  # closed or silent: not served, as allowed
             return
+        answered = k.exchange()
     code = int.from_bytes(reply[4:6], "big", signed=True) if len(reply) >= 6 else None
     require(
         code == 35 or reply[4:] == (35).to_bytes(2, "big"),
         "KAF-VER-5",
-        f"Metadata v99 was answered ({reply[:24].hex()}) without UNSUPPORTED_VERSION",
+        f"Metadata v99 was answered ({reply[:24].hex()}, {len(reply)} bytes) without "
+        "UNSUPPORTED_VERSION (35) after the correlation id; expected a close or that error",
+        answered,
     )
 
 
@@ -154,9 +187,21 @@ def test_each_api_is_listed_once_with_min_not_above_max(target: CaseContext) -> 
         body = k.call("ApiVersions", 0, {}, "KAF-VER-1", "ApiVersions v0")
     counted = Counter(int(a["api_key"]) for a in body["api_keys"])
     twice = sorted(key for key, n in counted.items() if n > 1)
-    require(not twice, "KAF-VER-6", f"API key(s) listed more than once: {twice}")
+    require(
+        not twice,
+        "KAF-VER-6",
+        f"API key(s) listed more than once: {twice}, expected each once",
+        combined(a.at("api_key") for a in body["api_keys"] if a["api_key"] in twice),
+    )
     bad = [a for a in body["api_keys"] if a["min_version"] > a["max_version"]]
-    require(not bad, "KAF-VER-6", f"min_version above max_version: {bad[:3]}")
+    require(
+        not bad,
+        "KAF-VER-6",
+        "min_version above max_version: "
+        f"{[(a['api_key'], a['min_version'], a['max_version']) for a in bad[:3]]} "
+        "(api_key, min, max); expected min <= max",
+        combined(a.at("min_version") + a.at("max_version") for a in bad),
+    )
 
 
 def _minimal(api: str, topic: str) -> dict[str, Any]:

@@ -27,12 +27,12 @@ The steps that cases share (topics, produce, fetch, groups) are in :mod:`.steps`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
 from conformance.client import Connection, PeerClosed, ReplyTimeout
-from conformance.evidence import Evidence, Node, decoded
+from conformance.evidence import Evidence, Node, NodeList, decoded
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
@@ -243,12 +243,13 @@ class KafkaClient:
         corr = self.send(api, version, body, client_id=client_id)
         return self.answer(api, version, corr, requirement, what, timeout)
 
-    def expect_close(self, requirement: str, what: str, wait: float | None = None) -> None:
-        """The target closes the connection (an answer or silence is a violation)."""
+    def expect_close(self, requirement: str, what: str, wait: float | None = None) -> Evidence:
+        """The target closes the connection (an answer or silence is a violation); the
+        evidence of the close (the request sent last and the close event)."""
         try:
             data = self.conn.recv_frame(wait)
-        except PeerClosed:
-            return
+        except PeerClosed as exc:
+            return Evidence(exc.evidence.frames)
         except ReplyTimeout as exc:
             self.ctx.silence(
                 requirement, f"{what}: expected the connection to be closed", exc.evidence
@@ -300,3 +301,26 @@ def expect_code(
         )
     got = where[key]
     require(got in want, requirement, f"{what}: {name_of(got)}, expected {wanted}", where.at(key))
+
+
+def missing(where: Node | NodeList, thing: str, requirement: str, what: str) -> NoReturn:
+    """The answer lacks ``thing`` (a topic, a partition, a field): named as missing, with
+    the struct or array that lacks it as the evidence (never a value it does not carry)."""
+    place = f" {where.path}" if where.path else ""
+    raise Violation(requirement, f"{what}: the answer's{place} has no {thing}", where.at())
+
+
+def first(items: NodeList, thing: str, requirement: str, what: str) -> Node:
+    """The first entry of an answer's array; an empty array is named as missing ``thing``."""
+    if not items:
+        missing(items, thing, requirement, what)
+    node: Node = items[0]
+    return node
+
+
+def find(items: NodeList, key: str, value: Any, thing: str, requirement: str, what: str) -> Node:
+    """The entry of ``items`` whose ``key`` is ``value``; none is named as missing ``thing``."""
+    for node in items:
+        if isinstance(node, Node) and node.get(key) == value:
+            return node
+    missing(items, thing, requirement, what)
