@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from conformance.protocols.kafka.codec import Request
 
 CRASH_EXIT_CODE = 70
-PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FETCH, HEARTBEAT, LEAVE_GROUP, CREATE_TOPICS = (
-    0, 1, 2, 9, 12, 13, 19,
+PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FETCH, HEARTBEAT, LEAVE_GROUP, DESCRIBE_GROUPS = (
+    0, 1, 2, 9, 12, 13, 15,
 )  # fmt: skip
-UNKNOWN_MEMBER_ID, TOPIC_ALREADY_EXISTS = 25, 36
+CREATE_TOPICS = 19
+UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_MEMBER_ID, TOPIC_ALREADY_EXISTS = 3, 25, 36
+UNKNOWN_TOPIC_ID = 100
 
 
 def _spec(name: str, area: str, breaks: tuple[str, ...], text: str) -> QuirkSpec:
@@ -102,6 +104,33 @@ QUIRKS: dict[str, QuirkSpec] = {
             ("KAF-ADMIN-1",),
             "answers CreateTopics for an existing name with error 0",
         ),
+        _spec(
+            "close-on-malformed-batch",
+            "records",
+            ("KAF-REC-3", "KAF-REC-6"),
+            "closes the connection, answering nothing, on a Produce whose records claim more "
+            "bytes than were sent or are a magic 0 or 1 message set (as Tansu 0.6 does)",
+        ),
+        _spec(
+            "fetch-unknown-topic-unanswered",
+            "fetch",
+            ("KAF-FETCH-7",),
+            "answers a Fetch of a topic or partition it does not have with no entry for it "
+            "(no partition, no error code), as Tansu 0.6 does",
+        ),
+        _spec(
+            "timestamp-offset-off-by-one",
+            "offsets",
+            ("KAF-OFFSET-4",),
+            "answers ListOffsets with a timestamp T >= 0 with the offset after the first "
+            "record at or after T",
+        ),
+        _spec(
+            "describe-groups-not-stable",
+            "groups",
+            ("KAF-GROUP-12",),
+            "DescribeGroups reports a Stable group as PreparingRebalance",
+        ),
         _fault(
             "panic-on-negative-partition",
             "produce",
@@ -150,9 +179,26 @@ def _fix_crcs(data: bytes) -> bytes:
     return bytes(out)
 
 
+class CloseConnection(Exception):
+    """Raised by :func:`before` for a request a quirk answers by closing the connection
+    (the server closes a connection whose session raises, and serves the others on)."""
+
+
+def _malformed_batch(data: bytes) -> bool:
+    """Records whose first entry claims more bytes than ``data`` holds, or has magic 0 or 1."""
+    if len(data) < 17:
+        return False
+    length = int.from_bytes(data[8:12], "big", signed=True)
+    return data[16] in (0, 1) or 12 + length > len(data)
+
+
 def before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any]:
-    """The request as a quirk makes the broker see it, or the response it answers instead."""
+    """The request as a quirk makes the broker see it, or the response it answers instead
+    (:class:`CloseConnection`: no response, the connection is closed)."""
     key, body = request.api_key, request.body
+    closes = key == PRODUCE and "close-on-malformed-batch" in quirks
+    if closes and any(_malformed_batch(p.get("records") or b"") for p in _produce_records(body)):
+        raise CloseConnection("close-on-malformed-batch")
     if key == PRODUCE and "crc-not-checked" in quirks:
         fixed = {**body, "topic_data": [dict(t) for t in body.get("topic_data", [])]}
         for t in fixed["topic_data"]:
@@ -192,9 +238,42 @@ def _latest_asked(request: Request) -> set[tuple[str, int]]:
     }
 
 
+def _timestamps_asked(request: Request) -> set[tuple[str, int]]:
+    return {
+        (t.get("name", ""), int(p.get("partition_index", 0)))
+        for t in request.body.get("topics", [])
+        for p in t.get("partitions", [])
+        if int(p.get("timestamp", -1)) >= 0
+    }
+
+
+def _without_unknown(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fetch response topics without the partitions answered unknown (nor the topics
+    left with none)."""
+    unknown = (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID)
+    kept = []
+    for t in topics:
+        parts = [p for p in t.get("partitions", []) if p.get("error_code") not in unknown]
+        if parts:
+            kept.append({**t, "partitions": parts})
+    return kept
+
+
 def after(quirks: tuple[str, ...], request: Request, response: dict[str, Any]) -> dict[str, Any]:
     """The response as a quirk changes it (in place; returned for convenience)."""
     key = request.api_key
+    if key == FETCH and "fetch-unknown-topic-unanswered" in quirks:
+        response["responses"] = _without_unknown(response.get("responses", []))
+    if key == LIST_OFFSETS and "timestamp-offset-off-by-one" in quirks:
+        asked = _timestamps_asked(request)
+        for t in response.get("topics", []):
+            for p in t.get("partitions", []):
+                if (t.get("name"), p.get("partition_index")) in asked and p.get("offset", -1) >= 0:
+                    p["offset"] += 1
+    if key == DESCRIBE_GROUPS and "describe-groups-not-stable" in quirks:
+        for g in response.get("groups", []):
+            if g.get("group_state") == "Stable":
+                g["group_state"] = "PreparingRebalance"
     if key == FETCH and "high-watermark-off-by-one" in quirks:
         for p in _each(response, "high_watermark"):
             if p["high_watermark"] >= 0:

@@ -6,7 +6,8 @@ import time
 import uuid
 
 from conformance.evidence import Evidence
-from conformance.suite.case import case, require
+from conformance.protocols.kafka.errors import CODES
+from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.steps import (
     Fetched,
     batch,
@@ -21,6 +22,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
+    name_of,
     need,
     usable,
 )
@@ -272,5 +274,15 @@ def test_an_unknown_topic_is_error_3_or_100(target: CaseContext, version: int) -
         elif reply.get("error_code", 0) != 0:  # v7+: refused as a whole, with its own code
             expect_code(reply, "error_code", want, "KAF-FETCH-7", what)
         else:
-            fetched_partition(reply, ref, 0, "KAF-FETCH-7", f"{what} (expected {want[0]})")
+            whole = (
+                f" and error_code {name_of(reply['error_code'])} for the whole answer"
+                if "error_code" in reply
+                else ""
+            )
+            raise Violation(
+                "KAF-FETCH-7",
+                f"{what}: the answer has no partition 0 of topic {ref}{whole}; expected "
+                f"{name_of(CODES[want[0]])} for it",
+                reply["responses"].at() + (reply.at("error_code") if whole else Evidence()),
+            )
         k.call("ApiVersions", 0, {}, "KAF-FETCH-7", "ApiVersions after the refused Fetch")

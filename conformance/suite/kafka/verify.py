@@ -256,8 +256,9 @@ class KafkaClient:
             )
         raise Violation(
             requirement,
-            f"{what}: answered ({len(data)} bytes) instead of closing",
-            self.conn.exchange(),
+            f"{what}: answered{_numbered(data)} ({len(data)} bytes), expected the connection "
+            "closed",
+            self.conn.exchange().on("header.correlation_id"),
         )
 
     def expect_silence(self, requirement: str, what: str, wait: float) -> None:
@@ -268,9 +269,14 @@ class KafkaClient:
             return
         raise Violation(
             requirement,
-            f"{what}: answered ({len(data)} bytes); expected no answer",
-            self.conn.exchange(),
+            f"{what}: answered{_numbered(data)} ({len(data)} bytes), expected no answer",
+            self.conn.exchange().on("header.correlation_id"),
         )
+
+
+def _numbered(reply: bytes) -> str:
+    """`` #<correlation id>`` of a reply long enough to carry one."""
+    return f" #{codec.correlation_of(reply)}" if len(reply) >= 4 else ""
 
 
 def error_codes(value: Any) -> Iterable[tuple[Node, str]]:
