@@ -185,9 +185,30 @@ def total_line(results: Mapping[str, Any]) -> str:
     return f"{target_line(results)}: {', '.join(parts)}"
 
 
+def lost_line(results: Mapping[str, Any]) -> str | None:
+    """``target lost at +20.3 s, after case X (first noticed by case Y): reason``, or None
+    when the results do not say the target went away (``target_lost``)."""
+    lost = results.get("target_lost")
+    if not isinstance(lost, dict):
+        return None
+    t = lost.get("t")
+    when = f"+{t:.1f} s" if isinstance(t, int | float) and not isinstance(t, bool) else "+? s"
+    after = lost.get("after")
+    where = f"after case {printable(after, one_line=True)}" if after else "before any case ended"
+    first = printable(lost.get("case") or "?", one_line=True)
+    reason = printable(lost.get("reason") or "no reason given", one_line=True, limit=300)
+    return f"target lost at {when}, {where} (first noticed by case {first}): {reason}"
+
+
+def is_lost(case: Mapping[str, Any]) -> bool:
+    """An ERROR because the target went away during the run (not the case's fault)."""
+    return bool(case.get("lost")) and verdict_of(case) == "ERROR"
+
+
 def unresponsive_line(results: Mapping[str, Any]) -> str | None:
-    """The warning that the target stopped answering, or None when it did not."""
-    if not results.get("target_unresponsive"):
+    """The warning that the target stopped answering, or None when it did not (when the
+    results say when it was lost, :func:`lost_line` says it instead)."""
+    if not results.get("target_unresponsive") or isinstance(results.get("target_lost"), dict):
         return None
     target = printable(results.get("target") or "the target", one_line=True)
     return (

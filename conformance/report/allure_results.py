@@ -7,14 +7,19 @@ Allure shows exactly what the HTML, JUnit and terminal reports show:
 * name ``cursus/ack/5: <title>``; full name ``cursus/cursus/ack/5``; history and test-case
   IDs from protocol, target label and case ID, so runs of one target line up;
 * status: PASS passed, FAIL failed, WARN passed (failed under ``--strict``), UNSUPPORTED
-  skipped, ERROR broken, a failure the baseline expects skipped and ``known``;
+  skipped, ERROR broken, a failure the baseline expects skipped and ``known`` with the tag
+  ``known-failure`` and its own category (an UNSUPPORTED case has the tag ``UNSUPPORTED``);
+* the trace: the reproduce command and the evidence the check named (hex, judged fields
+  marked ``>``); a case lost with its target says when and after which case;
 * labels: protocol (parent suite), area (suite, feature), target label (sub-suite, host),
   severity from the level (MUST critical, SHOULD normal, MAY minor), the verdict as a
   tag, every requirement checked and the violated one as ``requirement`` labels and as
   links into the HTML report (``report.html#CUR-ACK-4``);
-* one step per exchange of the wire log (a sent frame and what came back), each with the
-  whole kept hex of its frames attached;
-* ``environment.properties`` and ``categories.json`` beside the results.
+* one step per exchange of the wire log (a sent frame and what came back); for FAIL, WARN
+  and ERROR each with the whole kept hex of its frames attached, for other cases the
+  step names (the frames' summaries) only;
+* ``environment.properties`` (with ``target_lost`` when the target went away) and
+  ``categories.json`` beside the results.
 
 :func:`build_allure_report` turns the results into a single-file HTML report with
 Allure 3 from npm (``npx allure@3``); without Node.js it raises :class:`AllureUnavailable`
@@ -46,7 +51,15 @@ from allure_commons.model2 import (
 )
 
 from conformance.plugin import ErrorCodes
-from conformance.report import case_requirements, cases, printable, reason_of, verdict_of
+from conformance.report import (
+    case_requirements,
+    cases,
+    is_lost,
+    lost_line,
+    printable,
+    reason_of,
+    verdict_of,
+)
 from conformance.report import wire as wirelog
 
 #: allure-python-commons has no type hints: its file writer is used as Any.
@@ -79,6 +92,11 @@ CATEGORIES = [
         "name": "Broken SHOULD (WARN, --strict)",
         "matchedStatuses": ["failed"],
         "messageRegex": "WARN.*",
+    },
+    {
+        "name": "Target lost (ERROR)",
+        "matchedStatuses": ["broken"],
+        "messageRegex": "target lost.*",
     },
     {"name": "Could not run (ERROR)", "matchedStatuses": ["broken"]},
     {"name": "Unsupported", "matchedStatuses": ["skipped"], "messageRegex": "UNSUPPORTED.*"},
@@ -124,13 +142,22 @@ def _dump(group: list[wirelog.Entry]) -> str:
 
 
 def _steps(
-    case: Mapping[str, Any], logger: Any, start: int, status: str, errors: ErrorCodes | None
+    case: Mapping[str, Any],
+    logger: Any,
+    start: int,
+    status: str,
+    errors: ErrorCodes | None,
+    *,
+    attach: bool,
 ) -> list[Any]:
     groups = exchanges(case, errors)
     steps = []
     for index, group in enumerate(groups[:STEP_LIMIT]):
-        source = f"{_hash(case.get('case_id'), index, start)}-attachment.txt"
-        logger.report_attached_data(_dump(group), source)
+        attachments = []
+        if attach and not group[0].compact:
+            source = f"{_hash(case.get('case_id'), index, start)}-attachment.txt"
+            logger.report_attached_data(_dump(group), source)
+            attachments = [Attachment(name="frames (hex)", source=source, type="text/plain")]
         last = index == len(groups) - 1
         steps.append(
             TestStepResult(
@@ -140,7 +167,7 @@ def _steps(
                 else Status.PASSED,
                 start=start,
                 stop=start,
-                attachments=[Attachment(name="frames (hex)", source=source, type="text/plain")],
+                attachments=attachments,
             )
         )
     if len(groups) > STEP_LIMIT:
@@ -174,6 +201,9 @@ def _result(
     known = bool(case.get("expected"))
     if known:
         status, message = Status.SKIPPED, f"known failure ({verdict}, baseline): {message}"
+    lost = lost_line(results) if is_lost(case) else None
+    if lost:
+        message = f"{lost}; this case could not run: {message}"
     reqs = [printable(r, one_line=True) for r in case_requirements(case)]
     if violated and violated not in reqs:
         reqs.append(violated)
@@ -188,6 +218,8 @@ def _result(
         Label("severity", SEVERITY.get(str(case.get("level")), "normal")),
         Label("tag", verdict),
     ]
+    labels += [Label("tag", "known-failure")] if known else []
+    labels += [Label("tag", "target-lost")] if is_lost(case) else []
     labels += [Label("protocol", protocol), Label("area", area)]
     labels += [Label("level", printable(case.get("level") or "?", one_line=True))]
     labels += [Label("story", reqs[0])] if reqs else []
@@ -197,7 +229,11 @@ def _result(
     links.append(Link("case", f"{link_base}#{cid}", cid))
     duration = case.get("duration_s")
     stop = start + int(float(duration) * 1000) if isinstance(duration, int | float) else start
-    trace = wirelog.render_text(case, errors=errors)
+    problem = verdict in ("FAIL", "WARN", "ERROR")
+    trace = ""
+    if verdict in ("FAIL", "WARN"):
+        shown = wirelog.evidence_text(case, errors)
+        trace = f"evidence:\n{shown}" if shown else "the case named no evidence (see the steps)"
     if case.get("reproduce"):
         trace = f"reproduce: {printable(case.get('reproduce'), one_line=True)}\n\n{trace}"
     return TestResult(
@@ -219,7 +255,7 @@ def _result(
             Parameter(name="revision", value=printable(results.get("revision"))),
             Parameter(name="target", value=label),
         ],
-        steps=_steps(case, logger, start, status, errors),
+        steps=_steps(case, logger, start, status, errors, attach=problem),
     )
 
 
@@ -245,6 +281,7 @@ def write_allure(
         "strict": results.get("strict"),
         "started": results.get("started"),
         "tool": f"{results.get('tool')} {results.get('version')}",
+        "target_lost": lost_line(results),
     }
     lines = [f"{k}={printable(v, one_line=True)}" for k, v in env.items() if v not in (None, "")]
     (out_dir / "environment.properties").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -4,15 +4,21 @@
 CSS, inline SVG plots, one inline script (the filters and the anchors) allowed by its
 hash in the page's Content-Security-Policy, which forbids everything else.  Top to bottom:
 
-* a compact header: what was checked against what, the verdict counts, one total line;
-* **Failures first**: every broken requirement (FAIL, then ERROR, then WARN), each with
-  its text and its cases, and per case the one-line reason, the decisive frame (hex with
-  the protocol's fields, the field the reason names highlighted) and the command that
-  reproduces it; known failures (from a baseline) folded apart;
+* a compact header: what was checked against what, the verdict counts, one total line,
+  and a banner when the target was lost during the run (when, after which case);
+* **Failures first**: one block per finding (:mod:`conformance.report.findings`: a case
+  failing the same way at several versions is one block), FAIL, then ERROR, then WARN:
+  the requirement and its text, the reason(s), the evidence the check named (request and
+  reply side by side, the judged bytes marked in the hex and the judged fields in the
+  table), the reproduce command and a "copy as bug report" box with the finding's
+  Markdown (:mod:`conformance.report.bugs`); the ERROR cases of a lost target are one
+  block; known failures (from a baseline) folded apart;
 * coverage per level and per area, and plots (verdicts per area, the slowest cases);
 * the requirements table, each row anchored by its ID (``#CUR-ACK-4``);
 * every case, anchored by its ID (``#cursus/ack/5``; opening that address unfolds it),
-  with filters by verdict, level, area and requirement, and its whole kept wire log.
+  with filters by verdict, level, area and requirement; a FAIL, WARN or ERROR case with
+  its whole kept wire log (the evidence entries flagged), any other with its entries'
+  summaries only (their bytes stay in ``results.json``).
 
 Wire logs carry whatever bytes the target sent, so autoescape is always on and every
 string goes through :func:`conformance.report.printable` first.  This module turns the
@@ -43,6 +49,8 @@ from conformance.report import (
     case_requirements,
     cases,
     count_verdicts,
+    is_lost,
+    lost_line,
     natural_key,
     printable,
     reason_of,
@@ -53,14 +61,13 @@ from conformance.report import (
     verdict_of,
 )
 from conformance.report import wire as wirelog
+from conformance.report.findings import findings
+from conformance.report.html_views import finding_view, wire_view
 from conformance.report.plots import slowest_cases, verdicts_per_area
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "report.html.j2"
 SCRIPT_NAME = "report.js"
-
-#: Wire-log entries shown per case (a flood case can log many thousands).
-WIRE_ENTRY_LIMIT = 500
 
 ROLLUPS = (*VERDICTS, UNDECIDED, NOT_RUN, NOT_CHECKABLE)
 _CSS_CLASS = {v: v.lower().replace(" ", "-") for v in ROLLUPS}
@@ -83,39 +90,6 @@ def _seconds(value: object) -> str:
     return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def entry_view(e: wirelog.Entry, marked: set[str] | None = None) -> dict[str, Any]:
-    """A wire-log entry: its header, hex rows (bytes of a marked field highlighted), its
-    fields (marked ones flagged) and the cut marker."""
-    marked = marked or set()
-    spans = [(f.start, f.end) for f in e.fields if f.name in marked]
-    rows = []
-    for start, chunk in wirelog.hex_rows(e.data):
-        cells = []
-        for i, byte in enumerate(chunk):
-            at = start + i
-            cells.append({"hex": f"{byte:02x}", "mark": any(a <= at < b for a, b in spans)})
-        pad = "   " * (wirelog.ROW_BYTES - len(chunk))
-        rows.append(
-            {"offset": f"{start:04x}", "cells": cells, "pad": pad, "ascii": wirelog.ascii_of(chunk)}
-        )
-    return {
-        "header": e.header(),
-        "dir_class": e.dir if e.dir in ("send", "recv", "event") else "other",
-        "rows": rows,
-        "cut": e.cut_note,
-        "bad_hex": e.bad_hex,
-        "fields": [
-            {
-                "name": f.name,
-                "value": f.value,
-                "span": f"{f.start}..{f.end}",
-                "mark": f.name in marked,
-            }
-            for f in e.fields
-        ],
-    }
-
-
 def _requirement_line(req_id: str, registry: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     req = registry.get(req_id, {})
     return {
@@ -132,14 +106,12 @@ def _case_view(
     errors: ErrorCodes | None = None,
 ) -> dict[str, Any]:
     verdict = verdict_of(case)
-    logged = wirelog.entries(case, errors)
     checked = case_requirements(case)
     violated = _text(case.get("violated") or "") if verdict in ("FAIL", "WARN") else ""
     shown_reqs = checked + ([violated] if violated and violated not in checked else [])
-    decisive = wirelog.decisive(case, errors) if verdict in ("FAIL", "WARN", "ERROR") else None
-    blamed = decisive is not None and verdict in ("FAIL", "WARN")  # an ERROR blames no field
-    marked = wirelog.offending(case, decisive, errors) if blamed and decisive is not None else set()
     cid = _text(case.get("case_id") or case.get("nodeid") or "?")
+    problem = verdict in ("FAIL", "ERROR", "WARN")
+    wire_log, wire_cut = wire_view(case, errors, full=problem)
     return {
         "id": cid,
         "title": _text(case.get("title")),
@@ -148,7 +120,8 @@ def _case_view(
         "verdict": verdict,
         "verdict_class": _CSS_CLASS[verdict],
         "expected": bool(case.get("expected")),
-        "open": verdict in ("FAIL", "ERROR", "WARN") and not case.get("expected"),
+        "lost": is_lost(case),
+        "open": problem and not case.get("expected") and not is_lost(case),
         "violated": violated,
         "unsupported": _text(case.get("unsupported") or ""),
         "message": printable(case.get("message") or ""),
@@ -159,35 +132,11 @@ def _case_view(
         ],
         "reqs_attr": " ".join(shown_reqs),
         "reproduce": printable(case.get("reproduce") or "", one_line=True),
-        "decisive": entry_view(decisive, marked) if decisive is not None else None,
-        "wire_log": [
-            entry_view(e, marked if e is decisive else None) for e in logged[:WIRE_ENTRY_LIMIT]
-        ],
-        "wire_log_cut": max(len(logged) - WIRE_ENTRY_LIMIT, 0),
+        "no_evidence": verdict in ("FAIL", "WARN") and not wirelog.evidence(case, errors),
+        "summaries_only": not problem and bool(wire_log),
+        "wire_log": wire_log,
+        "wire_log_cut": wire_cut,
     }
-
-
-def failure_groups(
-    views: Sequence[dict[str, Any]], registry: Mapping[str, Mapping[str, Any]], *, known: bool
-) -> list[dict[str, Any]]:
-    """The failing cases grouped by the requirement they broke: FAIL groups, then one
-    group of ERROR cases (they broke nothing: they could not run), then WARN groups."""
-    groups: dict[tuple[int, str], dict[str, Any]] = {}
-    order = {"FAIL": 0, "ERROR": 1, "WARN": 2}
-    for view in views:
-        if view["verdict"] not in order or view["expected"] != known:
-            continue
-        key = (order[view["verdict"]], view["violated"] if view["verdict"] != "ERROR" else "")
-        if key not in groups:
-            req = _requirement_line(key[1], registry) if key[1] else None
-            groups[key] = {
-                "verdict": view["verdict"],
-                "class": view["verdict_class"],
-                "requirement": req,
-                "cases": [],
-            }
-        groups[key]["cases"].append(view)
-    return [groups[k] for k in sorted(groups, key=lambda k: (k[0], natural_key(k[1])))]
 
 
 def _level_key(name: str) -> tuple[int, tuple[tuple[int, int | str], ...]]:
@@ -226,6 +175,8 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         req["present"] = present
     errors = wirelog.error_codes(results)
     views = [_case_view(c, registry, errors) for c in listed]
+    found = [finding_view(f, results, registry, errors) for f in findings(results)]
+    known = findings(results, known=True)
     counted = count_verdicts(results)
     quirks = results.get("quirks") or []
     label = results.get("target_name") or results.get("target") or "?"
@@ -253,8 +204,18 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "unresponsive": unresponsive_line(results),
         "total": total_line(results),
         "counts": [{"verdict": v, "n": counted[v], "class": _CSS_CLASS[v]} for v in VERDICTS],
-        "failures": failure_groups(views, registry, known=False),
-        "known": failure_groups(views, registry, known=True),
+        "lost": lost_line(results),
+        "findings": found,
+        "known": [
+            {
+                "verdict": f.verdict,
+                "heading": f.heading,
+                "requirement": _text(f.requirement),
+                "cases": [_text(c.get("case_id") or "?") for c in f.cases],
+            }
+            for f in known
+        ],
+        "known_count": sum(len(f.cases) for f in known),
         "coverage_level": _coverage(requirements, rolled, "level"),
         "coverage_area": _coverage(requirements, rolled, "area"),
         "rollups": [{"name": r, "class": _CSS_CLASS[r]} for r in ROLLUPS],

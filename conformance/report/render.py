@@ -2,7 +2,8 @@
 
 ``conformance run`` calls :func:`write_reports` when the cases end and
 ``conformance report`` calls it again on saved results, so the HTML, JUnit XML and Allure
-results are always rendered from the same data as the terminal summary, and agree.
+results and ``bugs.md`` are always rendered from the same data as the terminal summary,
+and agree.
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def write_reports(
     """Write the HTML report, JUnit XML and Allure results of ``results`` under ``out``;
     return the names written."""
     from conformance.report.allure_results import write_allure
+    from conformance.report.bugs import BUGS_NAME, write_bugs
     from conformance.report.html import write_html
     from conformance.report.junit import write_junit
 
     write_html(results, out / HTML_NAME)
     write_junit(results, out / JUNIT_NAME)
     write_allure(results, out / ALLURE_DIR, link_base=f"../{link_base}")
-    return [HTML_NAME, JUNIT_NAME, "results.json", f"{ALLURE_DIR}/"]
+    write_bugs(results, out / BUGS_NAME)
+    return [HTML_NAME, JUNIT_NAME, BUGS_NAME, "results.json", f"{ALLURE_DIR}/"]

@@ -1,20 +1,24 @@
-"""What ``conformance run`` prints when the run ends: problems first, then one summary line.
+"""What ``conformance run`` prints when the run ends: findings first, then one summary line.
 
 :func:`print_summary` prints, with rich, at the terminal's width (80 columns in a CI log
 unless ``COLUMNS`` says otherwise):
 
-1. one block per FAIL, WARN and ERROR case the baseline does not expect, worst first,
-   headed by the verdict, case ID, broken requirement and title: the reason (expected vs
-   actual), the requirement's text, the decisive frame (hex, and the fields the reason
-   names) and the command that reproduces it.  Cases with the same verdict and reason
-   after the third are listed by ID only (a dead target fails every case alike);
+1. one block per *finding* the baseline does not expect (:mod:`conformance.report.findings`:
+   a case failing the same way at several versions is one block, ``kafka/fetch/3 at
+   v0–v16``), worst first, headed by the verdict, the case, the broken requirement and
+   the title: the reason (expected vs actual; every distinct one), the requirement's text,
+   the evidence the check named (request, then reply or close, one after the other: hex
+   with the judged bytes highlighted, then the judged fields) and the command that
+   reproduces it.  Every finding is printed; ERROR cases of a lost target are one block;
 2. a note when the target stopped answering, and what the baseline found;
-3. one summary line: ``FAILED cursus doc against embedded (127.0.0.1:9000): 80 cases,
-   75 PASS, 5 FAIL; broken: CUR-ACK-4; 3.1 s``.
+3. one summary line listing every broken requirement, MUST and SHOULD apart:
+   ``FAILED cursus doc against embedded (127.0.0.1:9000): 80 cases, 75 PASS, 5 FAIL;
+   broken MUST: CUR-ACK-4; 3.1 s``.
 
-With ``quiet`` only the baseline's notes (they decide the exit code) and the summary line
-are printed.  Every piece of text is a :class:`rich.text.Text`, never markup, so a
-target's ``[bold]`` is printed as it is.
+Hex is hex throughout: offsets, bytes and field spans (``[0x22..0x2a)``); lengths are
+decimal and say ``bytes``.  With ``quiet`` only the baseline's notes (they decide the exit
+code) and the summary line are printed.  Every piece of text is a :class:`rich.text.Text`,
+never markup, so a target's ``[bold]`` is printed as it is.
 """
 
 from __future__ import annotations
@@ -29,21 +33,21 @@ from rich.text import Text
 from conformance.baseline import summary_lines
 from conformance.plugin import ErrorCodes
 from conformance.report import (
-    SEVERITY,
-    broken_requirements,
-    cases,
+    lost_line,
     printable,
-    reason_of,
     total_line,
     unresponsive_line,
-    verdict_of,
 )
 from conformance.report import wire as wirelog
+from conformance.report.findings import Finding, broken_by_level, findings
 
-#: Blocks printed in full per (verdict, reason); the rest are listed by case ID.
-SAME_REASON_BLOCKS = 3
-#: Hex rows of the decisive frame shown in a block (the HTML report has every byte).
+#: Hex rows of a frame shown whole; a longer frame shows its first rows and every row
+#: holding a judged byte (the HTML report has every byte).
 FRAME_ROWS = 8
+#: Wire-log summaries listed for a case that named no evidence.
+SUMMARY_ROWS = 12
+#: The style of judged bytes and fields.
+JUDGED = "bold black on yellow"
 
 VERDICT_STYLES: dict[str, str] = {
     "PASS": "green",
@@ -52,16 +56,6 @@ VERDICT_STYLES: dict[str, str] = {
     "UNSUPPORTED": "cyan",
     "ERROR": "bold magenta",
 }
-
-
-def problems(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """FAIL, ERROR and WARN cases the baseline does not expect, worst first."""
-    found = [
-        c
-        for c in cases(results)
-        if verdict_of(c) in ("FAIL", "ERROR", "WARN") and not c.get("expected")
-    ]
-    return sorted(found, key=lambda c: SEVERITY.index(verdict_of(c)))
 
 
 def _labelled(
@@ -81,20 +75,100 @@ def _labelled(
     return out
 
 
+def _rows_shown(count: int, marked_rows: set[int]) -> list[int | None]:
+    """Row numbers to print (None: an elision), all when few, else the first rows and
+    every row with a judged byte."""
+    if count <= FRAME_ROWS + 2:
+        return list(range(count))
+    keep = set(range(2 if marked_rows else FRAME_ROWS)) | marked_rows
+    out: list[int | None] = []
+    for row in range(count):
+        if row in keep:
+            out.append(row)
+        elif out and out[-1] is not None:
+            out.append(None)
+    return out
+
+
+def _hex(ev: wirelog.Evidence, width: int) -> Text:
+    """The frame's hex rows, the judged bytes styled; offsets and bytes in hex."""
+    row_bytes = 16 if width >= 90 else 8
+    spans = ev.spans
+    marked = {at for a, b in spans for at in range(a, b)}
+    rows = wirelog.hex_rows(ev.entry.data, row_bytes)
+    marked_rows = {at // row_bytes for at in marked if at < len(ev.entry.data)}
+    out = Text()
+    lead = " " * 9
+    for row in _rows_shown(len(rows), marked_rows):
+        out.append(lead)
+        if row is None:
+            out.append("…\n", style="dim")
+            continue
+        start, chunk = rows[row]
+        out.append(f"{start:04x}  ", style="dim")
+        for i, byte in enumerate(chunk):
+            out.append(f"{byte:02x}", style=JUDGED if start + i in marked else "")
+            out.append(" " if i < len(chunk) - 1 else "")
+        out.append("   " * (row_bytes - len(chunk)) + "  " + wirelog.ascii_of(chunk) + "\n")
+    if len(rows) > FRAME_ROWS + 2 and rows:
+        out.append(
+            f"{lead}({len(ev.entry.data)} bytes kept; every row in the HTML report)\n", style="dim"
+        )
+    if ev.entry.cut:
+        out.append(f"{lead}({ev.entry.cut_note})\n", style="dim")
+    return out
+
+
+def _evidence(case: Mapping[str, Any], width: int, errors: ErrorCodes | None) -> Text:
+    out = Text()
+    found = wirelog.evidence(case, errors)
+    if not found:
+        logged = wirelog.entries(case, errors)
+        note = "the case named no evidence; its wire log (every byte in the HTML report):"
+        out.append_text(_labelled("frames", [note], width, "dim"))
+        heads = [e.header() for e in logged[:SUMMARY_ROWS]]
+        if len(logged) > SUMMARY_ROWS:
+            heads.append(f"... {len(logged) - SUMMARY_ROWS} more entries")
+        out.append_text(_labelled("", heads or ["(no wire log)"], width, wrap=False))
+        return out
+    for ev in found:
+        out.append_text(_labelled(ev.entry.dir or "frame", [ev.entry.header()], width))
+        if not ev.entry.compact:
+            out.append_text(_hex(ev, width))
+        for f in ev.fields:
+            out.append(" " * 9 + "field ", style="dim")
+            out.append(wirelog.field_line(f), style=JUDGED)
+            out.append("\n")
+        for name in ev.unlisted:
+            out.append(" " * 9 + "field ", style="dim")
+            out.append(name, style=JUDGED)
+            out.append(" (judged; not in the kept field list)\n", style="dim")
+    return out
+
+
 def _block(
-    case: Mapping[str, Any],
+    found: Finding,
     registry: Mapping[str, Mapping[str, Any]],
     width: int,
-    errors: ErrorCodes | None = None,
+    errors: ErrorCodes | None,
+    results: Mapping[str, Any],
 ) -> Text:
-    verdict = verdict_of(case)
+    verdict = found.verdict
     out = Text()
     out.append(f"{verdict} ", style=VERDICT_STYLES[verdict])
-    out.append(printable(case.get("case_id") or "?", one_line=True), style="bold")
-    req_id = str(case.get("violated") or "")
-    req = registry.get(req_id, {})
-    if req_id:
-        out.append(f"  {printable(req_id, one_line=True)} ({printable(req.get('level') or '?')})")
+    out.append(found.heading, style="bold")
+    if found.lost:
+        out.append("\n")
+        line = lost_line(results) or "the target went away during the run"
+        out.append_text(_labelled("reason", [line], width))
+        ids = " ".join(printable(c.get("case_id") or "?", one_line=True) for c in found.cases)
+        out.append_text(_labelled("cases", [ids], width, "dim"))
+        return out
+    case = found.first
+    req = registry.get(found.requirement, {})
+    if found.requirement:
+        level = printable(req.get("level") or "?")
+        out.append(f"  {printable(found.requirement, one_line=True)} ({level})")
     title = printable(case.get("title"), one_line=True)
     if title and len(out) + 2 + len(title) <= width:
         out.append(f"  {title}\n", style="dim")
@@ -102,25 +176,19 @@ def _block(
         out.append("\n")
         if title:
             out.append_text(_labelled("", [title], width, "dim"))
-    out.append_text(_labelled("reason", [reason_of(case, limit=600)], width))
+    reasons = found.reasons(limit=600)
+    if len(reasons) == 1:
+        same = f" (the same at {reasons[0][1]})" if len(found.cases) > 1 else ""
+        out.append_text(_labelled("reason", [reasons[0][0] + same], width))
+    else:
+        out.append_text(_labelled("reason", [f"{v}: {r}" for r, v in reasons], width))
     if req.get("text"):
         rule = printable(req.get("text"), one_line=True, limit=300)
         out.append_text(_labelled("rule", [rule], width, "dim"))
-    frame = wirelog.decisive(case, errors)
-    if frame is not None:
-        row_bytes = 16 if width >= 90 else 8
-        rows = wirelog.dump(frame.data, row_bytes)
-        shown = len(rows) if len(rows) <= FRAME_ROWS + 2 else FRAME_ROWS  # never "1 more row"
-        lines = rows[:shown]
-        if len(rows) > shown:
-            more = len(frame.data) - shown * row_bytes
-            lines.append(f"... {more} more bytes in the HTML report")
-        elif frame.cut:
-            lines.append(f"({frame.cut_note})")
-        named = wirelog.offending(case, frame, errors) if verdict in ("FAIL", "WARN") else set()
-        lines += [f"field {wirelog.field_line(f)}" for f in frame.fields if f.name in named]
-        out.append_text(_labelled("frame", [frame.header()], width))
-        out.append_text(_labelled("", lines, width, wrap=False))
+    if len(found.cases) > 1:
+        shown = printable(case.get("case_id") or "?", one_line=True)
+        out.append_text(_labelled("", [f"the frames of {shown}:"], width, "dim"))
+    out.append_text(_evidence(case, width, errors))
     if case.get("reproduce"):
         again = printable(case.get("reproduce"), one_line=True)
         out.append_text(_labelled("again", [again], width, wrap=False))
@@ -128,16 +196,14 @@ def _block(
 
 
 def summary_line(results: Mapping[str, Any]) -> Text:
-    """``FAILED <target line>: 80 cases, 75 PASS, 5 FAIL (CUR-ACK-4) in 3.1 s``."""
+    """``FAILED <target line>: 80 cases, 75 PASS, 5 FAIL; broken MUST: CUR-ACK-4; 3.1 s``:
+    every broken requirement, MUST and SHOULD apart."""
     code = results.get("exit_code")
     word, style = ("PASSED", "bold green") if code == 0 else ("FAILED", "bold red")
     line = Text(f"{word} ", style=style)
     text = total_line(results)
-    broken = broken_requirements(results)
-    if broken:
-        shown = ", ".join(printable(r, one_line=True) for r in broken[:8])
-        more = f" and {len(broken) - 8} more" if len(broken) > 8 else ""
-        text += f"; broken: {shown}{more}"
+    for level, ids in broken_by_level(results).items():
+        text += f"; broken {level}: " + ", ".join(printable(r, one_line=True) for r in ids)
     duration = results.get("duration_s")
     if isinstance(duration, int | float):
         text += f"; {duration:.1f} s"
@@ -155,24 +221,11 @@ def print_summary(
             str(r.get("id")): r for r in results.get("requirements") or [] if isinstance(r, dict)
         }
         errors = wirelog.error_codes(results)
-        seen: dict[tuple[str, str], list[str]] = {}
-        for case in problems(results):
-            key = (verdict_of(case), str(case.get("message") or ""))
-            seen.setdefault(key, []).append(printable(case.get("case_id") or "?", one_line=True))
-            if len(seen[key]) <= SAME_REASON_BLOCKS:
-                out.print(_block(case, registry, out.width, errors), soft_wrap=True)
-        for (verdict, _), ids in seen.items():
-            if len(ids) > SAME_REASON_BLOCKS:
-                rest = ids[SAME_REASON_BLOCKS:]
-                out.print(
-                    Text(
-                        f"... {len(rest)} more {verdict} with the same reason: " + " ".join(rest),
-                        style=VERDICT_STYLES[verdict],
-                    )
-                )
-        warning = unresponsive_line(results)
-        if warning is not None:
-            out.print(Text(warning, style="bold yellow"), soft_wrap=True)
+        for found in findings(results):
+            out.print(_block(found, registry, out.width, errors, results), soft_wrap=True)
+        for warning in (lost_line(results), unresponsive_line(results)):
+            if warning is not None:
+                out.print(Text(warning, style="bold yellow"), soft_wrap=True)
     section = results.get("baseline")
     if isinstance(section, dict):  # what the baseline found decides the exit code: always shown
         for style, line in summary_lines(section):

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from conformance.report import lost_line
 from conformance.report.allure_results import (
     AllureUnavailable,
     build_allure_report,
     exchanges,
     write_allure,
 )
+from tests.report.evidence_sample import LOST, with_evidence
 from tests.support.cli import conformance
 from tests.support.report_sample import sample_results
 
@@ -69,12 +71,44 @@ def test_one_step_per_exchange_with_every_kept_byte_attached(tmp_path: Path) -> 
     result = _written(results, tmp_path)["cursus/framing/3"]
     assert len(exchanges(results["cases"][1])) == 1  # one send, its reply and the close
     (step,) = result["steps"]
-    assert step["name"] == "+0.0010s #1 send 6120 B oversize frame"
+    assert step["name"] == "+0.0010s #1 send 6120 bytes oversize frame"
     assert step["status"] == "failed"  # the exchange the case failed on
     (attachment,) = step["attachments"]
     text = (tmp_path / attachment["source"]).read_text()
     assert "13f0  f0 f1 f2 f3 f4 f5 f6 f7 f8 f9 fa fb fc fd fe ff" in text
     assert "(cut: the log kept 5120 of 6120 bytes)" in text and "reply_code = 60" in text
+    (passing_step,) = _written(results, tmp_path / "again")["cursus/framing/1"]["steps"]
+    assert passing_step["name"] == "+0.0012s #1 send 8 bytes LIST"
+    assert "attachments" not in passing_step  # a passing case: the summaries only
+
+
+def test_a_known_failure_is_tagged_apart_from_unsupported_and_evidence_is_the_trace(
+    tmp_path: Path,
+) -> None:
+    results = with_evidence()
+    results["cases"][1]["expected"] = True
+    written = _written(results, tmp_path)
+    known = written["cursus/framing/3"]
+    unsupported = written["cursus/stream/2"]
+    tags = {label["value"] for label in known["labels"] if label["name"] == "tag"}
+    assert tags == {"FAIL", "known-failure"} and known["statusDetails"]["known"] is True
+    assert known["statusDetails"]["message"].startswith("known failure (FAIL, baseline)")
+    assert "  > reply_code = 60  [0x00..0x01)" in known["statusDetails"]["trace"]
+    assert {label["value"] for label in unsupported["labels"] if label["name"] == "tag"} == {
+        "UNSUPPORTED"
+    }
+    assert unsupported["statusDetails"]["message"].startswith("UNSUPPORTED: ")
+
+
+def test_a_lost_target_is_in_the_environment_and_the_lost_cases(tmp_path: Path) -> None:
+    results = with_evidence() | {"target_lost": LOST, "target_unresponsive": True}
+    results["cases"][4]["lost"] = True
+    written = _written(results, tmp_path)
+    env = (tmp_path / "environment.properties").read_text().splitlines()
+    said = lost_line(results)
+    assert f"target_lost={said}" in env
+    message = written["cursus/group/1"]["statusDetails"]["message"]
+    assert message.startswith(f"{said}; this case could not run: ")
 
 
 def test_environment_categories_and_a_clean_folder(tmp_path: Path) -> None:

@@ -38,8 +38,10 @@ def test_the_failures_section_is_on_the_first_screen_with_id_requirement_and_rea
     failing: tuple[Path, dict[str, Any]],
 ) -> None:
     page, case = failing
-    seen = measure(page, ["#failures", "#failures .failure .reason"], size=WINDOW)
-    section, reason = seen["found"]["#failures"], seen["found"]["#failures .failure .reason"]
+    seen = measure(page, ["#failures", "#failures .group .reason", "#failures .pair"], size=WINDOW)
+    section, reason = seen["found"]["#failures"], seen["found"]["#failures .group .reason"]
+    pair = seen["found"]["#failures .pair"]
+    assert pair is not None and pair["pageTop"] < WINDOW[1], "the evidence starts on screen 1"
     assert 0 <= section["pageTop"] < WINDOW[1], section
     assert reason["pageBottom"] <= WINDOW[1], "the first reason is below the first 900 px"
     assert case["case_id"] in section["text"] and case["violated"] == "CUR-ACK-4"

@@ -29,6 +29,7 @@ from conformance.report import (
 )
 from conformance.report.html import render_html, write_html
 from conformance.report.render import ResultsError, load_results
+from tests.report.evidence_sample import LOST, fetch_case, kafka_results, with_evidence
 from tests.support.report_sample import HOSTILE, case, sample_results
 
 # --- the model ----------------------------------------------------------------------------
@@ -159,22 +160,93 @@ def test_html_is_self_contained_and_its_policy_allows_exactly_its_script() -> No
     assert internal <= ids, internal - ids  # every link inside the page lands somewhere
 
 
-def test_failures_come_first_grouped_by_requirement_with_reason_frame_and_command() -> None:
-    page = render_html(sample_results())
+def test_failures_come_first_one_block_per_finding_with_reason_evidence_and_command() -> None:
+    page = render_html(with_evidence())
     assert page.index('<section id="failures">') < page.index('<section id="coverage">')
     failures = _section(page, "failures")
     order = [
-        failures.index(x) for x in ('href="#CUR-FRAME-3"', "could not run", 'href="#CUR-ACK-9"')
+        failures.index(x)
+        for x in (
+            "finding-FAIL-cursus-framing-3",
+            "finding-ERROR-cursus-group-1",
+            "finding-WARN-cursus-ack-4",
+        )
     ]
-    assert order == sorted(order), "FAIL groups, then ERROR, then WARN"
+    assert order == sorted(order), "FAIL, then ERROR, then WARN"
     assert "reply_code 60, expected 0; reply was &lt;script&gt;" in failures
     assert "frames &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; must" in failures
-    assert "decisive frame" in failures and "+0.0020s #1 recv 5 B" in failures
     assert "conformance run --protocol cursus --revision doc cursus/framing/3" in failures
-    # the field the reason names is highlighted, in the field list and in the hex
-    assert '<tr class="mark"><td class="mono">reply_code</td>' in failures
-    assert "<mark>3c</mark> 73" in failures
     assert "cursus/framing/1" not in failures and "cursus/stream/2" not in failures
+
+
+def test_the_evidence_is_the_request_beside_the_reply_with_the_judged_field_marked() -> None:
+    failures = _section(render_html(with_evidence()), "failures")
+    pair = re.search(r'<div class="pair">(.*?)</div>\n</div>', failures, re.S)
+    assert pair is not None
+    sides = re.findall(r'<div class="side dir-(\w+)">', pair.group(1))
+    assert sides == ["send", "recv"]  # side by side, the request first
+    assert (
+        '<b>request</b> <span class="mono">+0.0010s #1 send 6120 bytes oversize frame'
+        in pair.group(1)
+    )
+    assert "<b>reply</b>" in pair.group(1) and "judged: the frame as a whole" in pair.group(1)
+    judged = re.search(r'<table class="fields judged">(.*?)</table>', pair.group(1), re.S)
+    assert judged is not None
+    assert re.findall(r"<td class=\"mono\">([^<]*)</td>", judged.group(1)) == [
+        "reply_code",
+        "60",
+        "[0x00..0x01)",
+    ]
+    assert "<mark>3c</mark> 73" in pair.group(1)  # exactly the judged byte
+    assert pair.group(1).count("<mark>") == 1
+
+
+def test_a_case_without_evidence_highlights_nothing_and_says_so() -> None:
+    page = render_html(sample_results())
+    failures = _section(page, "failures")
+    assert "The case named no evidence" in failures and "<mark>" not in failures
+    body = re.search(r'id="cursus/framing/3".*?</details>', page, re.S)
+    assert body is not None
+    assert "This case named no evidence" in body.group() and "<mark>" not in body.group()
+
+
+def test_versions_failing_alike_are_one_block_with_a_bug_report() -> None:
+    cases = [fetch_case(v) for v in (4, 5, 6, 7, 9)]
+    page = render_html(kafka_results(cases))
+    failures = _section(page, "failures")
+    assert failures.count('<div class="group fail"') == 1
+    assert '<span class="mono">kafka/fetch/3 at v4–v7, v9</span>' in failures
+    assert "(the same at v4–v7, v9)" in failures
+    assert '<td class="mono">0x02</td>' in failures  # magic in hex, in the field table
+    box = re.search(r"<textarea[^>]*>(.*?)</textarea>", failures, re.S)
+    assert box is not None
+    assert "## FAIL KAF-FETCH-3: kafka/fetch/3 at v4–v7, v9" in box.group(1)
+    assert 'class="copy"' in failures
+    # per-case counts stay per case
+    assert page.count('data-verdict="FAIL" data-level=') == 5
+
+
+def test_a_lost_target_is_a_banner_and_one_block() -> None:
+    lost = [case(f"kafka/g/{i}", "ERROR", ["KAF-ERR-1"], lost=True) for i in range(6)]
+    results = kafka_results([fetch_case(4), *lost], target_lost=LOST, target_unresponsive=True)
+    page = render_html(results)
+    banner = re.search(r'<div class="alert lost" id="target-lost"><b>(.*?)</b></div>', page)
+    assert banner is not None and banner.group(1).startswith("target lost at +20.2 s, after case")
+    assert page.index('id="target-lost"') < page.index('<section id="failures">')
+    failures = _section(page, "failures")
+    assert failures.count('<div class="group error"') == 1 and "6 cases lost" in failures
+
+
+def test_passing_cases_show_summaries_only_and_compact_logs_are_not_called_cut() -> None:
+    results = with_evidence()
+    passing = results["cases"][0]
+    passing["wire_compact"] = True
+    passing["wire_log"][0]["hex"] = ""
+    page = render_html(results)
+    body = re.search(r'id="cursus/framing/1".*?</details>', page, re.S)
+    assert body is not None
+    assert "+0.0012s #1 send 8 bytes LIST" in body.group()
+    assert '<pre class="hex">' not in body.group() and "cut:" not in body.group()
 
 
 def test_a_clean_run_says_so_where_the_failures_would_be() -> None:

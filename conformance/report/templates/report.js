@@ -37,6 +37,31 @@
     form.addEventListener("reset", function () { setTimeout(apply, 0); });
     form.hidden = false;
   }
+  Array.prototype.forEach.call(document.querySelectorAll("pre.hex.ev"), function (pre) {
+    var mark = pre.querySelector("mark");
+    if (mark && mark.offsetTop - pre.offsetTop > pre.clientHeight - 40) {
+      pre.scrollTop = mark.offsetTop - pre.offsetTop - 40;
+    }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("details.bug"), function (box) {
+    var button = box.querySelector("button.copy");
+    var text = box.querySelector("textarea");
+    var said = box.querySelector(".copied");
+    if (!button || !text) { return; }
+    button.addEventListener("click", function () {
+      text.select();
+      var done = function () { if (said) { said.textContent = "copied"; } };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text.value).then(done, function () {
+          document.execCommand("copy");
+          done();
+        });
+      } else {
+        document.execCommand("copy");
+        done();
+      }
+    });
+  });
   window.addEventListener("hashchange", openTarget);
   apply();
   openTarget();

@@ -1,0 +1,180 @@
+"""Failing cases grouped like bug reports: one *finding* per distinct problem.
+
+A case run at several versions (``kafka/fetch/2@v4`` ... ``@v16``) that fails each time
+against the same requirement for the same reason is one finding, headed
+``kafka/fetch/2 at v4–v16`` (ranges compacted: ``v4–v7, v9``).  The terminal and the HTML
+show findings; JUnit and ``results.json`` keep one entry per case.
+
+**The grouping rule.**  Two cases are one finding when they have the same case ID before
+the ``@`` (the version suffix), the same verdict, the same broken requirement, the same
+baseline status (known or not) and the same *normalised reason*: the reason with the
+case's own version token (``v4``) replaced by ``v*`` and then every run of digits by
+``#``.  So "Fetch v4: high watermark 4, expected 3" and "Fetch v16: high watermark 5,
+expected 4" are one finding (the numbers a check reports can shift with the version's
+record layout), while "high watermark 4" and "no partition in the reply" stay apart.  A
+finding keeps every actual reason: when they differ the reports list each one with its
+versions, so grouping never hides a value from the wire.
+
+ERROR cases the results mark ``lost`` (the target went away, not the case's fault) form one
+finding of their own whatever their IDs, stated with :func:`conformance.report.lost_line`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.report import (
+    SEVERITY,
+    cases,
+    is_lost,
+    natural_key,
+    printable,
+    reason_of,
+    verdict_of,
+)
+
+_VERSION = re.compile(r"^v(\d+)$")
+_DIGITS = re.compile(r"\d+")
+
+
+def split_id(case_id: str) -> tuple[str, str]:
+    """``("kafka/fetch/2", "v4")`` from ``kafka/fetch/2@v4``; no suffix: ``(id, "")``."""
+    base, at, version = case_id.partition("@")
+    return (base, version) if at else (case_id, "")
+
+
+def _own_version(reason: str, version: str) -> str:
+    if not version:
+        return reason
+    return re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w.])", "v*", reason)
+
+
+def normalised(reason: str, version: str) -> str:
+    """The reason with the case's version token made ``v*`` and every number ``#``."""
+    return _DIGITS.sub("#", _own_version(reason, version))
+
+
+def compact_versions(versions: Sequence[str]) -> str:
+    """``v4–v7, v9`` from v4, v5, v6, v7, v9 (any other labels listed as they are)."""
+    numbered = sorted({int(m.group(1)) for v in versions if (m := _VERSION.match(v))})
+    others = sorted({v for v in versions if v and not _VERSION.match(v)}, key=natural_key)
+    parts: list[str] = []
+    run: list[int] = []
+    for n in [*numbered, None]:
+        if n is not None and run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if run:
+            parts.append(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}–v{run[-1]}")
+        run = [n] if n is not None else []
+    return ", ".join(parts + others)
+
+
+@dataclass
+class Finding:
+    verdict: str
+    base_id: str
+    requirement: str
+    known: bool
+    lost: bool = False
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def versions(self) -> list[str]:
+        return [split_id(str(c.get("case_id") or ""))[1] for c in self.cases]
+
+    @property
+    def first(self) -> dict[str, Any]:
+        return self.cases[0]
+
+    @property
+    def heading(self) -> str:
+        """``kafka/fetch/2 at v4–v16``; one case: its ID; lost cases: how many."""
+        if self.lost:
+            return f"{len(self.cases)} case{'s' if len(self.cases) != 1 else ''} lost"
+        if len(self.cases) == 1:
+            return printable(self.first.get("case_id") or "?", one_line=True)
+        return f"{printable(self.base_id, one_line=True)} at {compact_versions(self.versions)}"
+
+    @property
+    def slug(self) -> str:
+        """An anchor-safe ID for the finding."""
+        text = "lost" if self.lost else f"{self.verdict}-{self.base_id}-{self.requirement}"
+        return "finding-" + re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+    def reasons(self, limit: int | None = None) -> list[tuple[str, str]]:
+        """Each distinct reason with the versions (or case IDs) that gave it, in order;
+        reasons that differ only in their own version token (``Fetch v4``/``Fetch v5``)
+        count as one, shown as the first of them."""
+        seen: dict[str, tuple[str, list[str]]] = {}
+        for c in self.cases:
+            cid = str(c.get("case_id") or "?")
+            version = split_id(cid)[1]
+            reason = reason_of(c, limit=limit)
+            key = _own_version(reason, version)
+            seen.setdefault(key, (reason, []))[1].append(version or cid)
+        return [
+            (reason, compact_versions(v) if all(_VERSION.match(x) for x in v) else ", ".join(v))
+            for reason, v in seen.values()
+        ]
+
+
+def findings(results: Mapping[str, Any], *, known: bool = False) -> list[Finding]:
+    """The FAIL, ERROR and WARN cases as findings, worst first (FAIL, ERROR, WARN), then by
+    requirement and case ID; ``known``: those the baseline expects instead."""
+    groups: dict[tuple[Any, ...], Finding] = {}
+    lost: Finding | None = None
+    for case in cases(results):
+        verdict = verdict_of(case)
+        if verdict not in ("FAIL", "ERROR", "WARN") or bool(case.get("expected")) != known:
+            continue
+        cid = str(case.get("case_id") or case.get("nodeid") or "?")
+        if is_lost(case):
+            if lost is None:
+                lost = Finding("ERROR", "", "", known, lost=True)
+            lost.cases.append(case)
+            continue
+        base, version = split_id(cid)
+        violated = str(case.get("violated") or "") if verdict != "ERROR" else ""
+        key = (verdict, base, violated, normalised(reason_of(case), version))
+        if key not in groups:
+            groups[key] = Finding(verdict, base, violated, known)
+        groups[key].cases.append(case)
+    for found in groups.values():
+        found.cases.sort(key=lambda c: natural_key(str(c.get("case_id") or "")))
+    ordered = sorted(
+        groups.values(),
+        key=lambda f: (
+            SEVERITY.index(f.verdict),
+            natural_key(f.requirement),
+            natural_key(f.base_id),
+        ),
+    )
+    return ordered + ([lost] if lost is not None else [])
+
+
+def broken_by_level(results: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Every broken requirement (not only known ones) by level: ``{"MUST": [...], ...}``,
+    each list naturally sorted; levels in MUST, SHOULD, MAY order, then any other."""
+    registry = {
+        str(r.get("id")): r for r in results.get("requirements") or [] if isinstance(r, dict)
+    }
+    out: dict[str, set[str]] = {}
+    for case in cases(results):
+        verdict = verdict_of(case)
+        if verdict not in ("FAIL", "WARN"):
+            continue
+        violated = case.get("violated")
+        for req in (
+            [str(violated)] if violated else [str(r) for r in case.get("requirements") or []]
+        ):
+            level = str(
+                registry.get(req, {}).get("level") or ("MUST" if verdict == "FAIL" else "SHOULD")
+            )
+            out.setdefault(level, set()).add(req)
+    order = ["MUST", "SHOULD", "MAY"]
+    levels = sorted(out, key=lambda lv: (order.index(lv) if lv in order else 3, lv))
+    return {lv: sorted(out[lv], key=natural_key) for lv in levels}
