@@ -136,6 +136,12 @@ def _add_run(
         help=f"bytes of each frame kept in the wire log (default {HEX_KEEP}); reports mark "
         "where a frame was cut",
     )
+    p.add_argument(
+        "--wire-full",
+        action="store_true",
+        help="keep every case's whole wire log (bytes and fields) in results.json; by default "
+        "passing and unsupported cases keep each frame's summary and length only",
+    )
     _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument(
@@ -316,6 +322,11 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--allure",
         action="store_true",
         help="also build a single-file Allure report (needs Node.js and npm: npx allure@3)",
+    )
+    p.add_argument(
+        "--only-differing",
+        action="store_true",
+        help="matrix.html lists only the requirements the runs disagree on",
     )
 
 

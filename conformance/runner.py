@@ -8,8 +8,11 @@ plugin writes ``results.json`` (the report model), and every other report is ren
 from it when pytest returns (:mod:`conformance.report.render`).  Output: progress while
 the cases run (:mod:`conformance.progress`), a block per problem and one summary line
 (:mod:`conformance.report.terminal`) and, under ``--reports`` (default ``./reports``),
-``results.json``, ``junit.xml``, ``report.html``, ``allure-results/`` and, for the
-embedded broker, ``broker.log``.
+``results.json``, ``junit.xml``, ``report.html``, ``bugs.md`` (a Markdown bug report per
+finding), ``allure-results/`` and, for the embedded broker, ``broker.log``.  An
+unreachable ``--target`` still writes ``junit.xml``: one error testcase saying why.
+``--wire-full`` keeps every case's whole wire log in ``results.json`` (by default passing
+cases keep summaries only).
 
 Exit codes: 0 every case PASS, UNSUPPORTED or (without ``--strict``) WARN; 1 any FAIL
 or ERROR; 2 a usage error, an unreachable target or a broker that did not start.
@@ -234,6 +237,7 @@ def pytest_args(
         str(reports / "results.json"),
         "--conformance-wire-keep",
         str(args.wire_keep),
+        *(["--conformance-wire-full"] if getattr(args, "wire_full", False) else []),
         # the tool prints its own progress and summary (conformance.progress and
         # conformance.report.terminal); JUnit and Allure are rendered from results.json
         "-p",
@@ -291,8 +295,12 @@ def run_command(args: argparse.Namespace) -> int:
     progress = [RunProgress(quiet=args.quiet)]
     if args.target:
         host, port = parse_target(args.target)
-        check_reachable(host, port, args.timeout)
-        check_session(plugin, host, port, args.timeout, options)
+        try:
+            check_reachable(host, port, args.timeout)
+            check_session(plugin, host, port, args.timeout, options)
+        except UsageError as exc:
+            _unreachable_junit(reports, args, f"{host}:{port}", str(exc))
+            raise
         argv = pytest_args(args, plugin, f"{host}:{port}", options, reports)
         code = int(pytest.main(argv, plugins=progress))
     else:
@@ -309,6 +317,17 @@ def run_command(args: argparse.Namespace) -> int:
             f"{failing} known failure(s)"
         )
     return code
+
+
+def _unreachable_junit(reports: Path, args: argparse.Namespace, target: str, why: str) -> None:
+    """``junit.xml`` with one error testcase, so CI shows why no case ran."""
+    from datetime import UTC, datetime
+
+    from conformance.report.junit import write_unreachable
+
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    name = args.target_name or target
+    write_unreachable(reports / "junit.xml", args.protocol, target, name, why, started)
 
 
 def _finish(

@@ -2,7 +2,8 @@
 
 Given one run, it writes that run's HTML report, JUnit XML and Allure results under
 ``--out``.  Given several, it writes each run's reports in a folder of its own under
-``--out`` and ``matrix.html``: requirements x targets.  With ``--allure`` it also builds a
+``--out`` and ``matrix.html``: requirements x targets (``--only-differing``: only the rows
+the runs disagree on).  With ``--allure`` it also builds a
 single-file Allure report (``allure-report/index.html``) of every run, with Allure 3 from
 npm; without Node it says how to get it and exits 2, after writing everything else.
 """
@@ -33,7 +34,7 @@ def report_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     from conformance.report.matrix import folder_names, labels, render_matrix
 
-    folders = ["."] if len(runs) == 1 else folder_names(labels(runs))
+    folders = ["."] if len(runs) == 1 else folder_names(labels(runs, with_time=False))
     allure_dirs = []
     for run, folder in zip(runs, folders, strict=True):
         where = out / folder
@@ -43,7 +44,8 @@ def report_command(args: argparse.Namespace) -> int:
     if len(runs) > 1:
         from conformance.report.html import write_page
 
-        write_page(render_matrix(runs, folders), out / "matrix.html")
+        differing = bool(getattr(args, "only_differing", False))
+        write_page(render_matrix(runs, folders, only_differing=differing), out / "matrix.html")
         print(f"{out / 'matrix.html'}: {len(runs)} runs side by side")
     if args.allure:
         return _allure(allure_dirs, out)

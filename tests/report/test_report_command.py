@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -46,7 +47,11 @@ def test_two_runs_make_a_matrix_of_requirements_by_target(
     assert done.returncode == 0, done.stdout + done.stderr
     matrix = (tmp_path / "m" / "matrix.html").read_text()
     heads = re.findall(r'<th class="run"><a href="([^"]+)">([^<]+)</a>', matrix)
-    assert [name for _, name in heads] == ["embedded", f"embedded +{QUIRK}"]
+    assert [re.sub(r" @ \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", name) for _, name in heads] == [
+        "embedded",
+        f"embedded +{QUIRK}",
+    ]
+    assert all(" @ 20" in name for _, name in heads)  # labelled by target and run time
     for href, _ in heads:
         assert (tmp_path / "m" / href).is_file(), href
     ack = _cells(matrix, "CUR-ACK-4")
@@ -112,3 +117,27 @@ def test_the_readme_report_examples_run_as_written(tmp_path: Path) -> None:
             assert done.returncode == 0, (words, done.stdout[-1500:], done.stderr[-1500:])
     assert (tmp_path / "reports" / "compare" / "matrix.html").is_file()
     assert (tmp_path / "reports" / "compare" / "mybroker-2.1" / "report.html").is_file()
+
+
+def test_an_unreachable_target_still_writes_junit_with_one_error(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        done = conformance(
+            tmp_path,
+            "run",
+            "--target",
+            f"127.0.0.1:{port}",
+            "--timeout",
+            "1",
+            "--target-name",
+            "gone",
+            "--reports",
+            str(tmp_path / "r"),
+        )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"conformance run: cannot reach target 127.0.0.1:{port}")
+    junit = (tmp_path / "r" / "junit.xml").read_text()
+    assert junit.count("<testcase ") == 1 and 'errors="1"' in junit
+    assert '<testsuite name="cursus gone"' in junit
+    assert f'<error type="unreachable" message="cannot reach target 127.0.0.1:{port}' in junit
