@@ -314,3 +314,22 @@ def test_html_survives_minimal_and_surrogate_results(tmp_path: Path) -> None:
     page = path.read_text(encoding="utf-8")
     assert ">ERROR<" in page and "\\udcff" in page
     assert HOSTILE not in page
+
+
+def test_the_schema_describes_evidence_lost_targets_and_compact_logs() -> None:
+    schema = json.loads(SCHEMA_FILE.read_text())
+    results = with_evidence() | {"target_lost": LOST, "target_unresponsive": True}
+    results["cases"][4]["lost"] = True
+    results["cases"][0]["wire_compact"] = True
+    results["cases"][0]["wire_log"][0]["hex"] = ""
+    jsonschema.validate(results, schema)
+    jsonschema.validate(results | {"target_lost": None}, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    bad = with_evidence()
+    bad["cases"][1]["evidence"] = []  # a FAIL names at least one entry
+    assert list(validator.iter_errors(bad))
+    bad = with_evidence()
+    bad["cases"][0]["lost"] = True  # only an ERROR is lost
+    assert list(validator.iter_errors(bad))
+    bad = with_evidence() | {"target_lost": {"case": "x", "after": None, "t": 1.0}}
+    assert list(validator.iter_errors(bad))  # no reason
