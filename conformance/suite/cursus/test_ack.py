@@ -15,6 +15,7 @@ from conformance.suite.cursus.verify import (
     expect_ack_ok,
     messages,
     reply_payload,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
@@ -45,14 +46,20 @@ def test_pipelined_batches_get_one_ack_each_in_order(target: CaseContext) -> Non
         ]
         conn.send(b"".join(frames), summary="three batches in one write")
         for i in range(3):
-            payload = reply_payload(target, conn, "CUR-ACK-1", f"ack {i + 1} of 3")
-            ack = codec.decode_ack(payload) if payload[:1] == b"{" else None
+            read = reply_payload(target, conn, "CUR-ACK-1", f"ack {i + 1} of 3")
+            ack = codec.decode_ack(read.payload) if read.payload[:1] == b"{" else None
             if ack is None:
-                raise Violation("CUR-ACK-1", f"reply {i + 1} is not a JSON ack: {payload[:80]!r}")
+                raise Violation(
+                    "CUR-ACK-1",
+                    f"reply {i + 1} of 3 is {shown(read)}, expected a JSON ack",
+                    read.evidence,
+                )
             require(
                 ack.seq_start == i * 10,
                 "CUR-ACK-1",
-                f"ack {i + 1} is for seqStart {ack.seq_start}, expected {i * 10}",
+                f"ack {i + 1} of 3 has seq_start {ack.seq_start}, expected {i * 10}"
+                f" (batch {i + 1}'s seqStart)",
+                read.at("seq_start"),
             )
 
 
@@ -92,19 +99,30 @@ def test_last_offset_is_the_highest_offset_assigned(target: CaseContext) -> None
         topic = create_topic(target, conn, "last")
         first = expect_ack_ok(target, conn, batch(topic, messages(b"a", b"b", b"c")), "3 messages")
         require(
-            first.last_offset == 2,
+            first.reply.last_offset == 2,
             "CUR-ACK-4",
-            f"3 messages on an empty partition: last_offset {first.last_offset}, expected 2",
+            f"3 messages on an empty partition: last_offset {first.reply.last_offset}, expected 2",
+            first.at("last_offset"),
         )
         second = expect_ack_ok(target, conn, batch(topic, messages(b"d", b"e", seq=3)), "2 more")
         require(
-            second.last_offset == 4,
+            second.reply.last_offset == 4,
             "CUR-ACK-4",
-            f"2 more messages: last_offset {second.last_offset}, expected 4",
+            f"2 more messages: last_offset {second.reply.last_offset}, expected 4",
+            second.at("last_offset"),
         )
         at = consume_from(target, conn, topic, 0, 4)
         require(
-            at and at[0].payload == b"e", "CUR-ACK-4", "offset 4 does not hold the last message"
+            at.reply,
+            "CUR-ACK-4",
+            "CONSUME at offset 4 returned no message, expected the last one produced (b'e')",
+            at.at("message_count"),
+        )
+        require(
+            at.reply[0].payload == b"e",
+            "CUR-ACK-4",
+            f"offset 4 holds {at.reply[0].payload[:40]!r}, expected the last message (b'e')",
+            at.at("message[0].payload"),
         )
 
 
@@ -118,7 +136,12 @@ def test_producer_id_is_echoed(target: CaseContext) -> None:
         topic = create_topic(target, conn, "pid")
         msgs = messages(b"a", b"b", producer="producer-42")
         ack = expect_ack_ok(target, conn, batch(topic, msgs), "producer-42")
-        require(ack.producer_id == "producer-42", "CUR-ACK-5", f"producer_id {ack.producer_id!r}")
+        require(
+            ack.reply.producer_id == "producer-42",
+            "CUR-ACK-5",
+            f"producer_id {ack.reply.producer_id!r}, expected 'producer-42'",
+            ack.at("producer_id", asked=("message[0].producer_id",)),
+        )
 
 
 @case("cursus/ack/7", "CUR-ACK-6")
@@ -134,9 +157,11 @@ def test_seq_start_and_seq_end_are_the_batch_header_range(target: CaseContext) -
         b = type(b)(b.topic, b.partition, b.acks, False, 100, 102, b.messages)
         ack = expect_ack_ok(target, conn, b, "seqStart 100, seqEnd 102")
         require(
-            (ack.seq_start, ack.seq_end) == (100, 102),
+            (ack.reply.seq_start, ack.reply.seq_end) == (100, 102),
             "CUR-ACK-6",
-            f"ack seq_start..seq_end {ack.seq_start}..{ack.seq_end}, expected 100..102",
+            f"ack seq_start..seq_end {ack.reply.seq_start}..{ack.reply.seq_end}, expected 100..102"
+            " (the header's seqStart..seqEnd)",
+            ack.at("seq_start", "seq_end", asked=("seq_start", "seq_end")),
         )
 
 
@@ -150,10 +175,20 @@ def test_error_is_empty_on_ok_and_set_otherwise(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "err")
         ok = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a good batch")
-        require(ok.error == "", "CUR-ACK-7", f"an OK ack has error {ok.error!r}")
+        require(
+            ok.reply.error == "",
+            "CUR-ACK-7",
+            f"an OK ack has error {ok.reply.error!r}, expected ''",
+            ok.at("status", "error"),
+        )
         bad = expect_ack(target, conn, batch(topic, messages(b"a"), partition=9), "partition 9")
-        if bad.status != "OK":
-            require(bad.error != "", "CUR-ACK-7", f"a {bad.status} ack has an empty error")
+        if bad.reply.status != "OK":
+            require(
+                bad.reply.error != "",
+                "CUR-ACK-7",
+                f"a {bad.reply.status} ack has error '', expected a description",
+                bad.at("status", "error"),
+            )
 
 
 @case("cursus/ack/9", "CUR-ACK-8", "CUR-CONV-8")
@@ -167,7 +202,12 @@ def test_producer_epoch_is_the_epoch_of_a_first_batch(target: CaseContext) -> No
         topic = create_topic(target, conn, "epoch")
         msgs = messages(b"a", producer=target.name("prod"), epoch=7)
         ack = expect_ack_ok(target, conn, batch(topic, msgs), "epoch 7")
-        require(ack.producer_epoch == 7, "CUR-ACK-8", f"producer_epoch {ack.producer_epoch}")
+        require(
+            ack.reply.producer_epoch == 7,
+            "CUR-ACK-8",
+            f"producer_epoch {ack.reply.producer_epoch}, expected 7 (the batch's epoch)",
+            ack.at("producer_epoch", asked=("message[0].epoch",)),
+        )
 
 
 @case("cursus/ack/10", "CUR-ACK-9")
@@ -179,4 +219,9 @@ def test_leader_is_a_host_and_port(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "leader")
         ack = expect_ack_ok(target, conn, batch(topic, messages(b"a")), "a batch")
-        require(re.fullmatch(r"\S+:\d{1,5}", ack.leader), "CUR-ACK-9", f"leader {ack.leader!r}")
+        require(
+            re.fullmatch(r"\S+:\d{1,5}", ack.reply.leader),
+            "CUR-ACK-9",
+            f"leader {ack.reply.leader!r}, expected HOST:PORT",
+            ack.at("leader"),
+        )

@@ -33,11 +33,17 @@ def test_a_batch_is_stored_to_the_partition_its_header_names(target: CaseContext
         one = consume_all(target, conn, topic, 1)
         zero = consume_all(target, conn, topic, 0)
         require(
-            [m.payload for m in one] == [b"to-1"],
+            one.payloads() == [b"to-1"],
             "CUR-BATCH-1",
-            f"partition 1 holds {[m.payload for m in one]}",
+            f"partition 1 holds {one.payloads()}, expected [b'to-1']",
+            one.at("payload"),
         )
-        require(not zero, "CUR-BATCH-1", f"partition 0 holds {len(zero)} message(s)")
+        require(
+            not zero.messages,
+            "CUR-BATCH-1",
+            f"partition 0 holds {len(zero.messages)} message(s), expected none",
+            zero.at(),
+        )
 
 
 FULL = Message(
@@ -70,10 +76,12 @@ def test_every_message_field_is_read_and_every_message_stored(target: CaseContex
         topic = create_topic(target, conn, "fields")
         expect_ack_ok(target, conn, batch(topic, msgs), "a batch of 3 full messages")
         got = consume_all(target, conn, topic)
+        want = [(m.key, m.payload) for m in msgs]
         require(
-            [(m.key, m.payload) for m in got] == [(m.key, m.payload) for m in msgs],
+            [(m.key, m.payload) for m in got.messages] == want,
             "CUR-BATCH-2",
-            f"stored {[(m.key, m.payload) for m in got]}",
+            f"stored {[(m.key, m.payload) for m in got.messages]}, expected {want}",
+            got.at("key") + got.at("payload"),
         )
 
 
@@ -88,12 +96,19 @@ def test_integers_are_big_endian(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "endian")
         ack = expect_ack_ok(target, conn, batch(topic, msgs), "seqStart 0x0102030405060708")
-        require(ack.seq_start == seq, "CUR-BATCH-3", f"seqStart read as {ack.seq_start:#x}")
+        require(
+            ack.reply.seq_start == seq,
+            "CUR-BATCH-3",
+            f"ack seq_start {ack.reply.seq_start:#x}, expected {seq:#x} (the header's seqStart)",
+            ack.at("seq_start", asked=("seq_start",)),
+        )
         got = consume_all(target, conn, topic)
         require(
-            [len(m.payload) for m in got] == [0x0102],
+            [len(m.payload) for m in got.messages] == [0x0102],
             "CUR-BATCH-3",
-            f"a 258-byte payload read back as {[len(m.payload) for m in got]} bytes",
+            f"a 258-byte payload read back as {[len(m.payload) for m in got.messages]} bytes,"
+            " expected [258]",
+            got.at("payload"),
         )
 
 
@@ -110,9 +125,10 @@ def test_empty_strings_are_accepted_in_every_string_field(target: CaseContext) -
         expect_ack_ok(target, conn, batch(topic, msgs), "a message with every string empty")
         got = consume_all(target, conn, topic)
         require(
-            [(m.key, m.payload) for m in got] == [("", b"e")],
+            [(m.key, m.payload) for m in got.messages] == [("", b"e")],
             "CUR-BATCH-4",
-            f"read back {[(m.key, m.payload) for m in got]}",
+            f"read back {[(m.key, m.payload) for m in got.messages]}, expected [('', b'e')]",
+            got.at("key") + got.at("payload"),
         )
 
 
@@ -131,10 +147,18 @@ def test_acks_levels_1_0_and_minus_1_are_accepted(target: CaseContext) -> None:
             b = batch(topic, messages(f"acks{acks}".encode(), seq=i), acks=acks)
             ack = expect_ack(target, conn, b, f"acks={acks}")
             require(
-                ack.status == "OK", "CUR-BATCH-5", f"acks={acks}: status {ack.status} {ack.error}"
+                ack.reply.status == "OK",
+                "CUR-BATCH-5",
+                f"acks={acks}: status {ack.reply.status} (error {ack.reply.error!r}), expected OK",
+                ack.at("status", "error", asked=("acks",)),
             )
         got = consume_all(target, conn, topic)
-        require(len(got) == 3, "CUR-BATCH-5", f"{len(got)} of 3 messages stored")
+        require(
+            len(got.messages) == 3,
+            "CUR-BATCH-5",
+            f"{len(got.messages)} message(s) stored, expected 3",
+            got.at(),
+        )
 
 
 def _refused_and_not_stored(target: CaseContext, payload: bytes, what: str) -> None:
@@ -144,7 +168,12 @@ def _refused_and_not_stored(target: CaseContext, payload: bytes, what: str) -> N
         expect_close_or_error(target, conn, "CUR-BATCH-6", what)
     with target.connect() as conn:
         got = consume_all(target, conn, topic)
-        require(not got, "CUR-BATCH-6", f"{what}: {len(got)} message(s) were stored")
+        require(
+            not got.messages,
+            "CUR-BATCH-6",
+            f"{what}: {len(got.messages)} message(s) were stored, expected none",
+            got.at(),
+        )
 
 
 def _good(target: CaseContext) -> bytes:
@@ -213,18 +242,25 @@ def test_a_resent_idempotent_batch_is_not_stored_twice(target: CaseContext) -> N
         first = expect_ack_ok(target, conn, b, "idempotent batch")
         again = expect_ack(target, conn, b, "the same idempotent batch again")
         require(
-            again.status == "OK", "CUR-BATCH-7", f"the re-send got {again.status} {again.error}"
+            again.reply.status == "OK",
+            "CUR-BATCH-7",
+            f"the re-send got status {again.reply.status} (error {again.reply.error!r}),"
+            " expected OK",
+            again.at("status", "error"),
         )
         require(
-            again.last_offset == first.last_offset,
+            again.reply.last_offset == first.reply.last_offset,
             "CUR-BATCH-7",
-            f"the re-send was acknowledged at {again.last_offset}, first at {first.last_offset}",
+            f"the re-send's ack has last_offset {again.reply.last_offset}, expected"
+            f" {first.reply.last_offset} (the first ack's)",
+            first.at("last_offset") + again.at("last_offset"),
         )
         got = consume_all(target, conn, topic)
         require(
-            [m.payload for m in got] == [b"once-a", b"once-b"],
+            got.payloads() == [b"once-a", b"once-b"],
             "CUR-BATCH-7",
-            f"stored {[m.payload for m in got]}",
+            f"stored {got.payloads()}, expected [b'once-a', b'once-b'] once",
+            got.at("payload"),
         )
 
 
@@ -238,7 +274,12 @@ def test_a_non_decimal_partition_is_refused(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "nondecimal")
         ack = expect_ack(target, conn, batch(topic, messages(b"x"), partition="x1"), "partition x1")
-        require(ack.status == "ERROR", "CUR-BATCH-8", f"partition 'x1' got status {ack.status}")
+        require(
+            ack.reply.status == "ERROR",
+            "CUR-BATCH-8",
+            f"partition 'x1' got status {ack.reply.status}, expected ERROR",
+            ack.at("status", asked=("partition",)),
+        )
 
 
 @case("cursus/batch/12", "CUR-BATCH-8")
@@ -251,7 +292,12 @@ def test_a_partition_the_topic_lacks_is_refused(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "onepart")
         ack = expect_ack(target, conn, batch(topic, messages(b"x"), partition=5), "partition 5")
-        require(ack.status == "ERROR", "CUR-BATCH-8", f"partition 5 of 1 got status {ack.status}")
+        require(
+            ack.reply.status == "ERROR",
+            "CUR-BATCH-8",
+            f"partition 5 of a 1-partition topic got status {ack.reply.status}, expected ERROR",
+            ack.at("status", asked=("partition",)),
+        )
 
 
 @case("cursus/batch/13", "CUR-BATCH-2")
@@ -266,8 +312,16 @@ def test_a_one_mebibyte_payload_is_stored_whole(target: CaseContext) -> None:
         topic = create_topic(target, conn, "big")
         expect_ack_ok(target, conn, batch(topic, (Message(payload=big),)), "a 1 MiB payload")
         got = consume_all(target, conn, topic)
+        sizes = [len(m.payload) for m in got.messages]
         require(
-            [m.payload == big for m in got] == [True],
+            sizes == [len(big)],
             "CUR-BATCH-2",
-            f"read back {[len(m.payload) for m in got]} bytes",
+            f"read back payloads of {sizes} bytes, expected [{len(big)}]",
+            got.at("payload"),
+        )
+        require(
+            got.messages[0].payload == big,
+            "CUR-BATCH-2",
+            "the 1 MiB payload read back differs from the one produced",
+            got.at("payload"),
         )

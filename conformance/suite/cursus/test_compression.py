@@ -16,9 +16,11 @@ from conformance.suite.cursus.verify import (
     consume_all,
     create_topic,
     expect_close_or_error,
+    kind_of_payload,
     messages,
     reply_payload,
     send,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
@@ -39,13 +41,19 @@ def test_a_gzip_batch_is_inflated_and_stored(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "gz")
         send(conn, batch(topic, messages(b"compressed-1", b"compressed-2")), gzip=True)
-        payload = reply_payload(target, conn, "CUR-COMP-1", "a gzip batch")
-        require(b'"OK"' in payload, "CUR-COMP-1", f"a gzip batch got {payload[:120]!r}")
+        read = reply_payload(target, conn, "CUR-COMP-1", "a gzip batch")
+        require(
+            b'"OK"' in read.payload,
+            "CUR-COMP-1",
+            f"a gzip batch got {shown(read, 120)}, expected an OK ack",
+            read.at(*kind_of_payload(read.payload), asked=("gzip body",)),
+        )
         got = consume_all(target, conn, topic)
         require(
-            [m.payload for m in got] == [b"compressed-1", b"compressed-2"],
+            got.payloads() == [b"compressed-1", b"compressed-2"],
             "CUR-COMP-1",
-            f"stored {[m.payload for m in got]}",
+            f"stored {got.payloads()}, expected [b'compressed-1', b'compressed-2']",
+            got.at("payload"),
         )
 
 
@@ -59,13 +67,18 @@ def test_the_ack_to_a_gzip_batch_is_plain_json(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "gzack")
         send(conn, batch(topic, messages(b"x" * 1000)), gzip=True)
-        payload = reply_payload(target, conn, "CUR-COMP-2", "a gzip batch")
-        if payload[:2] == GZIP_MAGIC:
-            raise Violation("CUR-COMP-2", "the ack to a gzip batch is itself gzip-compressed")
+        read = reply_payload(target, conn, "CUR-COMP-2", "a gzip batch")
+        if read.payload[:2] == GZIP_MAGIC:
+            raise Violation(
+                "CUR-COMP-2",
+                "the ack to a gzip batch is itself gzip-compressed (1F 8B), expected plain JSON",
+                read.at("gzip body"),
+            )
         require(
-            payload[:1] == b"{" and b'"OK"' in payload,
+            read.payload[:1] == b"{" and b'"OK"' in read.payload,
             "CUR-COMP-1",
-            f"a gzip batch was not processed: {payload[:120]!r}",
+            f"a gzip batch got {shown(read, 120)}, expected an OK ack",
+            read.at(*kind_of_payload(read.payload), asked=("gzip body",)),
         )
 
 

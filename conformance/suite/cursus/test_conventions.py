@@ -16,9 +16,11 @@ from conformance.suite.cursus.verify import (
     expect_ok,
     fetch_offset,
     join,
+    kind_of,
     messages,
     produce,
     request,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
@@ -33,7 +35,12 @@ def test_success_replies_are_ok_with_fields(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = target.name("conv")
         r = expect_ok(target, conn, Command("CREATE", (topic, 2)), "CUR-TEXT-3", "CREATE")
-        require(isinstance(r, OkReply), "CUR-CONV-1", f"CREATE answered {r!r}")
+        require(
+            isinstance(r.reply, OkReply),
+            "CUR-CONV-1",
+            f"CREATE answered {shown(r)}, expected OK key=value...",
+            r.at(*kind_of(r.reply)),
+        )
 
 
 @case("cursus/conventions/2", "CUR-CONV-2")
@@ -46,7 +53,10 @@ def test_list_is_a_json_array_of_names(target: CaseContext) -> None:
         topic = create_topic(target, conn, "listed")
         r = request(target, conn, Command("LIST"), "CUR-CONV-2", "LIST")
         require(
-            isinstance(r, TopicList) and topic in r.topics, "CUR-CONV-2", f"LIST answered {r!r}"
+            isinstance(r.reply, TopicList) and topic in r.reply.topics,
+            "CUR-CONV-2",
+            f"LIST answered {shown(r)}, expected a JSON array naming {topic}",
+            r.at(*kind_of(r.reply)),
         )
 
 
@@ -61,12 +71,20 @@ def test_consume_answers_a_batch_with_stored_offsets(target: CaseContext) -> Non
         topic = create_topic(target, conn, "batchreply")
         produce(target, conn, topic, b"a", b"b")
         r = request(target, conn, Command("CONSUME", (topic, 0, 0)), "CUR-CONV-3", "CONSUME")
-        require(isinstance(r, Batch), "CUR-CONV-3", f"CONSUME answered {r!r}")
-        assert isinstance(r, Batch)
+        b = r.reply
         require(
-            [m.offset for m in r.messages] == [0, 1],
+            isinstance(b, Batch),
             "CUR-CONV-3",
-            f"offsets {[m.offset for m in r.messages]}",
+            f"CONSUME answered {shown(r)}, expected a 0xBA7C batch",
+            r.at(*kind_of(b)),
+        )
+        assert isinstance(b, Batch)
+        offsets = [m.offset for m in b.messages]
+        require(
+            offsets == [0, 1],
+            "CUR-CONV-3",
+            f"offsets {offsets}, expected [0, 1]",
+            r.at(*(f"message[{i}].offset" for i in range(len(offsets))), "message_count"),
         )
 
 
@@ -81,10 +99,15 @@ def test_offsets_payload_is_partition_colon_offset_list(target: CaseContext) -> 
         topic = create_topic(target, conn, "payload")
         produce(target, conn, topic, b"a")
         group = target.name("g")
-        member, gen = join(target, conn, topic, group, "c1")
-        cmd = Command("BATCH_COMMIT", (topic, group, member, gen, ((0, 1),)))
+        c1 = join(target, conn, topic, group, "c1").reply
+        cmd = Command("BATCH_COMMIT", (topic, group, c1.id, c1.generation, ((0, 1),)))
         r = request(target, conn, cmd, "CUR-CONV-6", "BATCH_COMMIT 0:1")
-        require(isinstance(r, OkReply), "CUR-CONV-6", f"BATCH_COMMIT 0:1 answered {r!r}")
+        require(
+            isinstance(r.reply, OkReply),
+            "CUR-CONV-6",
+            f"BATCH_COMMIT 0:1 answered {shown(r)}, expected OK",
+            r.at(*kind_of(r.reply), asked=("offsetsPayload",)),
+        )
 
 
 @case("cursus/conventions/5", "CUR-CONV-7")
@@ -99,10 +122,20 @@ def test_fetch_offset_reads_back_a_commit(target: CaseContext) -> None:
         produce(target, conn, topic, b"a", b"b", b"c")
         group = target.name("g")
         before = fetch_offset(target, conn, topic, group, 0)
-        require(before == -1, "CUR-CONV-7", f"before any commit: offset {before}, not -1")
+        require(
+            before.reply == -1,
+            "CUR-CONV-7",
+            f"before any commit: offset={before.reply}, expected -1",
+            before.at("offset"),
+        )
         expect_ok(target, conn, Command("COMMIT", (topic, group, 0, 2)), "CUR-TEXT-9", "COMMIT")
         after = fetch_offset(target, conn, topic, group, 0)
-        require(after == 2, "CUR-CONV-7", f"after COMMIT 2: offset {after}, not 2")
+        require(
+            after.reply == 2,
+            "CUR-CONV-7",
+            f"after COMMIT 2: offset={after.reply}, expected 2",
+            after.at("offset"),
+        )
 
 
 @case("cursus/conventions/6", "CUR-CONV-8")
@@ -117,9 +150,15 @@ def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) 
         topic = create_topic(target, conn, "firstmsg")
         ack = expect_ack_ok(target, conn, batch(topic, first + second), "two producers")
         require(
-            (ack.producer_id, ack.producer_epoch) == ("first-producer", 5),
+            (ack.reply.producer_id, ack.reply.producer_epoch) == ("first-producer", 5),
             "CUR-CONV-8",
-            f"ack names {ack.producer_id!r} epoch {ack.producer_epoch}",
+            f"ack names producer_id {ack.reply.producer_id!r} producer_epoch"
+            f" {ack.reply.producer_epoch}, expected 'first-producer' 5 (the first message's)",
+            ack.at(
+                "producer_id",
+                "producer_epoch",
+                asked=("message[0].producer_id", "message[0].epoch"),
+            ),
         )
 
 
@@ -136,16 +175,25 @@ def test_create_of_an_existing_topic_is_refused_and_changes_nothing(target: Case
         produce(target, conn, topic, b"kept")
         r = request(target, conn, Command("CREATE", (topic, 2)), "CUR-CONV-12", "CREATE again")
         require(
-            isinstance(r, ErrorReply) and r.code == "TOPIC_EXISTS",
+            isinstance(r.reply, ErrorReply) and r.reply.code == "TOPIC_EXISTS",
             "CUR-CONV-12",
-            f"CREATE of an existing topic answered {r!r}, expected ERROR: TOPIC_EXISTS",
+            f"CREATE of an existing topic answered {shown(r)}, expected ERROR: TOPIC_EXISTS",
+            r.at("word0", "word1") if isinstance(r.reply, ErrorReply) else r.at(*kind_of(r.reply)),
         )
-        kept = [m.payload for m in consume_from(target, conn, topic, 0, 0)]
-        require(kept == [b"kept"], "CUR-CONV-12", f"after CREATE again, partition 0 holds {kept}")
+        kept = consume_from(target, conn, topic, 0, 0)
+        payloads = [m.payload for m in kept.reply]
+        require(
+            payloads == [b"kept"],
+            "CUR-CONV-12",
+            f"after CREATE again, partition 0 holds {payloads}, expected [b'kept']",
+            kept.at(*(f"message[{i}].payload" for i in range(len(payloads))), "message_count"),
+        )
         second = Command("CONSUME", (topic, 1, 0))
         r = request(target, conn, second, "CUR-CONV-12", "CONSUME of partition 1")
         require(
-            isinstance(r, ErrorReply),
+            isinstance(r.reply, ErrorReply),
             "CUR-CONV-12",
-            f"CREATE {topic} 2 of an existing 1-partition topic made a partition 1: {r!r}",
+            f"CREATE {topic} 2 of an existing 1-partition topic made a partition 1: CONSUME of it"
+            f" answered {shown(r)}, expected an error",
+            r.at(*kind_of(r.reply), asked=("partition",)),
         )

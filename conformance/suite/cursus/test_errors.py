@@ -6,23 +6,33 @@ import re
 
 from conformance.protocols.cursus.messages import Batch, Command, ErrorReply
 from conformance.suite.case import case, require
+from conformance.suite.cursus.reads import Read
 from conformance.suite.cursus.verify import (
     batch,
     create_topic,
     expect_error,
     expect_ok,
     join,
+    kind_of,
     messages,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
 
-def _error_text(target: CaseContext, payload: bytes, requirement: str, what: str) -> str:
+def _error_text(
+    target: CaseContext, payload: bytes, requirement: str, what: str
+) -> Read[ErrorReply]:
     with target.connect() as conn:
         r = expect_error(target, conn, payload, requirement, what)
-        require(isinstance(r, ErrorReply), requirement, f"{what}: got {r!r}")
-        assert isinstance(r, ErrorReply)
-        return r.text
+        require(
+            isinstance(r.reply, ErrorReply),
+            requirement,
+            f"{what}: answered {shown(r)}, expected an ERROR: reply",
+            r.at(*kind_of(r.reply)),
+        )
+        assert isinstance(r.reply, ErrorReply)
+        return r.but(r.reply)
 
 
 @case("cursus/errors/1", "CUR-ERR-1", "CUR-ERR-3")
@@ -34,8 +44,13 @@ def test_an_unknown_command_gets_error_prefix_and_description(target: CaseContex
 
     CUR-ERR-3: "an unknown command ... is answered with an `ERROR:` reply."
     """
-    text = _error_text(target, b"FROBNICATE now", "CUR-ERR-3", "unknown command FROBNICATE")
-    require(text.strip(), "CUR-ERR-1", "nothing follows the ERROR: prefix")
+    r = _error_text(target, b"FROBNICATE now", "CUR-ERR-3", "unknown command FROBNICATE")
+    require(
+        r.reply.text.strip(),
+        "CUR-ERR-1",
+        f"the reply {shown(r)} has no description after the ERROR: prefix, expected one",
+        r.at("word0"),
+    )
 
 
 @case("cursus/errors/2", "CUR-ERR-3")
@@ -111,8 +126,13 @@ def test_an_error_description_begins_with_a_code(target: CaseContext) -> None:
     CUR-CONV-9: "an error description begins with an upper-case code word (`ERROR: UNKNOWN_TOPIC
     ...`)."
     """
-    text = _error_text(target, b"FROBNICATE", "CUR-CONV-9", "unknown command")
-    require(re.match(r"[A-Z][A-Z0-9_]+(\s|$)", text), "CUR-CONV-9", f"description {text!r}")
+    r = _error_text(target, b"FROBNICATE", "CUR-CONV-9", "unknown command")
+    require(
+        re.match(r"[A-Z][A-Z0-9_]+(\s|$)", r.reply.text),
+        "CUR-CONV-9",
+        f"description {r.reply.text!r}, expected an upper-case code word first",
+        r.at("word1") if r.reply.text else r.at("word0"),
+    )
 
 
 @case("cursus/errors/9", "CUR-ERR-6")

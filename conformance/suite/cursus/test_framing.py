@@ -15,9 +15,11 @@ from conformance.suite.cursus.verify import (
     expect_ack_ok,
     expect_close_or_error,
     expect_ok,
+    kind_of_payload,
     messages,
     reply_payload,
     send,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
@@ -38,15 +40,21 @@ def test_replies_are_length_prefixed_frames(target: CaseContext) -> None:
         # that decodes whole; a wrong prefix leaves the next reply misaligned.
         for _ in range(2):
             send(conn, Command("LIST"))
-            payload = reply_payload(target, conn, "CUR-FRAME-1", "LIST")
-            listed = decode(payload, "CUR-FRAME-1", "the LIST reply")
+            read = reply_payload(target, conn, "CUR-FRAME-1", "LIST")
+            listed = decode(read, "CUR-FRAME-1", "the LIST reply")
             require(
-                isinstance(listed, TopicList) or topic.encode() in payload,
+                isinstance(listed.reply, TopicList) or topic.encode() in read.payload,
                 "CUR-FRAME-1",
-                f"the LIST reply is not one whole frame naming {topic}: {payload[:80]!r}",
+                f"the LIST reply {shown(read)} is not one whole frame naming {topic}",
+                read.at(*kind_of_payload(read.payload)),
             )
             ack = expect_ack_ok(target, conn, batch(topic, messages(b"x")), "produce")
-            require(isinstance(ack, BatchAck), "CUR-FRAME-1", "the ack is not one JSON frame")
+            require(
+                isinstance(ack.reply, BatchAck),
+                "CUR-FRAME-1",
+                f"the ack {shown(ack)} is not one JSON frame",
+                ack.evidence,
+            )
 
 
 @case("cursus/framing/2", "CUR-FRAME-2")
@@ -60,28 +68,30 @@ def test_a_frame_of_exactly_64_mib_is_accepted(target: CaseContext) -> None:
         # 04000000 followed by 64 MiB of 'X': an unknown command of the largest legal size.
         try:
             conn.send(codec.frame(b"X" * FRAME_LIMIT), summary="64 MiB unknown command")
-            payload = conn.recv_frame(max(target.timeout, 20.0))
-        except PeerClosed:
+        except PeerClosed as exc:
             raise Violation(
-                "CUR-FRAME-2", "the target closed the connection on a 64 MiB frame"
+                "CUR-FRAME-2",
+                "the target closed the connection on a 64 MiB frame, expected it processed",
+                exc.evidence,
             ) from None
-        except ReplyTimeout:
-            target.silence("CUR-FRAME-2", "a frame of exactly 64 MiB")
-        text = payload[:200].decode("utf-8", "replace").upper()
+        except ReplyTimeout as exc:
+            raise Violation(
+                "CUR-FRAME-2",
+                f"the target stopped reading the 64 MiB frame (sending it took over"
+                f" {target.timeout:g}s), expected it read and processed",
+                exc.evidence,
+            ) from None
+        what = "a frame of exactly 64 MiB"
+        read = reply_payload(target, conn, "CUR-FRAME-2", what, max(target.timeout, 20.0))
+        text = read.payload[:200].decode("utf-8", "replace").upper()
         require(
             "TOO_LARGE" not in text and "TOO LARGE" not in text,
             "CUR-FRAME-2",
-            f"a frame of exactly 64 MiB was refused as too large: {payload[:80]!r}",
+            f"{what} was refused as too large: {shown(read)}, expected it processed",
+            read.at("word0", "word1", asked=("length",)),
         )
         send(conn, Command("LIST"))
-        try:
-            conn.recv_frame()
-        except PeerClosed:
-            raise Violation(
-                "CUR-FRAME-2", "the connection was closed after a 64 MiB frame"
-            ) from None
-        except ReplyTimeout:
-            target.silence("CUR-FRAME-2", "LIST after a 64 MiB frame")
+        reply_payload(target, conn, "CUR-FRAME-2", "LIST after a 64 MiB frame")
 
 
 @case("cursus/framing/3", "CUR-FRAME-3")
@@ -132,13 +142,15 @@ def test_pipelined_frames_are_each_answered_in_order(target: CaseContext) -> Non
         topic = target.name("pipelined")
         create = codec.frame(codec.encode_command(Command("CREATE", (topic, 1))))
         conn.send(create + LIST + LIST, summary="CREATE, LIST, LIST in one write")
-        first = codec.decode_reply(reply_payload(target, conn, "CUR-FRAME-4", "CREATE"))
+        first = reply_payload(target, conn, "CUR-FRAME-4", "CREATE")
         for n in (2, 3):
-            payload = reply_payload(target, conn, "CUR-FRAME-4", f"pipelined request {n}")
+            read = reply_payload(target, conn, "CUR-FRAME-4", f"pipelined request {n}")
             require(
-                topic.encode() in payload,
+                topic.encode() in read.payload,
                 "CUR-FRAME-4",
-                f"reply {n} of 3 does not list {topic} (first reply was {first!r})",
+                f"reply {n} of 3 is {shown(read)}, expected a LIST naming {topic}"
+                f" (reply 1 was {shown(first)})",
+                first.at() + read.at(*kind_of_payload(read.payload)),
             )
 
 
@@ -155,8 +167,13 @@ def test_a_batch_split_inside_prefix_and_header_is_reassembled(target: CaseConte
         for part in (data[:2], data[2:7], data[7:20], data[20:]):
             conn.send(part)
             time.sleep(0.01)
-        payload = reply_payload(target, conn, "CUR-FRAME-4", "a batch split in four writes")
-        require(payload[:1] == b"{", "CUR-FRAME-4", f"the split batch got {payload[:80]!r}")
+        read = reply_payload(target, conn, "CUR-FRAME-4", "a batch split in four writes")
+        require(
+            read.payload[:1] == b"{",
+            "CUR-FRAME-4",
+            f"the split batch got {shown(read)}, expected a JSON ack",
+            read.at(*kind_of_payload(read.payload)),
+        )
 
 
 @case("cursus/framing/8", "CUR-FRAME-5")

@@ -6,12 +6,15 @@ from conformance.protocols.cursus.messages import GEN_MISMATCH, REBALANCE_REQUIR
 from conformance.suite.case import case, require
 from conformance.suite.cursus.verify import (
     create_topic,
+    evidence_of,
     expect_ok,
     expect_rebalance,
     fetch_offset,
     join,
+    kind_of_payload,
     reply_payload,
     send,
+    shown,
     stale_member,
     sync,
 )
@@ -30,13 +33,32 @@ def test_join_registers_each_consumer_as_a_member(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "join")
         group = target.name("g")
-        a, gen_a = join(target, conn, topic, group, "alice")
-        b, gen_b = join(target, conn, topic, group, "bob")
-        require(a != b, "CUR-CONV-4", f"two joins got the same member id {a!r}")
-        require(gen_b > gen_a, "CUR-CONV-4", f"generation went {gen_a} -> {gen_b} on a join")
-        both = sync(target, conn, topic, group, a, gen_b, requirement="CUR-GROUP-1")
-        both += sync(target, conn, topic, group, b, gen_b, requirement="CUR-GROUP-1")
-        require(both == [0], "CUR-GROUP-1", f"the two members were assigned {both} of [0]")
+        a = join(target, conn, topic, group, "alice")
+        b = join(target, conn, topic, group, "bob")
+        require(
+            a.reply.id != b.reply.id,
+            "CUR-CONV-4",
+            f"two joins got the same member id {a.reply.id!r}, expected one each",
+            a.at("member") + b.at("member"),
+        )
+        gen_a, gen = a.reply.generation, b.reply.generation
+        require(
+            gen > gen_a,
+            "CUR-CONV-4",
+            f"generation went {gen_a} -> {gen} on a join, expected it to grow",
+            a.at("generation") + b.at("generation"),
+        )
+        syncs = [
+            sync(target, conn, topic, group, m.reply.id, gen, requirement="CUR-GROUP-1")
+            for m in (a, b)
+        ]
+        both = syncs[0].reply + syncs[1].reply
+        require(
+            both == [0],
+            "CUR-GROUP-1",
+            f"the two members were assigned {both}, expected partition 0 once",
+            syncs[0].at("assignment") + syncs[1].at("assignment"),
+        )
 
 
 @case("cursus/groups/2", "CUR-GROUP-2", "CUR-CONV-5")
@@ -49,16 +71,16 @@ def test_assignments_cover_every_partition_exactly_once(target: CaseContext) -> 
     with target.connect() as conn:
         topic = create_topic(target, conn, "assign", partitions=5)
         group = target.name("g")
-        members = [join(target, conn, topic, group, f"c{i}")[0] for i in range(3)]
-        last, gen = join(target, conn, topic, group, "c3")
-        members.append(last)
-        parts: list[int] = []
-        for m in members:
-            parts += sync(target, conn, topic, group, m, gen)
+        members = [join(target, conn, topic, group, f"c{i}").reply.id for i in range(3)]
+        last = join(target, conn, topic, group, "c3").reply
+        members.append(last.id)
+        syncs = [sync(target, conn, topic, group, m, last.generation) for m in members]
+        parts = sorted(p for s in syncs for p in s.reply)
         require(
-            sorted(parts) == [0, 1, 2, 3, 4],
+            parts == [0, 1, 2, 3, 4],
             "CUR-GROUP-2",
-            f"4 members of a 5-partition topic were assigned {sorted(parts)}",
+            f"4 members of a 5-partition topic were assigned {parts}, expected [0, 1, 2, 3, 4]",
+            evidence_of(*syncs, field="assignment"),
         )
 
 
@@ -73,8 +95,8 @@ def test_leave_removes_the_member_and_rebalances(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "leave", partitions=2)
         group = target.name("g")
-        a, _ = join(target, conn, topic, group, "alice")
-        b, gen = join(target, conn, topic, group, "bob")
+        a = join(target, conn, topic, group, "alice").reply.id
+        b, gen = join(target, conn, topic, group, "bob").reply
         sync(target, conn, topic, group, a, gen)
         sync(target, conn, topic, group, b, gen)
         expect_ok(
@@ -86,11 +108,12 @@ def test_leave_removes_the_member_and_rebalances(target: CaseContext) -> None:
         )
         gone = Command("SYNC_GROUP", (topic, group, a, gen))
         send(conn, gone)
-        payload = reply_payload(target, conn, "CUR-GROUP-3", "SYNC_GROUP of the member that left")
+        read = reply_payload(target, conn, "CUR-GROUP-3", "SYNC_GROUP of the member that left")
         require(
-            not payload.startswith(b"OK"),
+            not read.payload.startswith(b"OK"),
             "CUR-GROUP-3",
-            f"the member that left still syncs: {payload[:80]!r}",
+            f"the member that left still syncs: {shown(read)}, expected an error or a rebalance",
+            read.at("word0", asked=("memberId",)),
         )
         expect_rebalance(
             target,
@@ -109,8 +132,8 @@ def test_a_stale_heartbeat_is_told_to_rebalance(target: CaseContext) -> None:
     since) is answered with REBALANCE_REQUIRED or GEN_MISMATCH, not with plain success."
     """
     with target.connect() as conn:
-        topic, group, a, gen_a = stale_member(target, conn, "hb")
-        cmd = Command("HEARTBEAT", (topic, group, "alice", a, gen_a))
+        topic, group, alice = stale_member(target, conn, "hb")
+        cmd = Command("HEARTBEAT", (topic, group, "alice", alice.id, alice.generation))
         expect_rebalance(target, conn, cmd, "CUR-GROUP-4", "HEARTBEAT after another member joined")
 
 
@@ -124,7 +147,7 @@ def test_a_current_heartbeat_succeeds(target: CaseContext) -> None:
     with target.connect() as conn:
         topic = create_topic(target, conn, "hbok")
         group = target.name("g")
-        a, gen = join(target, conn, topic, group, "alice")
+        a, gen = join(target, conn, topic, group, "alice").reply
         for _ in range(3):
             cmd = Command("HEARTBEAT", (topic, group, "alice", a, gen))
             expect_ok(target, conn, cmd, "CUR-GROUP-5", "HEARTBEAT at the current generation")
@@ -141,12 +164,22 @@ def test_a_stale_sync_gets_gen_mismatch_as_text(target: CaseContext) -> None:
     GEN_MISMATCH) in a text reply, not JSON."
     """
     with target.connect() as conn:
-        topic, group, a, gen_a = stale_member(target, conn, "stale")
-        send(conn, Command("SYNC_GROUP", (topic, group, a, gen_a)))
-        payload = reply_payload(target, conn, "CUR-GROUP-6", "SYNC_GROUP at a stale generation")
-        keyword = any(k.encode() in payload for k in (GEN_MISMATCH, REBALANCE_REQUIRED))
-        require(keyword, "CUR-GROUP-6", f"a stale SYNC_GROUP got {payload[:80]!r}")
-        require(payload[:1] != b"{", "CUR-ERR-2", f"the special reply is JSON: {payload[:80]!r}")
+        topic, group, alice = stale_member(target, conn, "stale")
+        send(conn, Command("SYNC_GROUP", (topic, group, alice.id, alice.generation)))
+        read = reply_payload(target, conn, "CUR-GROUP-6", "SYNC_GROUP at a stale generation")
+        keyword = any(k.encode() in read.payload for k in (GEN_MISMATCH, REBALANCE_REQUIRED))
+        require(
+            keyword,
+            "CUR-GROUP-6",
+            f"a stale SYNC_GROUP got {shown(read)}, expected GEN_MISMATCH or REBALANCE_REQUIRED",
+            read.at(*kind_of_payload(read.payload), asked=("generation",)),
+        )
+        require(
+            read.payload[:1] != b"{",
+            "CUR-ERR-2",
+            f"the special reply is JSON: {shown(read)}, expected a text reply",
+            read.at(*kind_of_payload(read.payload)),
+        )
 
 
 @case("cursus/groups/7", "CUR-GROUP-6", "CUR-CONV-7")
@@ -157,11 +190,19 @@ def test_a_stale_batch_commit_is_refused_and_commits_nothing(target: CaseContext
     REBALANCE_REQUIRED), and a BATCH_COMMIT so refused commits nothing."
     """
     with target.connect() as conn:
-        topic, group, a, gen_a = stale_member(target, conn, "stalebc")
-        cmd = Command("BATCH_COMMIT", (topic, group, a, gen_a, ((0, 0),)))
-        expect_rebalance(target, conn, cmd, "CUR-GROUP-6", "BATCH_COMMIT at a stale generation")
+        topic, group, alice = stale_member(target, conn, "stalebc")
+        cmd = Command("BATCH_COMMIT", (topic, group, alice.id, alice.generation, ((0, 0),)))
+        refused = expect_rebalance(
+            target, conn, cmd, "CUR-GROUP-6", "BATCH_COMMIT at a stale generation"
+        )
         offset = fetch_offset(target, conn, topic, group, 0)
-        require(offset == -1, "CUR-GROUP-6", f"the refused BATCH_COMMIT committed offset {offset}")
+        require(
+            offset.reply == -1,
+            "CUR-GROUP-6",
+            f"after the refused BATCH_COMMIT, FETCH_OFFSET answers offset={offset.reply},"
+            " expected -1 (nothing committed)",
+            refused.at("word0") + offset.at("offset"),
+        )
 
 
 @case("cursus/groups/8", "CUR-CONV-5")
@@ -174,9 +215,13 @@ def test_a_member_without_partitions_gets_an_empty_assignment(target: CaseContex
     with target.connect() as conn:
         topic = create_topic(target, conn, "empty")
         group = target.name("g")
-        a, _ = join(target, conn, topic, group, "alice")
-        b, gen = join(target, conn, topic, group, "bob")
-        got = sorted(
-            [sync(target, conn, topic, group, a, gen), sync(target, conn, topic, group, b, gen)]
+        a = join(target, conn, topic, group, "alice").reply.id
+        b, gen = join(target, conn, topic, group, "bob").reply
+        syncs = [sync(target, conn, topic, group, m, gen) for m in (a, b)]
+        got = sorted(s.reply for s in syncs)
+        require(
+            got == [[], [0]],
+            "CUR-CONV-5",
+            f"assignments {got}, expected [] and [0]",
+            evidence_of(*syncs, field="assignment"),
         )
-        require(got == [[], [0]], "CUR-CONV-5", f"assignments {got}")

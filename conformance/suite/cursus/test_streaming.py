@@ -5,9 +5,17 @@ from __future__ import annotations
 from conformance.client import Connection, ReplyTimeout
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
-from conformance.protocols.cursus.messages import Batch, Command, Message
+from conformance.protocols.cursus.messages import Command, Message
 from conformance.suite.case import Violation, case, require
-from conformance.suite.cursus.verify import create_topic, produce, reply_payload, send
+from conformance.suite.cursus.reads import Consumed, Read
+from conformance.suite.cursus.verify import (
+    create_topic,
+    kind_of_payload,
+    produce,
+    reply_payload,
+    send,
+    shown,
+)
 from conformance.suite.target import CaseContext
 
 QUIET_S = 0.5
@@ -20,27 +28,34 @@ def pushed(
     want: int,
     what: str,
     requirement: str = "CUR-STREAM-2",
-) -> list[Message]:
+) -> Consumed:
     """Read pushes until ``want`` messages arrived; each push must be a batch (CUR-STREAM-3).
     Silence is blamed on ``requirement``."""
     out: list[Message] = []
+    pages: list[Read[tuple[Message, ...]]] = []
     for _ in range(want + 50):  # bounded: keepalives and small batches
         if len(out) >= want:
             break
-        payload = reply_payload(target, conn, requirement, what)
-        if not payload:
+        read = reply_payload(target, conn, requirement, what)
+        if not read.payload:
             continue  # keepalive
-        if not codec.is_batch(payload):
-            raise Violation("CUR-STREAM-3", f"{what}: a push is not a batch: {payload[:80]!r}")
+        if not codec.is_batch(read.payload):
+            raise Violation(
+                "CUR-STREAM-3",
+                f"{what}: a push is {shown(read)}, expected a 0xBA7C batch",
+                read.at(*kind_of_payload(read.payload)),
+            )
         try:
-            b = codec.decode_batch(payload)
+            b = codec.decode_batch(read.payload)
         except CursusError as exc:
             raise Violation(
-                "CUR-STREAM-3", f"{what}: a pushed batch does not decode: {exc}"
+                "CUR-STREAM-3",
+                f"{what}: a pushed batch does not decode ({exc}), expected the batch layout",
+                read.evidence,
             ) from None
-        assert isinstance(b, Batch)
+        pages.append(read.but(b.messages))
         out.extend(b.messages)
-    return out
+    return Consumed(out, tuple(pages))
 
 
 @case("cursus/streaming/1", "CUR-STREAM-1", "CUR-STREAM-3")
@@ -57,9 +72,11 @@ def test_stream_pushes_stored_messages_from_the_offset(target: CaseContext) -> N
             send(stream, Command("STREAM", (topic, 0, 1)))
             got = pushed(target, stream, 2, "STREAM from offset 1 of 3")
         require(
-            [(m.offset, m.payload) for m in got[:2]] == [(1, b"m1"), (2, b"m2")],
+            [(m.offset, m.payload) for m in got.messages[:2]] == [(1, b"m1"), (2, b"m2")],
             "CUR-STREAM-1",
-            f"pushed {[(m.offset, m.payload) for m in got]}",
+            f"pushed {[(m.offset, m.payload) for m in got.messages]},"
+            " expected [(1, b'm1'), (2, b'm2')] first",
+            got.at("offset") + got.at("payload"),
         )
 
 
@@ -78,14 +95,17 @@ def test_stream_pushes_new_messages_in_order(target: CaseContext) -> None:
                 produce(target, conn, topic, f"live{2 * i}".encode(), f"live{2 * i + 1}".encode())
             got = pushed(target, stream, 6, "STREAM while 3 batches are produced")
         require(
-            [m.offset for m in got] == list(range(6)),
+            [m.offset for m in got.messages] == list(range(6)),
             "CUR-STREAM-2",
-            f"pushed offsets {[m.offset for m in got]}",
+            f"pushed offsets {[m.offset for m in got.messages]}, expected [0, 1, 2, 3, 4, 5]",
+            got.at("offset"),
         )
+        want = [f"live{i}".encode() for i in range(6)]
         require(
-            [m.payload for m in got] == [f"live{i}".encode() for i in range(6)],
+            got.payloads() == want,
             "CUR-STREAM-2",
-            f"pushed {[m.payload for m in got]}",
+            f"pushed {got.payloads()}, expected {want}",
+            got.at("payload"),
         )
 
 
@@ -104,10 +124,12 @@ def test_a_stream_keeps_pushing_after_a_quiet_spell(target: CaseContext) -> None
             first = pushed(target, stream, 1, "the first push")
             produce(target, conn, topic, b"second")
             second = pushed(target, stream, 1, "the second push")
+        got = first.payloads() + second.payloads()
         require(
-            [m.payload for m in first + second] == [b"first", b"second"],
+            got == [b"first", b"second"],
             "CUR-STREAM-2",
-            f"pushed {[m.payload for m in first + second]}",
+            f"pushed {got}, expected [b'first', b'second']",
+            first.at("payload") + second.at("payload"),
         )
 
 
@@ -119,7 +141,11 @@ def quiet(target: CaseContext, conn: Connection, requirement: str, what: str) ->
         except ReplyTimeout:
             return
         if payload:
-            raise Violation(requirement, f"{what}: got {codec.describe('recv', payload)}")
+            raise Violation(
+                requirement,
+                f"{what}: got {codec.describe('recv', payload)}, expected nothing yet",
+                Read(payload, conn.exchange(), payload, conn.log).at(*kind_of_payload(payload)),
+            )
 
 
 @case("cursus/streaming/4", "CUR-CONV-10")
@@ -141,7 +167,9 @@ def test_stream_past_the_end_waits_for_that_offset(target: CaseContext) -> None:
             produce(target, conn, topic, b"m2", b"m3", b"m4")
             got = pushed(target, stream, 2, "STREAM at offset 3 once 0-4 exist", "CUR-CONV-10")
         require(
-            [(m.offset, m.payload) for m in got[:2]] == [(3, b"m3"), (4, b"m4")],
+            [(m.offset, m.payload) for m in got.messages[:2]] == [(3, b"m3"), (4, b"m4")],
             "CUR-CONV-10",
-            f"pushed {[(m.offset, m.payload) for m in got]}, expected offsets 3 and 4",
+            f"pushed {[(m.offset, m.payload) for m in got.messages]},"
+            " expected [(3, b'm3'), (4, b'm4')] first",
+            got.at("offset") + got.at("payload"),
         )

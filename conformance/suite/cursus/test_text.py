@@ -15,10 +15,12 @@ from conformance.suite.cursus.verify import (
     expect_ok,
     fetch_offset,
     join,
+    kind_of,
     messages,
     produce,
     reply_payload,
     send,
+    shown,
 )
 from conformance.suite.target import CaseContext
 
@@ -45,7 +47,7 @@ def test_every_documented_command_is_served(target: CaseContext) -> None:
         topic = create_topic(target, conn, "commands")
         group = target.name("g")
         produce(target, conn, topic, b"a", b"b")
-        member, generation = join(target, conn, topic, group, "c1")
+        member, generation = join(target, conn, topic, group, "c1").reply
         script = [
             Command("LIST"),
             Command("SUBSCRIBE", (topic, group)),
@@ -62,9 +64,12 @@ def test_every_documented_command_is_served(target: CaseContext) -> None:
         again = create_topic(target, conn, "stream-cmd")
         send(conn, Command("STREAM", (again, 0, 0)))
         produce(target, target.connect(), again, b"pushed")
-        payload = reply_payload(target, conn, "CUR-TEXT-1", "STREAM")
+        read = reply_payload(target, conn, "CUR-TEXT-1", "STREAM")
         require(
-            not payload.upper().startswith(b"ERROR"), "CUR-TEXT-1", f"STREAM got {payload[:80]!r}"
+            not read.payload.upper().startswith(b"ERROR"),
+            "CUR-TEXT-1",
+            f"STREAM got {shown(read)}, expected it served",
+            read.at("word0"),
         )
 
 
@@ -78,11 +83,13 @@ def test_a_payload_starting_0xba_but_not_the_magic_is_a_text_command(target: Cas
     with target.connect() as conn:
         # BA 01 'LIST': first byte of the magic only; as text it is not valid UTF-8.
         send(conn, b"\xba\x01LIST")
-        payload = reply_payload(target, conn, "CUR-TEXT-2", "payload BA 01 'LIST'")
+        read = reply_payload(target, conn, "CUR-TEXT-2", "payload BA 01 'LIST'")
         require(
-            payload[:1] != b"{",
+            read.payload[:1] != b"{",
             "CUR-TEXT-2",
-            f"a payload starting BA 01 was taken for a batch: {payload[:120]!r}",
+            f"a payload starting BA 01 was taken for a batch: answered {shown(read, 120)},"
+            " expected a text reply",
+            read.at("status", "error", asked=("word0",)),
         )
 
 
@@ -95,8 +102,13 @@ def test_a_one_byte_0xba_payload_is_a_text_command(target: CaseContext) -> None:
     """
     with target.connect() as conn:
         send(conn, b"\xba")
-        payload = reply_payload(target, conn, "CUR-TEXT-2", "payload BA")
-        require(payload[:1] != b"{", "CUR-TEXT-2", f"payload BA was taken for a batch: {payload!r}")
+        read = reply_payload(target, conn, "CUR-TEXT-2", "payload BA")
+        require(
+            read.payload[:1] != b"{",
+            "CUR-TEXT-2",
+            f"payload BA was taken for a batch: answered {shown(read)}, expected a text reply",
+            read.at("status", "error", asked=("word0",)),
+        )
 
 
 @case("cursus/text/5", "CUR-TEXT-3")
@@ -111,7 +123,12 @@ def test_create_makes_exactly_the_partitions_asked_for(target: CaseContext) -> N
         for p in range(3):
             produce(target, conn, topic, f"p{p}".encode(), partition=p)
         ack = expect_ack(target, conn, batch(topic, messages(b"x"), partition=3), "partition 3")
-        require(ack.status != "OK", "CUR-TEXT-3", "a 3-partition topic accepted partition 3")
+        require(
+            ack.reply.status != "OK",
+            "CUR-TEXT-3",
+            "a batch for partition 3 of a 3-partition topic got status OK, expected an error",
+            ack.at("status", asked=("partition",)),
+        )
 
 
 @case("cursus/text/6", "CUR-TEXT-4", "CUR-TEXT-5")
@@ -125,11 +142,19 @@ def test_consume_starts_at_the_offset_asked_for(target: CaseContext) -> None:
         topic = create_topic(target, conn, "offsets")
         produce(target, conn, topic, *(f"m{i}".encode() for i in range(5)))
         got = consume_from(target, conn, topic, 0, 2)
-        require(got, "CUR-TEXT-4", "CONSUME from offset 2 of 5 messages returned nothing")
         require(
-            [m.payload for m in got] == [b"m2", b"m3", b"m4"][: len(got)],
+            got.reply,
+            "CUR-TEXT-4",
+            "CONSUME from offset 2 of 5 messages returned no message, expected m2 to m4",
+            got.at("message_count", asked=("offset",)),
+        )
+        payloads = [m.payload for m in got.reply]
+        want = [b"m2", b"m3", b"m4"][: len(payloads)]
+        require(
+            payloads == want,
             "CUR-TEXT-5",
-            f"payloads from offset 2: {[m.payload for m in got]}",
+            f"payloads from offset 2: {payloads}, expected {want}",
+            got.at(*(f"message[{i}].payload" for i in range(len(payloads)))),
         )
 
 
@@ -147,9 +172,11 @@ def test_consume_returns_keys_and_payloads_unchanged(target: CaseContext) -> Non
         expect_ack_ok(target, conn, batch(topic, msgs), "produce 4 messages")
         got = consume_all(target, conn, topic)
         require(
-            [(m.key, m.payload) for m in got] == [(m.key, m.payload) for m in msgs],
+            [(m.key, m.payload) for m in got.messages] == [(m.key, m.payload) for m in msgs],
             "CUR-TEXT-5",
-            f"read back {[(m.key, m.payload[:20]) for m in got]}",
+            f"read back {[(m.key, m.payload[:20]) for m in got.messages]}, expected"
+            f" {[(m.key, m.payload[:20]) for m in msgs]} (payloads cut at 20 bytes)",
+            got.at("key") + got.at("payload"),
         )
 
 
@@ -164,7 +191,12 @@ def test_consume_at_the_end_returns_an_empty_batch(target: CaseContext) -> None:
         topic = create_topic(target, conn, "end")
         produce(target, conn, topic, b"only")
         got = consume_from(target, conn, topic, 0, 1, requirement="CUR-CONV-3")
-        require(not got, "CUR-CONV-3", f"CONSUME at the end returned {len(got)} message(s)")
+        require(
+            not got.reply,
+            "CUR-CONV-3",
+            f"CONSUME at the end returned {len(got.reply)} message(s), expected none",
+            got.at("message_count"),
+        )
 
 
 @case("cursus/text/9", "CUR-TEXT-6")
@@ -180,10 +212,20 @@ def test_delete_removes_the_topic_and_its_data(target: CaseContext) -> None:
         expect_ok(target, conn, Command("DELETE", (topic,)), "CUR-TEXT-6", f"DELETE {topic}")
         send(conn, Command("LIST"))
         listing = reply_payload(target, conn, "CUR-TEXT-6", "LIST after DELETE")
-        require(topic.encode() not in listing, "CUR-TEXT-6", f"{topic} is still listed")
+        require(
+            topic.encode() not in listing.payload,
+            "CUR-TEXT-6",
+            f"LIST after DELETE {topic} answered {shown(listing)}, expected it without {topic}",
+            listing.at("reply"),
+        )
         expect_ok(target, conn, Command("CREATE", (topic, 1)), "CUR-TEXT-6", "CREATE again")
         got = consume_from(target, conn, topic, 0, 0, requirement="CUR-TEXT-6")
-        require(not got, "CUR-TEXT-6", f"the re-created topic still holds {len(got)} message(s)")
+        require(
+            not got.reply,
+            "CUR-TEXT-6",
+            f"the re-created topic holds {len(got.reply)} message(s), expected none",
+            got.at("message_count"),
+        )
 
 
 @case("cursus/text/10", "CUR-TEXT-7")
@@ -196,8 +238,13 @@ def test_list_names_every_topic(target: CaseContext) -> None:
         topics = [create_topic(target, conn, f"listed{i}") for i in range(3)]
         send(conn, Command("LIST"))
         listing = reply_payload(target, conn, "CUR-TEXT-7", "LIST")
-        missing = [t for t in topics if t.encode() not in listing]
-        require(not missing, "CUR-TEXT-7", f"LIST does not name {missing}")
+        missing = [t for t in topics if t.encode() not in listing.payload]
+        require(
+            not missing,
+            "CUR-TEXT-7",
+            f"LIST answered {shown(listing)}: {missing} missing, expected all of {topics}",
+            listing.at("reply"),
+        )
 
 
 @case("cursus/text/11", "CUR-TEXT-8")
@@ -239,12 +286,18 @@ def test_batch_commit_commits_every_partition_named(target: CaseContext) -> None
         group = target.name("g")
         for p in (0, 1):
             produce(target, conn, topic, b"a", b"b", b"c", partition=p)
-        member, gen = join(target, conn, topic, group, "c1")
+        member, gen = join(target, conn, topic, group, "c1").reply
         cmd = Command("BATCH_COMMIT", (topic, group, member, gen, ((0, 2), (1, 3))))
-        expect_ok(target, conn, cmd, "CUR-TEXT-10", "BATCH_COMMIT 0:2,1:3")
+        committed = expect_ok(target, conn, cmd, "CUR-TEXT-10", "BATCH_COMMIT 0:2,1:3")
         for p, want in ((0, 2), (1, 3)):
             got = fetch_offset(target, conn, topic, group, p)
-            require(got == want, "CUR-TEXT-10", f"partition {p} committed {got}, not {want}")
+            require(
+                got.reply == want,
+                "CUR-TEXT-10",
+                f"after BATCH_COMMIT 0:2,1:3, FETCH_OFFSET of partition {p} answers"
+                f" offset={got.reply}, expected {want}",
+                committed.at("word0", asked=("offsetsPayload",)) + got.at("offset"),
+            )
 
 
 @case("cursus/text/14", "CUR-TEXT-11")
@@ -269,7 +322,12 @@ def test_commit_to_an_unknown_topic_is_an_error(target: CaseContext) -> None:
     with target.connect() as conn:
         cmd = Command("COMMIT", (target.name("nosuch"), target.name("g"), 0, 0))
         r = expect_error(target, conn, cmd, "CUR-TEXT-11", "COMMIT on an unknown topic")
-        require(isinstance(r, ErrorReply), "CUR-TEXT-11", f"got {r!r}")
+        require(
+            isinstance(r.reply, ErrorReply),
+            "CUR-TEXT-11",
+            f"COMMIT on an unknown topic answered {shown(r)}, expected an ERROR: reply",
+            r.at(*kind_of(r.reply)),
+        )
 
 
 @case("cursus/text/16", "CUR-TEXT-11")

@@ -2,7 +2,9 @@
 
 Every case ends in one of the ``expect_*`` verifiers; the steps (``create_topic``,
 ``produce``, ``consume_from``, ``join``) are built on them.  A verifier returns what
-it checked or raises :class:`~conformance.suite.case.Violation` naming the requirement
+it checked as a :class:`~conformance.suite.cursus.reads.Read` (the value and the
+evidence of the exchange it came in, so that a later check names the exact frame and
+field it judged) or raises :class:`~conformance.suite.case.Violation` naming the requirement
 broken, or :class:`~conformance.suite.case.Unsupported` when the target answers a
 reference-broker convention (level MAY) its own way.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conformance.client import Connection, PeerClosed, ReplyTimeout
+from conformance.evidence import Evidence
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
 from conformance.protocols.cursus.messages import (
@@ -33,44 +36,68 @@ from conformance.protocols.cursus.messages import (
     Reply,
     Request,
     SpecialReply,
+    TopicList,
 )
 from conformance.suite.case import Unsupported, Violation
+from conformance.suite.cursus.reads import Consumed, Member, Read
 from conformance.suite.target import CaseContext
 
 # ---------------------------------------------------------------- raw replies
 
 
-def send(conn: Connection, request: Request | bytes, *, gzip: bool = False) -> None:
-    """Send one request (a message, or an already-encoded payload) as one frame."""
+def send(conn: Connection, request: Request | bytes, *, gzip: bool = False) -> int:
+    """Send one request (a message, or an already-encoded payload) as one frame; its
+    wire-log entry."""
     if isinstance(request, bytes):
         payload = request
     else:
         payload = codec.encode_request(request, compression="gzip" if gzip else None)
-    conn.send(codec.frame(payload))
+    return conn.send(codec.frame(payload))
 
 
-def reply_payload(ctx: CaseContext, conn: Connection, requirement: str, what: str) -> bytes:
-    """The next frame's payload; silence or a close is a violation of ``requirement``."""
+def reply_payload(
+    ctx: CaseContext, conn: Connection, requirement: str, what: str, timeout: float | None = None
+) -> Read[bytes]:
+    """The next frame's payload and its exchange; silence or a close is a violation of
+    ``requirement`` (decided on the request and the event)."""
     try:
-        return conn.recv_frame()
-    except ReplyTimeout:
-        ctx.silence(requirement, what)
-    except PeerClosed:
-        raise Violation(requirement, f"{what}: the target closed the connection instead") from None
+        payload = conn.recv_frame(timeout)
+    except ReplyTimeout as exc:
+        if timeout is None:
+            ctx.silence(requirement, what, exc.evidence)
+        raise Violation(
+            requirement, f"{what}: no reply within {timeout:g}s", exc.evidence
+        ) from None
+    except PeerClosed as exc:
+        raise Violation(
+            requirement, f"{what}: the target closed the connection instead", exc.evidence
+        ) from None
+    return Read(payload, conn.exchange(), payload, conn.log)
 
 
-def decode(payload: bytes, requirement: str, what: str) -> Reply:
+def decode(read: Read[bytes], requirement: str, what: str) -> Read[Reply]:
+    """The reply read as a client reads it; an ``OK`` reply's keys name their words."""
     try:
-        return codec.decode_reply(payload)
+        r = codec.decode_reply(read.payload)
     except CursusError as exc:
-        raise Violation(requirement, f"{what}: the reply does not decode ({exc})") from None
+        raise Violation(
+            requirement, f"{what}: the reply does not decode ({exc})", read.evidence
+        ) from None
+    words = (
+        {k: f"word{i + 1}" for i, (k, _) in enumerate(r.fields)} if isinstance(r, OkReply) else {}
+    )
+    return Read(r, read.evidence, read.payload, read.log, words)
 
 
-def check_error_prefix(payload: bytes) -> None:
+def check_error_prefix(read: Read[bytes]) -> None:
     """CUR-ERR-1: text that reads as an error must start with the exact ``ERROR:``."""
-    head = payload[:16].decode("utf-8", "replace")
+    head = read.payload[:16].decode("utf-8", "replace")
     if head.lower().startswith("error") and not head.startswith(ERROR_PREFIX):
-        raise Violation("CUR-ERR-1", f"error reply begins {head!r}, not with the exact 'ERROR:'")
+        raise Violation(
+            "CUR-ERR-1",
+            f"the error reply begins {head!r}, expected the exact 'ERROR:'",
+            read.at("word0"),
+        )
 
 
 def request(
@@ -81,11 +108,11 @@ def request(
     what: str,
     *,
     gzip: bool = False,
-) -> Reply:
+) -> Read[Reply]:
     send(conn, req, gzip=gzip)
-    payload = reply_payload(ctx, conn, requirement, what)
-    check_error_prefix(payload)
-    return decode(payload, requirement, what)
+    read = reply_payload(ctx, conn, requirement, what)
+    check_error_prefix(read)
+    return decode(read, requirement, what)
 
 
 # ----------------------------------------------------------------- verifiers
@@ -93,14 +120,21 @@ def request(
 
 def expect_ok(
     ctx: CaseContext, conn: Connection, req: Request, requirement: str, what: str
-) -> Reply:
+) -> Read[Reply]:
     """A success reply: anything but ``ERROR:``, a special reply, or an ERROR ack."""
-    r = request(ctx, conn, req, requirement, what)
+    read = request(ctx, conn, req, requirement, what)
+    r = read.reply
     if isinstance(r, ErrorReply | SpecialReply):
-        raise Violation(requirement, f"{what}: answered {r.text!r}")
+        raise Violation(
+            requirement, f"{what}: answered {shown(read)}, expected success", read.at(*kind_of(r))
+        )
     if isinstance(r, BatchAck) and r.status != "OK":
-        raise Violation(requirement, f"{what}: ack status {r.status} ({r.error})")
-    return r
+        raise Violation(
+            requirement,
+            f"{what}: ack status {r.status} (error {r.error!r}), expected OK",
+            read.at("status", "error"),
+        )
+    return read
 
 
 def expect_error(
@@ -111,46 +145,64 @@ def expect_error(
     what: str,
     *,
     gzip: bool = False,
-) -> Reply:
+) -> Read[Reply]:
     """An ``ERROR:`` reply, or an ack with status ERROR for a batch."""
-    r = request(ctx, conn, req, requirement, what, gzip=gzip)
+    read = request(ctx, conn, req, requirement, what, gzip=gzip)
+    r = read.reply
     if isinstance(r, ErrorReply) or (isinstance(r, BatchAck) and r.status == "ERROR"):
-        return r
-    raise Violation(requirement, f"{what}: expected an error, got {_show(r)}")
+        return read
+    raise Violation(
+        requirement, f"{what}: answered {shown(read)}, expected an error", read.at(*kind_of(r))
+    )
 
 
 def expect_rebalance(
     ctx: CaseContext, conn: Connection, req: Request, requirement: str, what: str
-) -> SpecialReply:
+) -> Read[SpecialReply]:
     """A reply containing REBALANCE_REQUIRED or GEN_MISMATCH."""
-    r = request(ctx, conn, req, requirement, what)
+    read = request(ctx, conn, req, requirement, what)
+    r = read.reply
     if isinstance(r, SpecialReply) and r.kind in (REBALANCE_REQUIRED, GEN_MISMATCH):
-        return r
+        return read.but(r)
     raise Violation(
-        requirement, f"{what}: expected REBALANCE_REQUIRED or GEN_MISMATCH, got {_show(r)}"
+        requirement,
+        f"{what}: answered {shown(read)}, expected REBALANCE_REQUIRED or GEN_MISMATCH",
+        read.at(*kind_of(r), asked=("generation",)),
     )
 
 
 def expect_ack(
     ctx: CaseContext, conn: Connection, batch: Batch | bytes, what: str, *, gzip: bool = False
-) -> BatchAck:
+) -> Read[BatchAck]:
     """Exactly one JSON ack (CUR-ACK-1) with every documented field (CUR-ACK-2)."""
     send(conn, batch, gzip=gzip)
-    payload = reply_payload(ctx, conn, "CUR-ACK-1", what)
-    if not payload.lstrip()[:1] == b"{":
-        raise Violation("CUR-ACK-1", f"{what}: the reply is not a JSON object: {payload[:80]!r}")
+    read = reply_payload(ctx, conn, "CUR-ACK-1", what)
+    if not read.payload.lstrip()[:1] == b"{":
+        raise Violation(
+            "CUR-ACK-1",
+            f"{what}: the reply {shown(read)} is not a JSON object, expected a JSON ack",
+            read.evidence,
+        )
     try:
-        return codec.decode_ack(payload)
+        return read.but(codec.decode_ack(read.payload))
     except CursusError as exc:
-        raise Violation("CUR-ACK-2", f"{what}: {exc}") from None
+        raise Violation(
+            "CUR-ACK-2",
+            f"{what}: {exc}; expected all eight documented fields, each of its type",
+            read.at(*ACK_FIELD_NAMES),
+        ) from None
 
 
 def expect_ack_ok(
     ctx: CaseContext, conn: Connection, batch: Batch | bytes, what: str, *, gzip: bool = False
-) -> BatchAck:
+) -> Read[BatchAck]:
     ack = expect_ack(ctx, conn, batch, what, gzip=gzip)
-    if ack.status != "OK":
-        raise Violation("CUR-ACK-3", f"{what}: status {ack.status!r} ({ack.error!r}), expected OK")
+    if ack.reply.status != "OK":
+        raise Violation(
+            "CUR-ACK-3",
+            f"{what}: status {ack.reply.status!r} (error {ack.reply.error!r}), expected OK",
+            ack.at("status", "error"),
+        )
     return ack
 
 
@@ -160,12 +212,17 @@ def expect_close_or_error(ctx: CaseContext, conn: Connection, requirement: str, 
         payload = conn.recv_frame()
     except PeerClosed:
         return "closed"
-    except ReplyTimeout:
-        ctx.silence(requirement, what)
+    except ReplyTimeout as exc:
+        ctx.silence(requirement, what, exc.evidence)
+    read = Read(payload, conn.exchange(), payload, conn.log)
     text = payload[:16].decode("utf-8", "replace").upper()
     if text.startswith("ERROR") or (payload[:1] == b"{" and b'"ERROR"' in payload):
         return "error"
-    raise Violation(requirement, f"{what}: expected an error or a close, got {payload[:80]!r}")
+    raise Violation(
+        requirement,
+        f"{what}: answered {shown(read)}, expected an error or a close",
+        read.at(*kind_of_payload(payload)),
+    )
 
 
 # --------------------------------------------------------------------- steps
@@ -176,17 +233,20 @@ def create_topic(ctx: CaseContext, conn: Connection, base: str, partitions: int 
     topic = ctx.name(base)
     expect_ok(ctx, conn, Command("CREATE", (topic, partitions)), "CUR-TEXT-3", f"CREATE {topic}")
     if partitions > 1:
-        r = request(
+        last = partitions - 1
+        read = request(
             ctx,
             conn,
-            Command("CONSUME", (topic, partitions - 1, 0)),
+            Command("CONSUME", (topic, last, 0)),
             "CUR-TEXT-3",
-            f"CONSUME from partition {partitions - 1} of a {partitions}-partition topic",
+            f"CONSUME from partition {last} of a {partitions}-partition topic",
         )
-        if isinstance(r, ErrorReply):
+        if isinstance(read.reply, ErrorReply):
             raise Violation(
                 "CUR-TEXT-3",
-                f"CREATE {topic} {partitions} made no partition {partitions - 1}: {r.text!r}",
+                f"CREATE {topic} {partitions} made no partition {last}: CONSUME of it answered "
+                f"{shown(read)}, expected a batch",
+                read.at("word0", "word1", asked=("partition",)),
             )
     return topic
 
@@ -215,7 +275,7 @@ def batch(
 
 def produce(
     ctx: CaseContext, conn: Connection, topic: str, *payloads: bytes, partition: int = 0
-) -> BatchAck:
+) -> Read[BatchAck]:
     return expect_ack_ok(
         ctx,
         conn,
@@ -231,21 +291,30 @@ def consume_from(
     partition: int,
     offset: int,
     requirement: str = "CUR-TEXT-4",
-) -> tuple[Message, ...]:
+) -> Read[tuple[Message, ...]]:
     """One CONSUME; the messages must start at ``offset`` and be consecutive (CUR-TEXT-4)."""
     cmd = Command("CONSUME", (topic, partition, offset))
-    r = request(ctx, conn, cmd, requirement, f"CONSUME {topic} {partition} {offset}")
+    what = f"CONSUME {topic} {partition} {offset}"
+    read = request(ctx, conn, cmd, requirement, what)
+    r = read.reply
     if isinstance(r, ErrorReply):
-        raise Violation(requirement, f"CONSUME {topic} {partition} {offset} answered {r.text!r}")
+        raise Violation(
+            requirement, f"{what}: answered {shown(read)}, expected a batch", read.at("word0")
+        )
     if not isinstance(r, Batch):
         raise Unsupported(
-            f"CONSUME is not answered with a 0xBA7C batch but {_show(r)}", "CUR-CONV-3"
+            f"{what}: answered {shown(read)}, not a 0xBA7C batch", "CUR-CONV-3", read.evidence
         )
     got = [m.offset for m in r.messages]
     want = list(range(offset, offset + len(got)))
     if got != want:
-        raise Violation("CUR-TEXT-4", f"CONSUME from offset {offset} returned offsets {got[:10]}")
-    return r.messages
+        raise Violation(
+            "CUR-TEXT-4",
+            f"{what}: offsets {got[:10]}{'...' if len(got) > 10 else ''}, expected consecutive"
+            f" offsets from {offset}",
+            read.at(*(f"message[{i}].offset" for i in range(len(got))), asked=("offset",)),
+        )
+    return read.but(r.messages)
 
 
 def consume_all(
@@ -255,34 +324,45 @@ def consume_all(
     partition: int = 0,
     offset: int = 0,
     limit: int = 10_000,
-) -> list[Message]:
+) -> Consumed:
+    """CONSUME until an empty batch: every message from ``offset`` on, with every page."""
     out: list[Message] = []
+    pages: list[Read[tuple[Message, ...]]] = []
     while len(out) < limit:
-        got = consume_from(ctx, conn, topic, partition, offset + len(out))
-        if not got:
+        page = consume_from(ctx, conn, topic, partition, offset + len(out))
+        pages.append(page)
+        if not page.reply:
             break
-        out.extend(got)
-    return out
+        out.extend(page.reply)
+    return Consumed(out, tuple(pages))
 
 
-def ok_field(r: Reply, key: str, convention: str, what: str) -> str:
+def ok_field(read: Read[Reply], key: str, convention: str, what: str) -> Read[str]:
+    """The value of ``key=`` in an ``OK`` reply; a reply without it is UNSUPPORTED."""
+    r = read.reply
     value = r.get(key) if isinstance(r, OkReply) else None
     if value is None:
-        raise Unsupported(f"{what}: no {key}= in the reply {_show(r)}", convention)
-    return value
+        raise Unsupported(
+            f"{what}: the reply {shown(read)} has no {key}=", convention, read.evidence
+        )
+    return read.but(value)
 
 
-def join(
-    ctx: CaseContext, conn: Connection, topic: str, group: str, consumer: str
-) -> tuple[str, int]:
+def join(ctx: CaseContext, conn: Connection, topic: str, group: str, consumer: str) -> Read[Member]:
     """JOIN_GROUP (CUR-GROUP-1); the member id and generation from the reply (CUR-CONV-4)."""
     what = f"JOIN_GROUP {topic} {group} {consumer}"
-    r = expect_ok(ctx, conn, Command("JOIN_GROUP", (topic, group, consumer)), "CUR-GROUP-1", what)
-    member = ok_field(r, "member", "CUR-CONV-4", what)
-    generation = ok_field(r, "generation", "CUR-CONV-4", what)
+    read = expect_ok(
+        ctx, conn, Command("JOIN_GROUP", (topic, group, consumer)), "CUR-GROUP-1", what
+    )
+    member = ok_field(read, "member", "CUR-CONV-4", what).reply
+    generation = ok_field(read, "generation", "CUR-CONV-4", what).reply
     if not generation.isdigit():
-        raise Unsupported(f"{what}: generation {generation!r} is not a number", "CUR-CONV-4")
-    return member, int(generation)
+        raise Unsupported(
+            f"{what}: generation {generation!r} is not a number",
+            "CUR-CONV-4",
+            read.at("generation"),
+        )
+    return read.but(Member(member, int(generation)))
 
 
 def sync(
@@ -293,47 +373,104 @@ def sync(
     member: str,
     generation: int,
     requirement: str = "CUR-GROUP-2",
-) -> list[int]:
+) -> Read[list[int]]:
     """SYNC_GROUP; the assigned partitions (CUR-CONV-5)."""
     what = f"SYNC_GROUP {topic} {group} {member} {generation}"
-    r = expect_ok(
+    read = expect_ok(
         ctx, conn, Command("SYNC_GROUP", (topic, group, member, generation)), requirement, what
     )
-    text = ok_field(r, "assignment", "CUR-CONV-5", what)
+    text = ok_field(read, "assignment", "CUR-CONV-5", what).reply
     try:
-        return [int(p) for p in text.split(",") if p]
+        return read.but([int(p) for p in text.split(",") if p])
     except ValueError:
-        raise Unsupported(f"{what}: assignment {text!r} is not p,p,...", "CUR-CONV-5") from None
+        raise Unsupported(
+            f"{what}: assignment {text!r} is not p,p,...", "CUR-CONV-5", read.at("assignment")
+        ) from None
 
 
-def fetch_offset(ctx: CaseContext, conn: Connection, topic: str, group: str, partition: int) -> int:
+def fetch_offset(
+    ctx: CaseContext, conn: Connection, topic: str, group: str, partition: int
+) -> Read[int]:
     """FETCH_OFFSET (convention CUR-CONV-7): the committed offset, -1 when none."""
     what = f"FETCH_OFFSET {topic} {group} {partition}"
-    r = request(ctx, conn, Command("FETCH_OFFSET", (topic, group, partition)), "CUR-CONV-7", what)
-    value = ok_field(r, "offset", "CUR-CONV-7", what)
+    cmd = Command("FETCH_OFFSET", (topic, group, partition))
+    read = request(ctx, conn, cmd, "CUR-CONV-7", what)
+    value = ok_field(read, "offset", "CUR-CONV-7", what).reply
     try:
-        return int(value)
+        return read.but(int(value))
     except ValueError:
-        raise Unsupported(f"{what}: offset {value!r} is not a number", "CUR-CONV-7") from None
+        raise Unsupported(
+            f"{what}: offset {value!r} is not a number", "CUR-CONV-7", read.at("offset")
+        ) from None
 
 
 def stale_member(
     ctx: CaseContext, conn: Connection, base: str, partitions: int = 1
-) -> tuple[str, str, str, int]:
+) -> tuple[str, str, Member]:
     """A topic and group where alice joined, then bob: alice's generation is out of date.
 
-    Returns (topic, group, alice's member id, alice's generation)."""
+    Returns (topic, group, alice's member id and generation)."""
     topic = create_topic(ctx, conn, base, partitions)
     group = ctx.name("g")
-    member, generation = join(ctx, conn, topic, group, "alice")
+    alice = join(ctx, conn, topic, group, "alice").reply
     join(ctx, conn, topic, group, "bob")
-    return topic, group, member, generation
+    return topic, group, alice
 
 
-def _show(r: Reply) -> str:
-    if isinstance(r, Batch):
-        return f"a batch of {len(r.messages)} message(s)"
+ACK_FIELD_NAMES = (
+    "status",
+    "last_offset",
+    "producer_epoch",
+    "producer_id",
+    "seq_start",
+    "seq_end",
+    "leader",
+    "error",
+)
+
+
+def kind_of(r: Reply) -> tuple[str, ...]:
+    """The field that tells what kind of reply ``r`` is (an ack's status, a text reply's
+    first word, a special reply's keyword), for a check that judged the reply's kind."""
     if isinstance(r, BatchAck):
-        return f"a JSON ack with status {r.status}"
-    text = getattr(r, "text", None)
-    return repr(text) if text is not None else repr(r)
+        return ("status", "error")
+    if isinstance(r, Batch):
+        return ("magic",)
+    if isinstance(r, TopicList):
+        return ("reply",)
+    return ("word0",)
+
+
+def kind_of_payload(payload: bytes) -> tuple[str, ...]:
+    """:func:`kind_of` for a payload not decoded (or that does not decode)."""
+    if codec.is_batch(payload):
+        return ("magic",)
+    if payload[:1] == b"{":
+        return ("status",)
+    return ("word0",) if payload else ()
+
+
+def shown(read: Read[object], limit: int = 80) -> str:
+    """The reply as it is on the wire: a batch by its messages, text quoted as sent."""
+    payload = read.payload
+    if codec.is_batch(payload):
+        try:
+            return f"a batch of {len(codec.decode_batch(payload).messages)} message(s)"
+        except CursusError:
+            return f"a malformed batch ({len(payload)} bytes)"
+    if not payload:
+        return "an empty frame"
+    text = payload[:limit]
+    try:
+        quoted = repr(text.decode("utf-8"))
+    except UnicodeDecodeError:
+        quoted = repr(text)
+    return quoted + ("..." if len(payload) > limit else "")
+
+
+def evidence_of(*reads: Read[object] | Consumed, field: str = "") -> Evidence:
+    """Several reads a check compared, each with ``field`` judged."""
+    out = Evidence()
+    for r in reads:
+        out = out + (r.at(field) if field else r.at())
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conformance.client import BadFraming, PeerClosed, ReplyTimeout
+from conformance.evidence import Evidence
 from conformance.suite.case import Violation, case, require
 from conformance.suite.target import CaseContext
 from tests.toy.protocol import frame
@@ -20,16 +21,17 @@ def test_frames_are_u32_le_lengths_counting_their_own_four_bytes(target: CaseCon
     # otherwise (big-endian, or not counting itself) runs the two requests together
     wire = (8).to_bytes(4, "little") + b"PING" + (4 + len(put)).to_bytes(4, "little") + put
     conn.send(wire, summary="PING and PUT, framed by hand, in one write")
-    replies = []
+    replies, evidence = [], Evidence()
     for what in ("PING", "PUT"):
         try:
             replies.append(conn.recv_frame())
-        except ReplyTimeout:
-            target.silence("TOY-FRAME-1", f"the reply to {what}")
+        except ReplyTimeout as exc:
+            target.silence("TOY-FRAME-1", f"the reply to {what}", exc.evidence)
         except (BadFraming, PeerClosed) as exc:
-            raise Violation("TOY-FRAME-1", f"the reply to {what}: {exc}") from None
+            raise Violation("TOY-FRAME-1", f"the reply to {what}: {exc}", exc.evidence) from None
+        evidence += conn.exchange().on("word0")
     want = [b"PONG", b"OK 0"]
-    require(replies == want, "TOY-FRAME-1", f"replies {replies}, expected {want}")
+    require(replies == want, "TOY-FRAME-1", f"replies {replies}, expected {want}", evidence)
 
 
 @case("toy/login/1", "TOY-LOGIN-1")
@@ -41,7 +43,12 @@ def test_a_request_before_hello_is_refused(target: CaseContext) -> None:
     conn = target.connect(open_session=False)
     conn.send(frame(b"PING"))
     reply = conn.recv_frame()
-    require(reply.startswith(b"ERR"), "TOY-LOGIN-1", f"PING before HELLO got {reply!r}, not ERR")
+    require(
+        reply.startswith(b"ERR"),
+        "TOY-LOGIN-1",
+        f"PING before HELLO got {reply!r}, expected ERR",
+        conn.exchange().on("word0"),
+    )
 
 
 @case("toy/data/1", "TOY-PUT-1", "TOY-GET-1")
@@ -53,11 +60,22 @@ def test_get_reads_what_put_stored(target: CaseContext) -> None:
     TOY-GET-1: "`GET <topic> <offset>` answers `VAL <value>` with the value put at that offset."
     """
     conn, topic = target.connect(), target.name("t").encode()
-    offsets = []
+    offsets, evidence = [], Evidence()
     for value in (b"one", b"two"):
         conn.send(frame(b"PUT %s %s" % (topic, value)))
         offsets.append(conn.recv_frame())
-    require(offsets == [b"OK 0", b"OK 1"], "TOY-PUT-1", f"PUTs got {offsets}, not OK 0, OK 1")
+        evidence += conn.exchange().on("word0", "word1")
+    require(
+        offsets == [b"OK 0", b"OK 1"],
+        "TOY-PUT-1",
+        f"PUTs got {offsets}, expected [b'OK 0', b'OK 1']",
+        evidence,
+    )
     conn.send(frame(b"GET %s 0" % topic))
     got = conn.recv_frame()
-    require(got == b"VAL one", "TOY-GET-1", f"GET at offset 0 got {got!r}, expected b'VAL one'")
+    require(
+        got == b"VAL one",
+        "TOY-GET-1",
+        f"GET at offset 0 got {got!r}, expected b'VAL one'",
+        conn.exchange().on("word0", "word1"),
+    )
