@@ -10,12 +10,12 @@ Versions: 0-16, flexible 12+.
 from __future__ import annotations
 
 from conformance.protocols.kafka.messages import EMPTY, frozen, message
+from conformance.protocols.kafka.record_annotation import RECORDS
 from conformance.wire.schema import (
     INT8,
     INT16,
     INT32,
     INT64,
-    RECORDS,
     STRING,
     UUID,
     array_of,

@@ -9,11 +9,11 @@ Versions: 0-11, flexible 9+.
 from __future__ import annotations
 
 from conformance.protocols.kafka.messages import frozen, message
+from conformance.protocols.kafka.record_annotation import RECORDS
 from conformance.wire.schema import (
     INT16,
     INT32,
     INT64,
-    RECORDS,
     STRING,
     array_of,
     f,
