@@ -164,8 +164,7 @@ def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) 
 
 @case("cursus/conventions/7", "CUR-CONV-12")
 def test_create_of_an_existing_topic_is_refused_and_changes_nothing(target: CaseContext) -> None:
-    """CREATE of a topic that already exists is refused with ERROR: TOPIC_EXISTS and leaves
-    the topic as it is.
+    """CREATE of an existing topic gets ERROR: TOPIC_EXISTS and leaves the topic as it is.
 
     CUR-CONV-12: "CREATE of a topic that already exists is refused with `ERROR: TOPIC_EXISTS` and
     leaves the topic as it is (its partitions and its messages)."

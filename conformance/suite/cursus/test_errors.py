@@ -137,8 +137,9 @@ def test_an_error_description_begins_with_a_code(target: CaseContext) -> None:
 
 @case("cursus/errors/9", "CUR-ERR-6")
 def test_a_request_that_cannot_be_carried_out_is_an_error(target: CaseContext) -> None:
-    """A request that cannot be carried out as the document describes it (a topic,
-    partition, group or member that does not exist; an offset below 0) is an error.
+    """A request that cannot be carried out as the document describes it is an error.
+
+    Here: a topic, partition, group or member that does not exist; an offset below 0.
 
     CUR-ERR-6: "a request that cannot be carried out as the document describes it (a batch or
     command naming a topic, partition, group, member or generation that does not exist, a partition

@@ -150,8 +150,9 @@ def quiet(target: CaseContext, conn: Connection, requirement: str, what: str) ->
 
 @case("cursus/streaming/4", "CUR-CONV-10")
 def test_stream_past_the_end_waits_for_that_offset(target: CaseContext) -> None:
-    """STREAM on an offset past the end opens the stream without an error: nothing is pushed
-    until messages reach that offset, and the pushes then start exactly at it (convention).
+    """STREAM past the end waits: nothing is pushed until that offset exists (convention).
+
+    The stream opens without an error, and the pushes then start exactly at that offset.
 
     CUR-CONV-10: "STREAM on an offset past the end of the partition opens the stream without an
     error: nothing is pushed until messages reach that offset, and the pushes then start exactly at
