@@ -132,9 +132,15 @@ def matrix_view(
             and c.get("expected")
             and verdict_of(c) in ("FAIL", "WARN", "ERROR")
         )
+        quirks = ", ".join(map(str, run.get("quirks") or []))
         columns.append(
             {
                 "name": name,
+                "target": printable(
+                    run.get("target_name") or run.get("target") or "?", one_line=True
+                ),
+                "when": run_time(run),
+                "quirks": printable(f"quirks: {quirks}", one_line=True) if quirks else "",
                 "href": f"{folder}/report.html",
                 "what": printable(f"{run.get('protocol')} {run.get('revision')}", one_line=True),
                 "counts": ", ".join(f"{n} {v}" for v, n in counted.items() if n),

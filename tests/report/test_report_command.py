@@ -46,12 +46,15 @@ def test_two_runs_make_a_matrix_of_requirements_by_target(
     done = conformance(tmp_path, "report", str(clean), str(quirk / "results.json"), "--out", "m")
     assert done.returncode == 0, done.stdout + done.stderr
     matrix = (tmp_path / "m" / "matrix.html").read_text()
-    heads = re.findall(r'<th class="run"><a href="([^"]+)">([^<]+)</a>', matrix)
-    assert [re.sub(r" @ \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", name) for _, name in heads] == [
+    found = re.findall(r'<th class="run" title="([^"]+)"><a href="([^"]+)">([^<]+)</a>', matrix)
+    assert [re.sub(r" @ \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", t) for t, _, _ in found] == [
         "embedded",
         f"embedded +{QUIRK}",
     ]
-    assert all(" @ 20" in name for _, name in heads)  # labelled by target and run time
+    assert [name for _, _, name in found] == ["embedded", "embedded"]  # the target's name
+    assert all(" @ 20" in title for title, _, _ in found)  # and the run's time
+    assert len(re.findall(r'<span class="when">20\d\d-\d\d-\d\d \d\d:\d\d UTC</span>', matrix)) == 2
+    heads = [(href, name) for _, href, name in found]
     for href, _ in heads:
         assert (tmp_path / "m" / href).is_file(), href
     ack = _cells(matrix, "CUR-ACK-4")
