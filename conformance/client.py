@@ -28,8 +28,9 @@ from conformance.wire.framing import Deframer
 HEX_KEEP = 4096
 """Bytes of each wire-log entry kept as hex by default (the length is always recorded;
 ``conformance run --wire-keep`` changes it)."""
-FIELDS_KEEP = 256
-"""Fields of each wire-log entry kept (those that start within the kept bytes)."""
+FIELDS_KEEP = 4096
+"""Fields of each wire-log entry kept (those that start within the kept bytes): enough
+for a Fetch reply's decoded records and the fields after them."""
 
 
 class ClientError(Exception):

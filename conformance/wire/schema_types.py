@@ -382,5 +382,3 @@ VARLONG = Varint("varlong", 64, True)
 UVARINT = Varint("uvarint", 32, False)
 STRING = String()
 BYTES = Bytes()
-RECORDS = Bytes("records")
-"""A Kafka ``records`` field: nullable bytes on the wire, record batches inside."""

@@ -266,7 +266,9 @@ def varint_stretch(rng: random.Random, pool: Pool) -> bytes:
     counts = [
         s
         for s in codec.annotate(payload, "request")
-        if s.name.endswith(("count", "tagged fields")) and isinstance(s.value, int)
+        if s.name.endswith(("count", "tagged fields"))
+        and isinstance(s.value, int)
+        and ".records." not in s.name  # inside a batch: fixed-width, and under its CRC
     ]
     if not counts:
         return payload
