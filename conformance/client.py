@@ -269,7 +269,10 @@ class Connection:
         """Run the protocol's session opener on this connection (nothing if None);
         SessionRefused, ReplyTimeout or PeerClosed if it does not complete."""
         if opening is not None:
-            send = lambda data: self.send(data, "session opener")  # noqa: E731
+
+            def send(data: bytes) -> None:
+                self.send(data, "session opener")
+
             self.session = open_session(opening, send, self.recv_frame)
 
     def close(self) -> None:

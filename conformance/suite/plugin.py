@@ -404,7 +404,7 @@ def _record(
     state.cases.append(record)
     item.stash[_CASE] = record
     props = [("case_id", case_id), ("requirements", " ".join(reqs)), ("verdict", verdict)]
-    props += [("violated", violated)] if record["violated"] else []
+    props += [("violated", str(violated))] if record["violated"] else []
     item.user_properties.extend(props)  # pytest's junitxml, if a user runs it, reads these
     report.user_properties.extend(props)
     if log is not None:
