@@ -148,7 +148,10 @@ class KafkaSession:
         answer: Any
         if active:
             quirks.fault(active, request)
-            seen = quirks.before(active, request)
+            try:
+                seen = quirks.before(active, request)
+            except quirks.CloseConnection:
+                return Outcome(close=True)
             if isinstance(seen, dict):
                 return Outcome([self.respond(request, seen)])
             request = seen

@@ -181,7 +181,7 @@ def _fix_crcs(data: bytes) -> bytes:
 
 class CloseConnection(Exception):
     """Raised by :func:`before` for a request a quirk answers by closing the connection
-    (the server closes a connection whose session raises, and serves the others on)."""
+    (the broker's session closes it, without a response)."""
 
 
 def _malformed_batch(data: bytes) -> bool:
