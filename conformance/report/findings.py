@@ -11,7 +11,9 @@ baseline status (known or not) and the same *normalised reason*: the reason with
 case's own version token (``v4``) replaced by ``v*`` and then every run of digits by
 ``#``.  So "Fetch v4: high watermark 4, expected 3" and "Fetch v16: high watermark 5,
 expected 4" are one finding (the numbers a check reports can shift with the version's
-record layout), while "high watermark 4" and "no partition in the reply" stay apart.  A
+record layout), and so are reasons that differ only in the unique topic or group name
+each case makes for itself (``nowhere-028b82a1c5``) or in a topic id, while "high
+watermark 4" and "no partition in the reply" stay apart.  A
 finding keeps every actual reason: when they differ the reports list each one with its
 versions, so grouping never hides a value from the wire.
 
@@ -52,9 +54,15 @@ def _own_version(reason: str, version: str) -> str:
     return re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w.])", "v*", reason)
 
 
+_NAME_TAG = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f]{8,}(?:-[0-9a-f]{4,})*\b")
+"""A run of 8 or more hex digits (with a digit), dashed groups after it: the unique tag
+of a case's topic or group name (``nowhere-028b82a1c5``) or a topic id (a UUID)."""
+
+
 def normalised(reason: str, version: str) -> str:
-    """The reason with the case's version token made ``v*`` and every number ``#``."""
-    return _DIGITS.sub("#", _own_version(reason, version))
+    """The reason with the case's version token made ``v*``, the unique names and ids a
+    case makes for itself made ``#``, and every number ``#``."""
+    return _DIGITS.sub("#", _NAME_TAG.sub("#", _own_version(reason, version)))
 
 
 def compact_versions(versions: Sequence[str]) -> str:

@@ -29,6 +29,14 @@ def test_the_reason_is_normalised_by_its_own_version_then_numbers() -> None:
     assert normalised("v1 and v16", "v1") == "v* and v#"  # only the whole token is the version
 
 
+def test_the_names_and_ids_a_case_makes_for_itself_do_not_split_a_finding() -> None:
+    v0 = "Fetch v0 of topic nowhere-028b82a1c5: no partition 0 of topic nowhere-028b82a1c5"
+    v1 = "Fetch v1 of topic nowhere-aae86b0a8d: no partition 0 of topic nowhere-aae86b0a8d"
+    assert normalised(v0, "v0") == normalised(v1, "v1")
+    assert normalised("topic 15338e89-e3b3-41b0-b33c-24c87085b167", "") == "topic #"
+    assert normalised("group facade and deadbeef", "") == "group facade and deadbeef"  # words
+
+
 def test_one_case_at_many_versions_failing_alike_is_one_finding() -> None:
     cases = [fetch_case(v) for v in (4, 5, 6, 7, 9)] + [fetch_case(16, hwm=9)]
     cases.append(fetch_case(8, message="KAF-FETCH-3: Fetch v8: no partition in the reply"))
