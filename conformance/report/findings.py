@@ -115,14 +115,14 @@ class Finding:
 
     def reasons(self, limit: int | None = None) -> list[tuple[str, str]]:
         """Each distinct reason with the versions (or case IDs) that gave it, in order;
-        reasons that differ only in their own version token (``Fetch v4``/``Fetch v5``)
-        count as one, shown as the first of them."""
+        reasons that differ only in their own version token (``Fetch v4``/``Fetch v5``) or
+        in the unique names a case makes for itself count as one, shown as the first."""
         seen: dict[str, tuple[str, list[str]]] = {}
         for c in self.cases:
             cid = str(c.get("case_id") or "?")
             version = split_id(cid)[1]
             reason = reason_of(c, limit=limit)
-            key = _own_version(reason, version)
+            key = _NAME_TAG.sub("#", _own_version(reason, version))
             seen.setdefault(key, (reason, []))[1].append(version or cid)
         return [
             (reason, compact_versions(v) if all(_VERSION.match(x) for x in v) else ", ".join(v))

@@ -197,8 +197,27 @@ def evidence(case: Mapping[str, Any], errors: ErrorCodes | None = None) -> list[
         if not isinstance(logged[at], dict):
             continue
         names = tuple(printable(n, one_line=True) for n in item.get("fields") or [])
-        found.append(Evidence(entry(logged[at], errors, index=at, compact=compact), names))
+        e = entry(logged[at], errors, index=at, compact=compact)
+        found.append(Evidence(e, resolved(names, e.fields)))
     return found
+
+
+def resolved(names: tuple[str, ...], fields: tuple[Field, ...]) -> tuple[str, ...]:
+    """The field names a check's judged names stand for: a name that is a field is itself;
+    an array judged as a whole (``responses``) is its count (``responses count``); a struct
+    judged as a whole (``responses[0]``) is every field under it; a name that matches
+    nothing stays as it is (the reports say it is not in the kept field list)."""
+    listed = [f.name for f in fields]
+    out: list[str] = []
+    for name in names:
+        if name in listed:
+            found = [name]
+        elif f"{name} count" in listed:
+            found = [f"{name} count"]
+        else:
+            found = [n for n in listed if n.startswith((f"{name}.", f"{name}["))] or [name]
+        out += [n for n in found if n not in out]
+    return tuple(out)
 
 
 def pairs(found: list[Evidence]) -> list[list[Evidence]]:

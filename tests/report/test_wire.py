@@ -93,3 +93,22 @@ def test_the_protocol_names_its_error_code_fields() -> None:
     assert wire.error_codes({"protocol": "kafka"}) is not None
     assert wire.error_codes({"protocol": "cursus"}) is None
     assert wire.error_codes({"protocol": "no-such-protocol"}) is None
+
+
+def test_a_judged_array_or_struct_stands_for_its_count_or_its_fields() -> None:
+    from conformance.report.wire import Field, resolved
+
+    fields = (
+        Field("header.correlation_id", 0, 4, "7"),
+        Field("responses count", 4, 8, "1"),
+        Field("responses[0].topic", 8, 10, "'t'"),
+        Field("responses[0].partitions count", 10, 14, "0"),
+    )
+    assert resolved(("header.correlation_id",), fields) == ("header.correlation_id",)
+    assert resolved(("responses",), fields) == ("responses count",)
+    assert resolved(("responses[0]",), fields) == (
+        "responses[0].topic",
+        "responses[0].partitions count",
+    )
+    assert resolved(("responses[0].partitions",), fields) == ("responses[0].partitions count",)
+    assert resolved(("nowhere",), fields) == ("nowhere",)  # named, shown as not in the list
