@@ -11,18 +11,21 @@ may appear: only the cases the baseline lists may FAIL).
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from conformance.report import lost_line
 from tests.support import broker as reference
 from tests.support import tansu_broker
 
@@ -50,7 +53,22 @@ def _run_and_kill(
     return done, json.loads((reports / "results.json").read_text())
 
 
-def _assert_loss_reported(run: subprocess.CompletedProcess[str], results: dict[str, Any]) -> None:
+def _assert_loss_reported(
+    run: subprocess.CompletedProcess[str], results: dict[str, Any], reports: Path
+) -> None:
+    """The loss is in results.json, and every format says it the same way."""
+    line = lost_line(results)
+    assert line is not None and line.startswith("target lost at +")
+    after = results["target_lost"]["after"]
+    assert (f"after case {after}" if after else "before any case ended") in line
+    assert line in " ".join(run.stdout.split()), run.stdout[-3000:]
+    junit = ET.parse(reports / "junit.xml").getroot()
+    suite_props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert suite_props.get("target_lost") == line
+    assert any(e.get("type") == "target-lost" for e in junit.iter("error"))
+    assert html.escape(line, quote=True) in (reports / "report.html").read_text()
+    env = (reports / "allure-results" / "environment.properties").read_text()
+    assert "target_lost" in env
     lost = results["target_lost"]
     assert lost is not None and results["target_unresponsive"] is True
     assert lost["t"] > 0 and "unresponsive" in lost["reason"]
@@ -72,7 +90,7 @@ def test_the_reference_broker_killed_mid_run_gives_errors_not_fails(tmp_path: Pa
         b.stop()
     fails = [c["case_id"] for c in results["cases"] if c["verdict"] in ("FAIL", "WARN")]
     assert fails == [], f"a killed target got FAILs the reference broker never gets: {fails}"
-    _assert_loss_reported(run, results)
+    _assert_loss_reported(run, results, tmp_path / "r")
 
 
 @pytest.mark.xdist_group("tansu")
@@ -92,4 +110,4 @@ def test_tansu_killed_mid_run_gives_no_new_failure_under_its_baseline(tmp_path: 
     assert fails <= known, f"FAILs Tansu does not have in a full run: {sorted(fails - known)}"
     section = results["baseline"]
     assert section["new"] == [] and section["not_judged"]
-    _assert_loss_reported(run, results)
+    _assert_loss_reported(run, results, tmp_path / "r")
