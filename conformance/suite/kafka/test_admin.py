@@ -233,7 +233,8 @@ def test_metadata_null_lists_all_topics_and_empty_lists_none(target: CaseContext
     require(
         not none,
         "KAF-ADMIN-6",
-        f"Metadata v{v} with no topics listed {len(none)} topic(s) ({sorted(none)[:5]}), "
+        f"Metadata v{v} with no topics listed {len(none)} topic(s) "
+        f"({', '.join(repr(t) for t in sorted(none)[:5])}{', ...' if len(none) > 5 else ''}), "
         "expected none",
         none.array.at(),
     )

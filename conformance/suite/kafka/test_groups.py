@@ -163,8 +163,8 @@ def test_a_follower_sync_waits_for_the_leaders_assignment(target: CaseContext) -
     require(
         not wrong,
         "KAF-GROUP-3",
-        f"assignments {mine['assignment']!r} (leader) / {theirs['assignment']!r} (follower), "
-        "expected b'L' / b'F'",
+        f"assignments {_hex(mine['assignment'])} (leader) / {_hex(theirs['assignment'])} "
+        "(follower), expected 4c ('L') / 46 ('F')",
         combined(n.at("assignment") for n in wrong),
     )
 
@@ -500,3 +500,8 @@ def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseC
     expect_code(
         r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup of a group never made"
     )
+
+
+def _hex(value: bytes | None) -> str:
+    """Bytes as the wire has them (hex), or null."""
+    return "null" if value is None else (value.hex(" ") or "empty")

@@ -225,7 +225,8 @@ def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
     require(
         got["metadata"] == "checkpoint-7",
         "KAF-OFFSET-3",
-        f"metadata {got['metadata']!r}, expected 'checkpoint-7'",
+        f"metadata {'null' if got['metadata'] is None else repr(got['metadata'])}, "
+        "expected 'checkpoint-7'",
         got.at("metadata"),
     )
 
