@@ -106,7 +106,7 @@ def test_the_readme_report_examples_run_as_written(tmp_path: Path) -> None:
     lines = [shlex.split(line, comments=True) for line in block.group(1).splitlines()]
     assert [words[:2] for words in lines] == [["conformance", "run"]] * 2 + [
         ["conformance", "report"]
-    ] * 2
+    ] * 3
     with broker.running() as reference:
         for words in lines:
             words = [w.replace("mybroker:9000", reference.address) for w in words[1:]]
@@ -120,6 +120,7 @@ def test_the_readme_report_examples_run_as_written(tmp_path: Path) -> None:
             assert done.returncode == 0, (words, done.stdout[-1500:], done.stderr[-1500:])
     assert (tmp_path / "reports" / "compare" / "matrix.html").is_file()
     assert (tmp_path / "reports" / "compare" / "mybroker-2.1" / "report.html").is_file()
+    assert (tmp_path / "reports" / "diff" / "matrix.html").is_file()  # --only-differing
 
 
 def test_an_unreachable_target_still_writes_junit_with_one_error(tmp_path: Path) -> None:
