@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from conformance.protocols.cursus.messages import Batch, Command, ErrorReply, OkReply, TopicList
 from conformance.suite.case import case, require
+from conformance.suite.cursus.group_steps import fetch_offset, join
 from conformance.suite.cursus.verify import (
     batch,
     consume_from,
     create_topic,
     expect_ack_ok,
     expect_ok,
-    fetch_offset,
-    join,
     kind_of,
     messages,
     produce,

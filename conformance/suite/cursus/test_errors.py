@@ -6,13 +6,13 @@ import re
 
 from conformance.protocols.cursus.messages import Batch, Command, ErrorReply
 from conformance.suite.case import case, require
+from conformance.suite.cursus.group_steps import join
 from conformance.suite.cursus.reads import Read
 from conformance.suite.cursus.verify import (
     batch,
     create_topic,
     expect_error,
     expect_ok,
-    join,
     kind_of,
     messages,
     shown,

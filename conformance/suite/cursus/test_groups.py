@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from conformance.protocols.cursus.messages import GEN_MISMATCH, REBALANCE_REQUIRED, Command
 from conformance.suite.case import case, require
+from conformance.suite.cursus.group_steps import fetch_offset, join, stale_member, sync
 from conformance.suite.cursus.verify import (
     create_topic,
     evidence_of,
     expect_ok,
     expect_rebalance,
-    fetch_offset,
-    join,
     kind_of_payload,
     reply_payload,
     send,
     shown,
-    stale_member,
-    sync,
 )
 from conformance.suite.target import CaseContext
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conformance.protocols.cursus.messages import Command, ErrorReply
 from conformance.suite.case import case, require
+from conformance.suite.cursus.group_steps import fetch_offset, join
 from conformance.suite.cursus.verify import (
     batch,
     consume_all,
@@ -13,8 +14,6 @@ from conformance.suite.cursus.verify import (
     expect_ack_ok,
     expect_error,
     expect_ok,
-    fetch_offset,
-    join,
     kind_of,
     messages,
     produce,

@@ -3,13 +3,12 @@
 Each step checks what it relies on and blames the requirement that covers it:
 ``create_topic`` that Metadata lists the partitions asked for (KAF-ADMIN-1),
 ``produce`` that the write is acknowledged (KAF-PRODUCE-1 unless told otherwise),
-``fetch`` that the partition is answered, ``join_group``/``sync_group`` that the group
-forms (KAF-GROUP-2/3).  Versions: the highest both the target and the revision speak,
-unless a case passes its own.
+``fetch`` that the partition is answered.  The group steps are in :mod:`.group_steps`.
+Versions: the highest both the target and the revision speak, unless a case passes its
+own.
 
 Evidence.  A step hands back the answers as :class:`~conformance.evidence.Node` trees
-(a Produce's partition, a Fetch's partition inside :class:`Fetched`, a member's join in
-:class:`Member`), so that a case's own check names the field it judges; a topic or
+(a Produce's partition, a Fetch's partition inside :class:`Fetched`), so that a case's own check names the field it judges; a topic or
 partition an answer lacks is named as missing, with the array that lacks it.
 """
 
@@ -23,7 +22,6 @@ from conformance.errors import ProtocolError
 from conformance.evidence import Evidence, Node, NodeList, combined
 from conformance.protocols.kafka import records
 from conformance.protocols.kafka.apis import BY_NAME
-from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, require
 from conformance.suite.kafka.verify import (
     KafkaClient,
@@ -318,154 +316,3 @@ def fetched_partition(reply: Node, topic: str, partition: int, requirement: str,
         missing(topics, lacking, requirement, what)
     where = combined(t["partitions"].at() for t in topics)
     raise Violation(requirement, f"{what}: the answer has no {lacking}", where)
-
-
-# ------------------------------------------------------------------ groups
-
-
-PROTOCOL_TYPE = "consumer"
-
-
-@dataclass
-class Member:
-    group: str
-    member_id: str
-    generation: int
-    leader: str
-    members: list[dict[str, Any]]
-    joined: Node | None = None
-    """The JoinGroup answer the member was made from (the evidence of its fields)."""
-
-    @classmethod
-    def of(cls, group: str, reply: Node) -> Member:
-        return cls(
-            group,
-            str(reply["member_id"]),
-            int(reply["generation_id"]),
-            str(reply["leader"]),
-            list(reply["members"]),
-            reply,
-        )
-
-    def at(self, key: str) -> Evidence:
-        """The field ``key`` of the join this member was made from."""
-        return self.joined.at(key) if self.joined is not None else Evidence()
-
-
-def join_body(
-    group: str,
-    member_id: str = "",
-    *,
-    session_ms: int = 10_000,
-    protocol: str = "range",
-    protocol_type: str = PROTOCOL_TYPE,
-    metadata: bytes = b"\x00\x01",
-) -> dict[str, Any]:
-    return {
-        "group_id": group,
-        "session_timeout_ms": session_ms,
-        "rebalance_timeout_ms": session_ms,
-        "member_id": member_id,
-        "group_instance_id": None,
-        "protocol_type": protocol_type,
-        "protocols": [{"name": protocol, "metadata": metadata}],
-        "reason": None,
-    }
-
-
-def join_group(
-    ctx: CaseContext,
-    k: KafkaClient,
-    group: str,
-    *,
-    version: int | None = None,
-    requirement: str = "KAF-GROUP-2",
-    timeout: float | None = None,
-    **kw: Any,
-) -> Member:
-    """Join ``group`` (answering MEMBER_ID_REQUIRED by joining again with the given id)."""
-    v = version if version is not None else usable(ctx, "JoinGroup")
-    wait = timeout if timeout is not None else ctx.timeout + 5
-    reply = k.call(
-        "JoinGroup", v, join_body(group, **kw), requirement, f"JoinGroup v{v} {group}", timeout=wait
-    )
-    if reply["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
-        again = join_body(group, str(reply["member_id"]), **kw)
-        reply = k.call(
-            "JoinGroup", v, again, "KAF-GROUP-7", f"JoinGroup v{v} {group} again", timeout=wait
-        )
-    expect_code(reply, "error_code", "NONE", requirement, f"JoinGroup v{v} {group}")
-    return Member.of(group, reply)
-
-
-def sync_group(
-    ctx: CaseContext,
-    k: KafkaClient,
-    m: Member,
-    assignments: Mapping[str, bytes] | None = None,
-    *,
-    version: int | None = None,
-    requirement: str = "KAF-GROUP-3",
-    timeout: float | None = None,
-) -> Node:
-    v = version if version is not None else usable(ctx, "SyncGroup")
-    body = {
-        "group_id": m.group,
-        "generation_id": m.generation,
-        "member_id": m.member_id,
-        "group_instance_id": None,
-        "protocol_type": PROTOCOL_TYPE,
-        "protocol_name": "range",
-        "assignments": [
-            {"member_id": mid, "assignment": a} for mid, a in (assignments or {}).items()
-        ],
-    }
-    wait = timeout if timeout is not None else ctx.timeout + 5
-    return k.call("SyncGroup", v, body, requirement, f"SyncGroup v{v} {m.group}", timeout=wait)
-
-
-def settle(ctx: CaseContext, k: KafkaClient, group: str, **kw: Any) -> Member:
-    """A group of one member, joined and synced (the member assigns itself ``b"a"``)."""
-    m = join_group(ctx, k, group, **kw)
-    reply = sync_group(ctx, k, m, {m.member_id: b"a"})
-    expect_code(reply, "error_code", "NONE", "KAF-GROUP-3", f"SyncGroup {group}")
-    return m
-
-
-def heartbeat(
-    ctx: CaseContext,
-    k: KafkaClient,
-    m: Member,
-    *,
-    generation: int | None = None,
-    member_id: str | None = None,
-    version: int | None = None,
-    requirement: str = "KAF-GROUP-10",
-) -> Node:
-    """Heartbeat; its answer (judge its ``error_code``)."""
-    v = version if version is not None else usable(ctx, "Heartbeat")
-    body = {
-        "group_id": m.group,
-        "generation_id": m.generation if generation is None else generation,
-        "member_id": m.member_id if member_id is None else member_id,
-        "group_instance_id": None,
-    }
-    return k.call("Heartbeat", v, body, requirement, f"Heartbeat v{v} {m.group}")
-
-
-def leave_group(
-    ctx: CaseContext,
-    k: KafkaClient,
-    group: str,
-    member_id: str,
-    *,
-    version: int | None = None,
-    requirement: str = "KAF-GROUP-6",
-) -> Node:
-    v = version if version is not None else usable(ctx, "LeaveGroup")
-    body: dict[str, Any] = {"group_id": group}
-    if v >= 3:
-        body["members"] = [{"member_id": member_id, "group_instance_id": None, "reason": None}]
-    else:
-        body["member_id"] = member_id
-    return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")

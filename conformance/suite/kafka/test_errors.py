@@ -6,14 +6,8 @@ from collections.abc import Callable
 
 from conformance.evidence import Node
 from conformance.suite.case import case
-from conformance.suite.kafka.steps import (
-    batch,
-    create_topic,
-    fetch,
-    heartbeat,
-    produce_parts,
-    settle,
-)
+from conformance.suite.kafka.group_steps import heartbeat, settle
+from conformance.suite.kafka.steps import batch, create_topic, fetch, produce_parts
 from conformance.suite.kafka.verify import KafkaClient, expect_code
 from conformance.suite.target import CaseContext
 

@@ -1,0 +1,170 @@
+"""Group steps of the Kafka cases: join, sync, heartbeat, leave (KAF-GROUP-2/3).
+
+A :class:`Member` keeps the JoinGroup answer it was made from, so that a case's check on
+its generation, member id or leader names that answer's field; SyncGroup, Heartbeat and
+LeaveGroup hand back their answers as :class:`~conformance.evidence.Node` trees."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.evidence import Evidence, Node
+from conformance.protocols.kafka.errors import CODES
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    expect_code,
+    usable,
+)
+from conformance.suite.target import CaseContext
+
+# ------------------------------------------------------------------ groups
+
+
+PROTOCOL_TYPE = "consumer"
+
+
+@dataclass
+class Member:
+    group: str
+    member_id: str
+    generation: int
+    leader: str
+    members: list[dict[str, Any]]
+    joined: Node | None = None
+    """The JoinGroup answer the member was made from (the evidence of its fields)."""
+
+    @classmethod
+    def of(cls, group: str, reply: Node) -> Member:
+        return cls(
+            group,
+            str(reply["member_id"]),
+            int(reply["generation_id"]),
+            str(reply["leader"]),
+            list(reply["members"]),
+            reply,
+        )
+
+    def at(self, key: str) -> Evidence:
+        """The field ``key`` of the join this member was made from."""
+        return self.joined.at(key) if self.joined is not None else Evidence()
+
+
+def join_body(
+    group: str,
+    member_id: str = "",
+    *,
+    session_ms: int = 10_000,
+    protocol: str = "range",
+    protocol_type: str = PROTOCOL_TYPE,
+    metadata: bytes = b"\x00\x01",
+) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout_ms": session_ms,
+        "rebalance_timeout_ms": session_ms,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": protocol_type,
+        "protocols": [{"name": protocol, "metadata": metadata}],
+        "reason": None,
+    }
+
+
+def join_group(
+    ctx: CaseContext,
+    k: KafkaClient,
+    group: str,
+    *,
+    version: int | None = None,
+    requirement: str = "KAF-GROUP-2",
+    timeout: float | None = None,
+    **kw: Any,
+) -> Member:
+    """Join ``group`` (answering MEMBER_ID_REQUIRED by joining again with the given id)."""
+    v = version if version is not None else usable(ctx, "JoinGroup")
+    wait = timeout if timeout is not None else ctx.timeout + 5
+    reply = k.call(
+        "JoinGroup", v, join_body(group, **kw), requirement, f"JoinGroup v{v} {group}", timeout=wait
+    )
+    if reply["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
+        again = join_body(group, str(reply["member_id"]), **kw)
+        reply = k.call(
+            "JoinGroup", v, again, "KAF-GROUP-7", f"JoinGroup v{v} {group} again", timeout=wait
+        )
+    expect_code(reply, "error_code", "NONE", requirement, f"JoinGroup v{v} {group}")
+    return Member.of(group, reply)
+
+
+def sync_group(
+    ctx: CaseContext,
+    k: KafkaClient,
+    m: Member,
+    assignments: Mapping[str, bytes] | None = None,
+    *,
+    version: int | None = None,
+    requirement: str = "KAF-GROUP-3",
+    timeout: float | None = None,
+) -> Node:
+    v = version if version is not None else usable(ctx, "SyncGroup")
+    body = {
+        "group_id": m.group,
+        "generation_id": m.generation,
+        "member_id": m.member_id,
+        "group_instance_id": None,
+        "protocol_type": PROTOCOL_TYPE,
+        "protocol_name": "range",
+        "assignments": [
+            {"member_id": mid, "assignment": a} for mid, a in (assignments or {}).items()
+        ],
+    }
+    wait = timeout if timeout is not None else ctx.timeout + 5
+    return k.call("SyncGroup", v, body, requirement, f"SyncGroup v{v} {m.group}", timeout=wait)
+
+
+def settle(ctx: CaseContext, k: KafkaClient, group: str, **kw: Any) -> Member:
+    """A group of one member, joined and synced (the member assigns itself ``b"a"``)."""
+    m = join_group(ctx, k, group, **kw)
+    reply = sync_group(ctx, k, m, {m.member_id: b"a"})
+    expect_code(reply, "error_code", "NONE", "KAF-GROUP-3", f"SyncGroup {group}")
+    return m
+
+
+def heartbeat(
+    ctx: CaseContext,
+    k: KafkaClient,
+    m: Member,
+    *,
+    generation: int | None = None,
+    member_id: str | None = None,
+    version: int | None = None,
+    requirement: str = "KAF-GROUP-10",
+) -> Node:
+    """Heartbeat; its answer (judge its ``error_code``)."""
+    v = version if version is not None else usable(ctx, "Heartbeat")
+    body = {
+        "group_id": m.group,
+        "generation_id": m.generation if generation is None else generation,
+        "member_id": m.member_id if member_id is None else member_id,
+        "group_instance_id": None,
+    }
+    return k.call("Heartbeat", v, body, requirement, f"Heartbeat v{v} {m.group}")
+
+
+def leave_group(
+    ctx: CaseContext,
+    k: KafkaClient,
+    group: str,
+    member_id: str,
+    *,
+    version: int | None = None,
+    requirement: str = "KAF-GROUP-6",
+) -> Node:
+    v = version if version is not None else usable(ctx, "LeaveGroup")
+    body: dict[str, Any] = {"group_id": group}
+    if v >= 3:
+        body["members"] = [{"member_id": member_id, "group_instance_id": None, "reason": None}]
+    else:
+        body["member_id"] = member_id
+    return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")
