@@ -97,10 +97,14 @@ def load(path: str | Path, protocol: str, revision: str) -> Baseline:
 
 
 def write(path: str | Path, results: Mapping[str, Any]) -> dict[str, int]:
-    """Write the baseline of ``results`` (a run's results.json); the verdict counts."""
+    """Write the baseline of ``results`` (a run's results.json); the verdict counts.  A case
+    lost with the target is left out: it was not judged, and listing its ERROR as known
+    would hide a real one later."""
     cases: dict[str, Any] = {}
     counts = dict.fromkeys(VERDICTS, 0)
     for c in results.get("cases") or []:
+        if c.get("lost"):  # not judged: the target went away; a later run decides it
+            continue
         verdict = str(c["verdict"])
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict in ("FAIL", "ERROR", "WARN"):

@@ -9,7 +9,9 @@ Every byte sent and received, and every connect, close and timeout, is appended 
 :class:`WireLog` with a timestamp relative to the log's start: it is the evidence that
 each verdict carries.  A connection knows which entries it wrote: :meth:`Connection.exchange`
 is the evidence of the reply it returned last (its entry and the request sent before it),
-and a close or a deadline raised carries its event entry (``PeerClosed.evidence``).
+and every :class:`ClientError` it raises (a close, a reset, a deadline, bytes that do not
+frame) carries the evidence of its event (``exc.evidence``; a close or a deadline says so
+in ``Evidence.ending``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,13 @@ class ClientError(Exception):
     request sent last on the connection and the entry of the event (a close, a reset,
     the deadline passing, bytes that do not frame)."""
 
-    def __init__(self, message: str, evidence: Evidence | None = None) -> None:
+    def __init__(
+        self, message: str, evidence: Evidence | None = None, waited: float | None = None
+    ) -> None:
         super().__init__(message)
         self.evidence = evidence if evidence is not None else Evidence()
+        self.waited = waited
+        """How long the read waited, for a deadline that passed (seconds)."""
 
 
 class ConnectFailed(ClientError):
@@ -223,7 +229,11 @@ class Connection:
             left = deadline - time.monotonic()
             if left <= 0:
                 event = self.log.add(self.id, "event", summary="deadline passed with no reply")
-                raise ReplyTimeout("no reply before the deadline", self._ending(event, "timeout"))
+                raise ReplyTimeout(
+                    "no reply before the deadline",
+                    self._ending(event, "timeout"),
+                    self.timeout if timeout is None else timeout,
+                )
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(1 << 20)
@@ -295,9 +305,13 @@ def probe(
     deframer: Deframer,
     timeout: float,
     opening: Opening | None = None,
+    *,
+    lenient: bool = False,
 ) -> str | None:
     """None when ``request`` on a new connection (opened by ``opening`` first, if the
-    protocol has a session opener) gets a frame back in time, else why not."""
+    protocol has a session opener) gets a frame back in time, else why not.  With
+    ``lenient`` (is a target that answered before still there?) any answer counts: a
+    refused session or bytes that do not frame are the target talking."""
     log = WireLog()
     try:
         with Connection(host, port, deframer=deframer, log=log, timeout=timeout) as conn:
@@ -308,8 +322,10 @@ def probe(
         return str(exc)
     except ReplyTimeout:
         return f"no reply within {timeout:g}s"
-    except (PeerClosed, BadFraming) as exc:
+    except BadFraming as exc:
+        return None if lenient else str(exc)
+    except PeerClosed as exc:
         return str(exc)
     except SessionRefused as exc:
-        return f"the session was refused: {exc}"
+        return None if lenient else f"the session was refused: {exc}"
     return None

@@ -62,6 +62,14 @@ def test_cases_lost_with_the_target_are_not_judged_never_new_failures(tmp_path: 
     assert any(line.startswith("not judged: the target went away") for line in lines)
 
 
+def test_a_baseline_written_after_a_lost_target_leaves_the_lost_cases_out(tmp_path: Path) -> None:
+    results = _results(p_1="PASS", p_2="FAIL", p_3="ERROR")
+    results["cases"][2]["lost"] = True
+    counts = write(tmp_path / "b.yaml", results)
+    assert load(tmp_path / "b.yaml", "p", "doc").verdicts == {"p/1": "PASS", "p/2": "FAIL"}
+    assert counts["ERROR"] == 0
+
+
 def test_an_unlisted_case_must_not_fail_and_a_gone_one_is_stale(tmp_path: Path) -> None:
     write(tmp_path / "b.yaml", _results(p_1="PASS", p_9="FAIL"))
     b = load(tmp_path / "b.yaml", "p", "doc")

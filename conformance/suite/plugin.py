@@ -3,24 +3,11 @@
 Inert unless ``--conformance-protocol`` is given, so the project's own tests are not
 disturbed by it (it is loaded through the ``pytest11`` entry point).
 
-Verdicts, from how a case ends (see ``conformance.suite.case``):
-
-========================================  =============  ===============
-case ends with                            verdict        pytest outcome
-========================================  =============  ===============
-return                                    PASS           passed
-Violation of a MUST                       FAIL           failed
-Violation of a SHOULD                     WARN           passed (failed with --conformance-strict)
-Violation of a MAY (a convention)         UNSUPPORTED    skipped
-Unsupported                               UNSUPPORTED    skipped
-TargetUnresponsive or anything else       ERROR          failed
-========================================  =============  ===============
-
-A violation names its evidence (the frames it was decided on and the fields it judged);
-the record keeps it beside the wire log.  A violation decided on a close or a silence
-stands only if the target is still there: it is probed on a fresh connection first, and
-a target that went away makes the case (and every later one) an ERROR marked ``lost``,
-and the run's results say when the target was lost and after which case.
+Verdicts, from how a case ends, are :mod:`conformance.suite.verdicts`'s: a violation
+names its evidence (the frames it was decided on and the fields it judged), which the
+record keeps beside the wire log, and a close or a silence from a target that went away
+is an ERROR marked ``lost``, never a FAIL; the results say when the target was lost and
+after which case.
 
 Every case record carries its wire log: whole for a case that broke something, and
 compact for the others (each entry's time, direction, length and summary, no bytes)
@@ -47,14 +34,13 @@ import pytest
 from conformance import protocols
 from conformance.baseline import Baseline, BaselineError
 from conformance.baseline import load as load_baseline
-from conformance.client import HEX_KEEP, ClientError, WireLog
-from conformance.evidence import NO_EVIDENCE, Evidence
+from conformance.client import HEX_KEEP, WireLog
 from conformance.options import option_values, options_for
 from conformance.plugin import Plugin
 from conformance.spec import Requirement, requirements
 from conformance.suite import results
-from conformance.suite.case import Unsupported, Violation
-from conformance.suite.target import CaseContext, Target, TargetUnresponsive
+from conformance.suite.target import CaseContext, Target
+from conformance.suite.verdicts import Losses, compact, verdict_of
 from conformance.suite.wire_context import WireContext
 
 _SET_BY_RUN = "(set by `conformance run`; recorded in the results)"
@@ -154,9 +140,7 @@ class RunState:
         self.timeout: float = opt("conformance_timeout")
         self.wire_keep: int = opt("conformance_wire_keep")
         self.wire_full: bool = bool(opt("conformance_wire_full"))
-        self.last_ended: str | None = None
-        """The last case that ended before the target was found gone."""
-        self.lost: dict[str, Any] | None = None
+        self.losses = Losses()
         if self.wire_keep < 16:
             raise pytest.UsageError("--conformance-wire-keep must be at least 16 bytes")
         embedded = bool(opt("conformance_embedded"))
@@ -302,6 +286,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
     request.node.stash[_WIRE] = log
     state.target.ensure_reachable()
     ctx = CaseContext(state.target, log)
+    request.node.stash[_CTX] = ctx
     try:
         yield ctx
     finally:
@@ -309,43 +294,10 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
 
 
 _WIRE = pytest.StashKey[WireLog]()
+_CTX = pytest.StashKey[CaseContext]()
 
 
 # -------------------------------------------------------------------- verdicts
-
-
-def _verdict(
-    state: RunState, excinfo: pytest.ExceptionInfo[BaseException] | None
-) -> tuple[str, str | None, str, Evidence, bool]:
-    """Verdict, violated requirement, message, evidence, and whether the target was lost."""
-    if excinfo is None:
-        return "PASS", None, "", NO_EVIDENCE, False
-    exc = excinfo.value
-    if isinstance(exc, Violation):
-        gone = _gone(state) if exc.evidence.ending else None
-        if gone is not None:
-            return "ERROR", None, gone, exc.evidence, True
-        req = state.requirements.get(exc.requirement)
-        level = req.level if req else "MUST"
-        verdict = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}[level]
-        return verdict, exc.requirement, str(exc), exc.evidence, False
-    if isinstance(exc, Unsupported):
-        return "UNSUPPORTED", exc.requirement, exc.reason, exc.evidence, False
-    if isinstance(exc, pytest.skip.Exception):
-        return "UNSUPPORTED", None, str(exc), NO_EVIDENCE, False
-    if isinstance(exc, TargetUnresponsive):
-        return "ERROR", None, str(exc), NO_EVIDENCE, True
-    if isinstance(exc, ClientError):
-        gone = _gone(state)
-        if gone is not None:
-            return "ERROR", None, gone, exc.evidence, True
-        return "ERROR", None, f"{type(exc).__name__}: {exc}", exc.evidence, False
-    return "ERROR", None, f"{type(exc).__name__}: {exc}", NO_EVIDENCE, False
-
-
-def _gone(state: RunState) -> str | None:
-    """Why the target is gone (a probe on a fresh connection), or None."""
-    return state.target.gone() if state.target is not None else None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -364,7 +316,11 @@ def pytest_runtest_makereport(
 def _record(
     state: RunState, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
 ) -> None:
-    verdict, violated, message, evidence, lost = _verdict(state, call.excinfo)
+    ctx = item.stash.get(_CTX, None)
+    release = ctx.close if ctx is not None else (lambda: None)
+    verdict, violated, message, evidence, lost = verdict_of(
+        state.requirements, state.target, call.excinfo, release
+    )
     mark = item.get_closest_marker("conformance")
     assert mark is not None
     reqs = mark.kwargs["requirements"]
@@ -388,11 +344,11 @@ def _record(
     }
     if lost:
         record["lost"] = True
-        _note_loss(state, case_id, message)
+        state.losses.target_lost(case_id, message, state.target.lost_at if state.target else None)
     else:
-        state.last_ended = case_id
+        state.losses.case_ended(case_id)
     if verdict in ("PASS", "UNSUPPORTED") and not state.wire_full:
-        record["wire_log"] = [_compact(e) for e in record["wire_log"]]
+        record["wire_log"] = [compact(e) for e in record["wire_log"]]
         record["wire_compact"] = True
     expected = (
         not lost
@@ -423,22 +379,6 @@ def _record(
         report.outcome = "failed"
 
 
-def _compact(entry: dict[str, Any]) -> dict[str, Any]:
-    """A wire-log entry without its bytes: when, which connection, direction, length, summary."""
-    keep = ("t", "conn", "dir", "len", "summary")
-    out = {k: entry[k] for k in keep if k in entry}
-    out["hex"] = ""
-    return out
-
-
-def _note_loss(state: RunState, case_id: str, reason: str) -> None:
-    """The first case that found the target gone, and the last one that ended before."""
-    if state.lost is None:
-        target = state.target
-        at = target.lost_at if target is not None and target.lost_at is not None else time.time()
-        state.lost = {"case": case_id, "after": state.last_ended, "at": at, "reason": reason}
-
-
 def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
     levels = {state.requirements[r].level for r in reqs}
     return next(level for level in ("MUST", "SHOULD", "MAY") if level in levels)
@@ -456,19 +396,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = getattr(session.config, "workerinput", None)
     if worker is not None:
         part = path.with_name(f"{path.name}.part-{worker['workerid']}")
-        data = {"cases": state.cases, "dead": dead, "known": state.known, "lost": state.lost}
-        part.write_text(json.dumps(data))
+        data = {"cases": state.cases, "dead": dead, "known": state.known}
+        part.write_text(json.dumps(data | state.losses.part()))
         return
     cases = list(state.cases)
     known = list(state.known)
-    losses = [state.lost] if state.lost else []
+    losses = [state.losses.part()]
     for part in sorted(path.parent.glob(path.name + ".part-*")):
         data = json.loads(part.read_text())
         cases.extend(data["cases"])
         known.extend(data["known"])
         dead = dead or data["dead"]
-        losses += [data["lost"]] if data.get("lost") else []
+        losses.append(data)
         part.unlink()
-    lost = min(losses, key=lambda x: float(x["at"])) if losses else None
+    lost = Losses.merged(losses)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results.build(state, cases, known, dead, lost), indent=1))

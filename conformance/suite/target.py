@@ -9,8 +9,8 @@ FAIL: a target that went away makes the case an ERROR, never a FAIL.
 
 :class:`CaseContext` is what one case gets (the ``target`` fixture): connections that
 write into the case's wire log, unique names so cases never share topics or groups,
-and :meth:`CaseContext.silence`, which decides whether a missing reply is the target's
-fault (a violation) or the target being gone (an error).
+and :meth:`CaseContext.silence`, the violation of a reply that did not come (which
+stands only if :meth:`Target.gone` finds the target still there).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from conformance.client import Connection, WireLog, probe
 from conformance.evidence import Evidence
 from conformance.plugin import Plugin
 from conformance.suite.case import Violation
+
+RETRY_PAUSE_S = 0.5
+"""The pause before a target that failed a probe is probed a second time."""
 
 
 class TargetUnresponsive(Exception):
@@ -60,40 +63,44 @@ class Target:
     def protocol(self) -> str:
         return self.plugin.name
 
-    def check_alive(self, first: bool = False) -> None:
-        """Raise TargetUnresponsive if the target is known dead or fails a fresh probe."""
-        if self.dead is None:
-            timeout = self.timeout if first else self.probe_timeout
-            plugin = self.plugin
-            why = probe(
-                self.host,
-                self.port,
-                plugin.framing.frame(plugin.probe_request, "request"),
-                plugin.framing.deframer("reply"),
-                timeout,
-                plugin.open(self.options),
-            )
+    def gone(self) -> str | None:
+        """Why the target is gone, or None when it is still there: known, or found by a
+        probe on a fresh connection, tried twice (the second time with the run's whole
+        deadline) before the target is declared lost; any answer counts as there."""
+        if self.dead is not None:
+            return self.dead
+        for attempt, timeout in enumerate((self.probe_timeout, self.timeout)):
+            if attempt:
+                time.sleep(RETRY_PAUSE_S)
+            why = self._probe(timeout, lenient=True)
+            if why is None:
+                return None
+        self.dead = f"target {self.address} is unresponsive: {why}"
+        self.lost_at = time.time()
+        return self.dead
+
+    def _probe(self, timeout: float, *, lenient: bool = False) -> str | None:
+        plugin = self.plugin
+        return probe(
+            self.host,
+            self.port,
+            plugin.framing.frame(plugin.probe_request, "request"),
+            plugin.framing.deframer("reply"),
+            timeout,
+            plugin.open(self.options),
+            lenient=lenient,
+        )
+
+    def ensure_reachable(self) -> None:
+        """Probe once per run (with the run's deadline), before the first case talks to
+        the target; TargetUnresponsive when it is, or has since been found, gone."""
+        if not self.probed:
+            self.probed = True
+            why = self._probe(self.timeout)
             if why is not None:
                 self.dead = f"target {self.address} is unresponsive: {why}"
                 self.lost_at = time.time()
         if self.dead is not None:
-            raise TargetUnresponsive(self.dead)
-
-    def gone(self) -> str | None:
-        """Why the target is gone (known, or found by a probe on a fresh connection);
-        None when it still answers."""
-        try:
-            self.check_alive()
-        except TargetUnresponsive as exc:
-            return str(exc)
-        return None
-
-    def ensure_reachable(self) -> None:
-        """Probe once per run, before the first case talks to the target."""
-        if not self.probed:
-            self.probed = True
-            self.check_alive(first=True)
-        elif self.dead is not None:
             raise TargetUnresponsive(self.dead)
 
 
@@ -132,13 +139,16 @@ class CaseContext:
         """A topic or group name no other case (nor an earlier run) uses."""
         return f"{base}-{self._tag}"
 
-    def silence(self, requirement: str, what: str, evidence: Evidence) -> NoReturn:
-        """A reply did not come: a violation of ``requirement`` (decided on ``evidence``,
-        which ends in the deadline), which stands only if the target is still there (the
-        suite plugin probes it before the verdict)."""
+    def silence(
+        self, requirement: str, what: str, evidence: Evidence, waited: float | None = None
+    ) -> NoReturn:
+        """A reply did not come within ``waited`` seconds (default: the run's deadline): a
+        violation of ``requirement`` (decided on ``evidence``, which ends in the deadline),
+        which stands only if the target is still there (the suite plugin probes it first)."""
+        within = self.timeout if waited is None else waited
         raise Violation(
             requirement,
-            f"{what}: no reply within {self.timeout:g}s",
+            f"{what}: no reply within {within:g}s",
             Evidence(evidence.frames, ending="timeout"),
         )
 

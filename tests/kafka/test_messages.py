@@ -733,7 +733,7 @@ def test_a_response_is_annotated_as_the_answer_to_its_request(version: int) -> N
     assert spans["api_keys[0].max_version"].value == 16
     assert spans["header.correlation_id"].value == 7
     alone = codec.annotate_reply(reply, [other])  # no request with correlation id 7
-    assert [s.name for s in alone] == ["correlation_id"]
+    assert [s.name for s in alone] == ["header.correlation_id"]
     said = f"ApiVersions v{version} response #7 ({len(reply)} bytes)"
     assert codec.describe_reply(reply, [asked, other]) == said
     assert codec.describe_reply(reply, [other]) == f"response #7 ({len(reply)} bytes)"

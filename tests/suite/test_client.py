@@ -36,6 +36,18 @@ def test_probe_reports_silence_and_refusal() -> None:
     assert why is not None and "cannot connect" in why
 
 
+def test_a_lenient_probe_counts_any_answer_as_the_target_being_there() -> None:
+    """Is a target that answered before still there (before a close becomes a FAIL)? Bytes
+    that do not frame are the target talking: there for the lenient probe, not a working
+    target for the first one."""
+    with net.babbling_server(b"\xff\xff\xff\xffnot a frame") as (host, port):
+        strict = probe(host, port, codec.PROBE_REQUEST, codec.new_deframer(), 1.0)
+        lenient = probe(host, port, codec.PROBE_REQUEST, codec.new_deframer(), 1.0, lenient=True)
+    assert strict is not None and lenient is None
+    with net.silent_server() as (host, port):
+        assert probe(host, port, codec.PROBE_REQUEST, codec.new_deframer(), 0.2, lenient=True)
+
+
 def test_connect_to_a_closed_port_fails_clearly() -> None:
     port = net.closed_port()
     with pytest.raises(ConnectFailed, match=f"127.0.0.1:{port}"):

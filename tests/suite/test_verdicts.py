@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -10,9 +11,10 @@ from conformance.client import PeerClosed
 from conformance.evidence import Evidence
 from conformance.spec import requirements
 from conformance.suite.case import Unsupported, Violation, case
-from conformance.suite.plugin import _selected, _verdict
+from conformance.suite.plugin import _selected
 from conformance.suite.results import exit_code
 from conformance.suite.target import TargetUnresponsive
+from conformance.suite.verdicts import Losses, verdict_of
 
 STATE = SimpleNamespace(requirements=requirements("cursus"), target=None)
 
@@ -20,16 +22,16 @@ STATE = SimpleNamespace(requirements=requirements("cursus"), target=None)
 EV = Evidence.of(1, 2).on("status")
 
 
-def verdict_of(
-    exc: BaseException | None, state: object = STATE
+def ending(
+    exc: BaseException | None, state: Any = STATE, release: Any = lambda: None
 ) -> tuple[str, str | None, str, Evidence, bool]:
     if exc is None:
-        return _verdict(state, None)  # type: ignore[arg-type]
+        return verdict_of(state.requirements, state.target, None)
     try:
         raise exc
     except BaseException:
         info = pytest.ExceptionInfo.from_current()
-    return _verdict(state, info)  # type: ignore[arg-type]
+    return verdict_of(state.requirements, state.target, info, release)
 
 
 @pytest.mark.parametrize(
@@ -48,12 +50,12 @@ def verdict_of(
 def test_case_endings_map_to_graded_verdicts(
     exc: BaseException | None, verdict: str, violated: str | None
 ) -> None:
-    got, req, _, _, _ = verdict_of(exc)
+    got, req, _, _, _ = ending(exc)
     assert (got, req) == (verdict, violated)
 
 
 def test_a_violation_keeps_the_evidence_it_names() -> None:
-    _, _, _, evidence, lost = verdict_of(Violation("CUR-FRAME-3", "x", EV))
+    _, _, _, evidence, lost = ending(Violation("CUR-FRAME-3", "x", EV))
     assert evidence.as_list() == [{"entry": 1, "fields": []}, {"entry": 2, "fields": ["status"]}]
     assert not lost
 
@@ -69,14 +71,14 @@ class _Target:
         return self.why
 
 
-@pytest.mark.parametrize("ending", ["close", "timeout"])
-def test_a_close_or_silence_from_a_target_that_went_away_is_an_error(ending: str) -> None:
+@pytest.mark.parametrize("how", ["close", "timeout"])
+def test_a_close_or_silence_from_a_target_that_went_away_is_an_error(how: str) -> None:
     target = _Target("target 127.0.0.1:1 is unresponsive: connection refused")
     state = SimpleNamespace(requirements=STATE.requirements, target=target)
     closed = Violation(
-        "CUR-FRAME-3", "closed the connection instead", Evidence.of(1, 2, ending=ending)
+        "CUR-FRAME-3", "closed the connection instead", Evidence.of(1, 2, ending=how)
     )
-    verdict, req, message, _, lost = verdict_of(closed, state)
+    verdict, req, message, _, lost = ending(closed, state)
     assert (verdict, req, lost, target.probes) == ("ERROR", None, True, 1)
     assert "unresponsive" in message
 
@@ -85,14 +87,37 @@ def test_a_close_from_a_target_still_there_stays_a_fail() -> None:
     target = _Target(None)
     state = SimpleNamespace(requirements=STATE.requirements, target=target)
     closed = Violation("CUR-FRAME-3", "closed", Evidence.of(1, 2, ending="close"))
-    verdict, req, _, _, lost = verdict_of(closed, state)
+    verdict, req, _, _, lost = ending(closed, state)
     assert (verdict, req, lost, target.probes) == ("FAIL", "CUR-FRAME-3", False, 1)
+
+
+def test_the_case_s_connections_are_closed_before_the_probe() -> None:
+    order: list[str] = []
+
+    class Target(_Target):
+        def gone(self) -> str | None:
+            order.append("probe")
+            return None
+
+    state = SimpleNamespace(requirements=STATE.requirements, target=Target(None))
+    closed = Violation("CUR-FRAME-3", "closed", Evidence.of(1, 2, ending="close"))
+    ending(closed, state, release=lambda: order.append("release"))
+    assert order == ["release", "probe"]
+
+
+def test_a_loss_is_after_the_last_case_any_worker_ended_before_it() -> None:
+    gw0 = {"ended": {"a/1": 10.0, "a/3": 30.0}, "lost": {"case": "a/4", "at": 31.0, "reason": "r"}}
+    gw1 = {"ended": {"a/2": 20.0, "a/5": 30.5, "a/6": 40.0}, "lost": None}
+    late = {"ended": {}, "lost": {"case": "a/7", "at": 45.0, "reason": "r"}}
+    merged = Losses.merged([gw0, gw1, late])
+    assert merged == {"case": "a/4", "at": 31.0, "reason": "r", "after": "a/5"}
+    assert Losses.merged([gw1]) is None
 
 
 def test_a_verdict_on_a_reply_does_not_probe() -> None:
     target = _Target("gone")
     state = SimpleNamespace(requirements=STATE.requirements, target=target)
-    verdict, _, _, _, _ = verdict_of(Violation("CUR-FRAME-3", "x", EV), state)
+    verdict, _, _, _, _ = ending(Violation("CUR-FRAME-3", "x", EV), state)
     assert (verdict, target.probes) == ("FAIL", 0)
 
 

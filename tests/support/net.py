@@ -110,3 +110,34 @@ def closed_port() -> int:
     port: int = s.getsockname()[1]
     s.close()
     return port
+
+
+@contextlib.contextmanager
+def babbling_server(reply: bytes) -> Iterator[tuple[str, int]]:
+    """Answers whatever a connection sends first with ``reply`` (any bytes), then reads on."""
+    lsock, stop = _listener(), threading.Event()
+
+    def serve() -> None:
+        lsock.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                c, _ = lsock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with c:
+                c.settimeout(2)
+                with contextlib.suppress(OSError):
+                    if c.recv(1 << 16):
+                        c.sendall(reply)
+                        c.recv(1 << 16)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        yield lsock.getsockname()[:2]
+    finally:
+        stop.set()
+        t.join(5)
+        lsock.close()

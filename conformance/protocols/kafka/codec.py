@@ -216,10 +216,11 @@ def describe(direction: str, payload: bytes) -> str:
 
 def annotate(payload: bytes, direction: str) -> list[FieldSpan]:
     """The fields of a request (header and body, when its API and version are known) or
-    of a response's correlation id."""
+    of a response's correlation id (named ``header.correlation_id`` as in a response
+    whose request is known, so that a check on it names the same field either way)."""
     if direction == "reply":
         corr = correlation_of(payload)
-        return [] if corr is None else [FieldSpan("correlation_id", 0, 4, corr)]
+        return [] if corr is None else [FieldSpan("header.correlation_id", 0, 4, corr)]
     try:
         key, version, _ = peek(payload)
     except KafkaError:

@@ -8,8 +8,9 @@ Versions: the highest both the target and the revision speak, unless a case pass
 own.
 
 Evidence.  A step hands back the answers as :class:`~conformance.evidence.Node` trees
-(a Produce's partition, a Fetch's partition inside :class:`Fetched`), so that a case's own check names the field it judges; a topic or
-partition an answer lacks is named as missing, with the array that lacks it.
+(a Produce's partition, a Fetch's partition inside :class:`Fetched`), so that a case's
+own check names the field it judges; a topic or partition an answer lacks is named as
+missing, with the array that lacks it.
 """
 
 from __future__ import annotations

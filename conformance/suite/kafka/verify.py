@@ -176,7 +176,7 @@ class KafkaClient:
         try:
             return self.conn.recv_frame(timeout)
         except ReplyTimeout as exc:
-            self.ctx.silence(requirement, what, exc.evidence)
+            self.ctx.silence(requirement, what, exc.evidence, exc.waited)
         except PeerClosed as exc:
             raise Violation(
                 requirement, f"{what}: the target closed the connection instead", exc.evidence
@@ -252,7 +252,10 @@ class KafkaClient:
             return Evidence(exc.evidence.frames)
         except ReplyTimeout as exc:
             self.ctx.silence(
-                requirement, f"{what}: expected the connection to be closed", exc.evidence
+                requirement,
+                f"{what}: expected the connection to be closed",
+                exc.evidence,
+                exc.waited,
             )
         raise Violation(
             requirement,
