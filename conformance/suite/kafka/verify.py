@@ -200,7 +200,29 @@ class KafkaClient:
         timeout: float | None = None,
     ) -> Node:
         """The decoded answer to request ``corr``, as a tree that names its evidence."""
-        payload = self.payload(requirement, what, timeout)
+        return self._read(
+            api, version, corr, requirement, what, self.payload(requirement, what, timeout)
+        )
+
+    def answer_within(
+        self, api: str, version: int, corr: int, requirement: str, what: str, wait: float
+    ) -> Node | None:
+        """The answer to ``corr`` if one comes within ``wait`` seconds, else None (not a
+        violation: for an answer that may rightly wait, such as a join a rebalance holds);
+        an answer that comes later is read by the next :meth:`answer`."""
+        try:
+            payload = self.conn.recv_frame(wait)
+        except ReplyTimeout:
+            return None
+        except PeerClosed as exc:
+            raise Violation(
+                requirement, f"{what}: the target closed the connection instead", exc.evidence
+            ) from None
+        return self._read(api, version, corr, requirement, what, payload)
+
+    def _read(
+        self, api: str, version: int, corr: int, requirement: str, what: str, payload: bytes
+    ) -> Node:
         evidence = self.exchange(corr)
         got = codec.correlation_of(payload)
         require(
