@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from conformance.protocols.kafka.quirks import QUIRKS
+from conformance.report import wire
 from tests.support.cli import conformance
 
 PINNED_QUIRKS = (
@@ -170,9 +171,13 @@ def test_a_missing_partition_is_named_as_missing(
 # ------------------------------------------------------------------ every verdict
 
 
-def named(field: str, names: list[str]) -> bool:
-    """``field`` is one of ``names``, or a struct or array whose fields are among them."""
-    return any(n == field or n.startswith((f"{field}.", f"{field}[", f"{field} ")) for n in names)
+def named(field: str, entry: dict[str, Any]) -> bool:
+    """``field`` stands for at least one field ``entry`` has, by the reports' own rule
+    (:func:`conformance.report.wire.resolved`: the field itself, an array's count, the
+    fields under a struct), so a report highlights something for it."""
+    fields = wire.entry(entry).fields
+    listed = {f.name for f in fields}
+    return any(n in listed for n in wire.resolved((field,), fields))
 
 
 def evidence_problems(case: Case) -> list[str]:
@@ -184,11 +189,10 @@ def evidence_problems(case: Case) -> list[str]:
             problems.append(f"entry {j['entry']} is not in the log")
             continue
         entry = log[j["entry"]]
-        names = [f[0] for f in entry.get("fields", [])]
         problems += [
             f"{f} is not a field of {entry['summary']!r}"
             for f in j["fields"]
-            if not named(f, names)
+            if not named(f, entry)
         ]
     if problems:
         return problems
@@ -216,18 +220,30 @@ def test_every_failure_of_a_quirky_run_names_evidence_that_exists(tmp_path: Path
 
 def test_the_evidence_check_catches_what_it_is_for() -> None:
     log = [
-        {"dir": "send", "conn": 1, "summary": "req", "fields": [["header.correlation_id"]]},
-        {"dir": "recv", "conn": 1, "summary": "rep", "fields": [["responses count"]]},
+        {"dir": "send", "conn": 1, "summary": "req", "hex": "0000002a"},
+        {"dir": "recv", "conn": 1, "summary": "rep", "hex": "0000002a00000000"},
+    ]
+    log[0]["fields"] = [["header.correlation_id", 0, 4, 42]]
+    log[1]["fields"] = [
+        ["header.correlation_id", 0, 4, 42],
+        ["responses count", 4, 8, 0],
+        ["value length", 8, 8, 0],
     ]
     good = {
         "wire_log": log,
         "evidence": [{"entry": 0, "fields": []}, {"entry": 1, "fields": ["responses"]}],
     }
     assert evidence_problems(good) == []
+    struct = [{"entry": 0, "fields": ["header"]}, {"entry": 1, "fields": ["header.correlation_id"]}]
+    assert evidence_problems({"wire_log": log, "evidence": struct}) == []
     for evidence in (
         [],  # names nothing
         [{"entry": 0, "fields": []}, {"entry": 1, "fields": []}],  # highlights nothing
         [{"entry": 0, "fields": []}, {"entry": 1, "fields": ["timestamp"]}],  # no such field
+        # names the reports do not resolve: "value" is not its "value length", nor a
+        # name the start of a field's
+        [{"entry": 0, "fields": []}, {"entry": 1, "fields": ["value"]}],
+        [{"entry": 0, "fields": []}, {"entry": 1, "fields": ["respon"]}],
         [{"entry": 1, "fields": ["responses"]}],  # no request
         [{"entry": 0, "fields": []}, {"entry": 7, "fields": []}],  # no such entry
     ):

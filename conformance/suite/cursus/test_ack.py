@@ -17,6 +17,7 @@ from conformance.suite.cursus.verify import (
     reply_payload,
     shown,
 )
+from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
@@ -115,13 +116,14 @@ def test_last_offset_is_the_highest_offset_assigned(target: CaseContext) -> None
         require(
             at.reply,
             "CUR-ACK-4",
-            "CONSUME at offset 4 returned no message, expected the last one produced (b'e')",
+            "CONSUME at offset 4 returned no message, expected the last one produced ('e')",
             at.at("message_count"),
         )
         require(
             at.reply[0].payload == b"e",
             "CUR-ACK-4",
-            f"offset 4 holds {at.reply[0].payload[:40]!r}, expected the last message (b'e')",
+            f"offset 4 holds payload {show(at.reply[0].payload, 40)}, expected the last message"
+            " ('e')",
             at.at("message[0].payload"),
         )
 
@@ -139,7 +141,7 @@ def test_producer_id_is_echoed(target: CaseContext) -> None:
         require(
             ack.reply.producer_id == "producer-42",
             "CUR-ACK-5",
-            f"producer_id {ack.reply.producer_id!r}, expected 'producer-42'",
+            f"producer_id {show(ack.reply.producer_id)}, expected 'producer-42'",
             ack.at("producer_id", asked=("message[0].producer_id",)),
         )
 
@@ -178,7 +180,7 @@ def test_error_is_empty_on_ok_and_set_otherwise(target: CaseContext) -> None:
         require(
             ok.reply.error == "",
             "CUR-ACK-7",
-            f"an OK ack has error {ok.reply.error!r}, expected ''",
+            f"an OK ack has error {show(ok.reply.error)}, expected ''",
             ok.at("status", "error"),
         )
         bad = expect_ack(target, conn, batch(topic, messages(b"a"), partition=9), "partition 9")
@@ -222,6 +224,6 @@ def test_leader_is_a_host_and_port(target: CaseContext) -> None:
         require(
             re.fullmatch(r"\S+:\d{1,5}", ack.reply.leader),
             "CUR-ACK-9",
-            f"leader {ack.reply.leader!r}, expected HOST:PORT",
+            f"leader {show(ack.reply.leader)}, expected HOST:PORT",
             ack.at("leader"),
         )

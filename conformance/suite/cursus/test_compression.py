@@ -22,6 +22,7 @@ from conformance.suite.cursus.verify import (
     send,
     shown,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 
@@ -52,7 +53,7 @@ def test_a_gzip_batch_is_inflated_and_stored(target: CaseContext) -> None:
         require(
             got.payloads() == [b"compressed-1", b"compressed-2"],
             "CUR-COMP-1",
-            f"stored {got.payloads()}, expected [b'compressed-1', b'compressed-2']",
+            f"stored payloads {show_all(got.payloads())}, expected 'compressed-1', 'compressed-2'",
             got.at("payload"),
         )
 

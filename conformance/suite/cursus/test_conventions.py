@@ -21,6 +21,7 @@ from conformance.suite.cursus.verify import (
     request,
     shown,
 )
+from conformance.suite.shown import show, show_all
 from conformance.suite.target import CaseContext
 
 
@@ -82,7 +83,7 @@ def test_consume_answers_a_batch_with_stored_offsets(target: CaseContext) -> Non
         require(
             offsets == [0, 1],
             "CUR-CONV-3",
-            f"offsets {offsets}, expected [0, 1]",
+            f"offsets {show_all(offsets)}, expected 0, 1",
             r.at(*(f"message[{i}].offset" for i in range(len(offsets))), "message_count"),
         )
 
@@ -151,7 +152,7 @@ def test_producer_id_and_epoch_come_from_the_first_message(target: CaseContext) 
         require(
             (ack.reply.producer_id, ack.reply.producer_epoch) == ("first-producer", 5),
             "CUR-CONV-8",
-            f"ack names producer_id {ack.reply.producer_id!r} producer_epoch"
+            f"ack names producer_id {show(ack.reply.producer_id)} producer_epoch"
             f" {ack.reply.producer_epoch}, expected 'first-producer' 5 (the first message's)",
             ack.at(
                 "producer_id",
@@ -183,7 +184,7 @@ def test_create_of_an_existing_topic_is_refused_and_changes_nothing(target: Case
         require(
             payloads == [b"kept"],
             "CUR-CONV-12",
-            f"after CREATE again, partition 0 holds {payloads}, expected [b'kept']",
+            f"after CREATE again, partition 0 holds payloads {show_all(payloads)}, expected 'kept'",
             kept.at(*(f"message[{i}].payload" for i in range(len(payloads))), "message_count"),
         )
         second = Command("CONSUME", (topic, 1, 0))

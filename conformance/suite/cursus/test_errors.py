@@ -17,6 +17,7 @@ from conformance.suite.cursus.verify import (
     messages,
     shown,
 )
+from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
@@ -130,7 +131,7 @@ def test_an_error_description_begins_with_a_code(target: CaseContext) -> None:
     require(
         re.match(r"[A-Z][A-Z0-9_]+(\s|$)", r.reply.text),
         "CUR-CONV-9",
-        f"description {r.reply.text!r}, expected an upper-case code word first",
+        f"description {show(r.reply.text)}, expected an upper-case code word first",
         r.at("word1") if r.reply.text else r.at("word0"),
     )
 

@@ -15,6 +15,7 @@ from conformance.suite.cursus.verify import (
     send,
     shown,
 )
+from conformance.suite.shown import joined, show, show_all
 from conformance.suite.target import CaseContext
 
 
@@ -35,7 +36,7 @@ def test_join_registers_each_consumer_as_a_member(target: CaseContext) -> None:
         require(
             a.reply.id != b.reply.id,
             "CUR-CONV-4",
-            f"two joins got the same member id {a.reply.id!r}, expected one each",
+            f"two joins got the same member id {show(a.reply.id)}, expected one each",
             a.at("member") + b.at("member"),
         )
         gen_a, gen = a.reply.generation, b.reply.generation
@@ -53,7 +54,7 @@ def test_join_registers_each_consumer_as_a_member(target: CaseContext) -> None:
         require(
             both == [0],
             "CUR-GROUP-1",
-            f"the two members were assigned {both}, expected partition 0 once",
+            f"the two members were assigned partitions {show_all(both)}, expected 0 once",
             syncs[0].at("assignment") + syncs[1].at("assignment"),
         )
 
@@ -76,7 +77,8 @@ def test_assignments_cover_every_partition_exactly_once(target: CaseContext) -> 
         require(
             parts == [0, 1, 2, 3, 4],
             "CUR-GROUP-2",
-            f"4 members of a 5-partition topic were assigned {parts}, expected [0, 1, 2, 3, 4]",
+            f"4 members of a 5-partition topic were assigned partitions {show_all(parts)}, "
+            "expected 0, 1, 2, 3, 4",
             evidence_of(*syncs, field="assignment"),
         )
 
@@ -219,6 +221,7 @@ def test_a_member_without_partitions_gets_an_empty_assignment(target: CaseContex
         require(
             got == [[], [0]],
             "CUR-CONV-5",
-            f"assignments {got}, expected [] and [0]",
+            f"assignments {joined((show_all(a, empty='empty') for a in got), sep='; ')}, "
+            "expected empty; 0",
             evidence_of(*syncs, field="assignment"),
         )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from conformance.client import Connection, ReplyTimeout
 from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError
@@ -16,6 +19,7 @@ from conformance.suite.cursus.verify import (
     send,
     shown,
 )
+from conformance.suite.shown import joined, show_all, show_fields
 from conformance.suite.target import CaseContext
 
 QUIET_S = 0.5
@@ -74,8 +78,8 @@ def test_stream_pushes_stored_messages_from_the_offset(target: CaseContext) -> N
         require(
             [(m.offset, m.payload) for m in got.messages[:2]] == [(1, b"m1"), (2, b"m2")],
             "CUR-STREAM-1",
-            f"pushed {[(m.offset, m.payload) for m in got.messages]},"
-            " expected [(1, b'm1'), (2, b'm2')] first",
+            f"pushed {_pushed(got.messages)}; expected offset 1 payload 'm1'; offset 2 payload"
+            " 'm2' first",
             got.at("offset") + got.at("payload"),
         )
 
@@ -97,14 +101,14 @@ def test_stream_pushes_new_messages_in_order(target: CaseContext) -> None:
         require(
             [m.offset for m in got.messages] == list(range(6)),
             "CUR-STREAM-2",
-            f"pushed offsets {[m.offset for m in got.messages]}, expected [0, 1, 2, 3, 4, 5]",
+            f"pushed offsets {show_all(m.offset for m in got.messages)}, expected 0, 1, 2, 3, 4, 5",
             got.at("offset"),
         )
         want = [f"live{i}".encode() for i in range(6)]
         require(
             got.payloads() == want,
             "CUR-STREAM-2",
-            f"pushed {got.payloads()}, expected {want}",
+            f"pushed payloads {show_all(got.payloads())}, expected {show_all(want)}",
             got.at("payload"),
         )
 
@@ -128,7 +132,7 @@ def test_a_stream_keeps_pushing_after_a_quiet_spell(target: CaseContext) -> None
         require(
             got == [b"first", b"second"],
             "CUR-STREAM-2",
-            f"pushed {got}, expected [b'first', b'second']",
+            f"pushed payloads {show_all(got)}, expected 'first', 'second'",
             first.at("payload") + second.at("payload"),
         )
 
@@ -170,7 +174,16 @@ def test_stream_past_the_end_waits_for_that_offset(target: CaseContext) -> None:
         require(
             [(m.offset, m.payload) for m in got.messages[:2]] == [(3, b"m3"), (4, b"m4")],
             "CUR-CONV-10",
-            f"pushed {[(m.offset, m.payload) for m in got.messages]},"
-            " expected [(3, b'm3'), (4, b'm4')] first",
+            f"pushed {_pushed(got.messages)}; expected offset 3 payload 'm3'; offset 4 payload"
+            " 'm4' first",
             got.at("offset") + got.at("payload"),
         )
+
+
+def _pushed(msgs: Iterable[Any]) -> str:
+    """Pushed messages by offset and payload: ``offset 1 payload 'm1'; ...``."""
+    return joined(
+        (show_fields(offset=m.offset, payload=m.payload) for m in msgs),
+        sep="; ",
+        empty="no message",
+    )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from conformance.protocols.cursus.messages import Command, ErrorReply
 from conformance.suite.case import case, require
 from conformance.suite.cursus.group_steps import fetch_offset, join
@@ -21,6 +24,7 @@ from conformance.suite.cursus.verify import (
     send,
     shown,
 )
+from conformance.suite.shown import joined, show_all, show_fields
 from conformance.suite.target import CaseContext
 
 
@@ -152,7 +156,7 @@ def test_consume_starts_at_the_offset_asked_for(target: CaseContext) -> None:
         require(
             payloads == want,
             "CUR-TEXT-5",
-            f"payloads from offset 2: {payloads}, expected {want}",
+            f"payloads from offset 2: {show_all(payloads)}, expected {show_all(want)}",
             got.at(*(f"message[{i}].payload" for i in range(len(payloads)))),
         )
 
@@ -173,8 +177,7 @@ def test_consume_returns_keys_and_payloads_unchanged(target: CaseContext) -> Non
         require(
             [(m.key, m.payload) for m in got.messages] == [(m.key, m.payload) for m in msgs],
             "CUR-TEXT-5",
-            f"read back {[(m.key, m.payload[:20]) for m in got.messages]}, expected"
-            f" {[(m.key, m.payload[:20]) for m in msgs]} (payloads cut at 20 bytes)",
+            f"read back {_keyed(got.messages)}; expected {_keyed(msgs)}",
             got.at("key") + got.at("payload"),
         )
 
@@ -241,7 +244,8 @@ def test_list_names_every_topic(target: CaseContext) -> None:
         require(
             not missing,
             "CUR-TEXT-7",
-            f"LIST answered {shown(listing)}: {missing} missing, expected all of {topics}",
+            f"LIST answered {shown(listing)}: {show_all(missing)} missing, expected all of "
+            f"{show_all(topics)}",
             listing.at("reply"),
         )
 
@@ -339,3 +343,10 @@ def test_joining_a_group_on_an_unknown_topic_is_an_error(target: CaseContext) ->
     with target.connect() as conn:
         cmd = Command("JOIN_GROUP", (target.name("nosuch"), target.name("g"), "c1"))
         expect_error(target, conn, cmd, "CUR-TEXT-11", "JOIN_GROUP on an unknown topic")
+
+
+def _keyed(msgs: Iterable[Any]) -> str:
+    """Messages by key and payload, long payloads cut at 20 bytes."""
+    return joined(
+        (show_fields(20, key=m.key, payload=m.payload) for m in msgs), sep="; ", empty="no message"
+    )

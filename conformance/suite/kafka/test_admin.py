@@ -8,6 +8,7 @@ from conformance.evidence import Node
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, metadata, produce_parts
 from conformance.suite.kafka.verify import KafkaClient, expect_code, find, first, missing, usable
+from conformance.suite.shown import joined, show, show_all, show_fields
 from conformance.suite.target import CaseContext
 
 
@@ -26,7 +27,7 @@ def _create(
         "timeout_ms": 5000,
         "validate_only": validate_only,
     }
-    what = f"CreateTopics v{v} {name!r}"
+    what = f"CreateTopics v{v} {show(name, 40)}"
     reply = k.call("CreateTopics", v, body, requirement, what)
     return first(reply["topics"], "topics[0]", requirement, what)
 
@@ -91,8 +92,7 @@ def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> N
     require(
         nodes and not bad,
         "KAF-ADMIN-2",
-        f"brokers {[(b['node_id'], b['host'], b['port']) for b in brokers]}, expected at least "
-        "one, each with a host and a port > 0",
+        f"brokers: {_brokers(brokers)}; expected at least one, each with a host and a port > 0",
         brokers.at() if not bad else brokers.at() + bad[0].at("host") + bad[0].at("port"),
     )
     topic = find(reply["topics"], "name", name, f"topic {name}", "KAF-ADMIN-2", f"Metadata v{v}")
@@ -100,7 +100,8 @@ def test_metadata_lists_brokers_and_leaders_among_them(target: CaseContext) -> N
     require(
         leaders and set(leaders) <= nodes,
         "KAF-ADMIN-2",
-        f"partition leaders {leaders}, expected some, each among the brokers {sorted(nodes)}",
+        f"partition leaders {show_all(leaders)}, expected some, each among the brokers "
+        f"{show_all(sorted(nodes))}",
         topic["partitions"].at() + brokers.at(),
     )
 
@@ -209,7 +210,7 @@ def test_illegal_topic_names_are_refused(target: CaseContext) -> None:
                 "error_code",
                 "INVALID_TOPIC_EXCEPTION",
                 "KAF-ADMIN-5",
-                f"topic name {name[:20]!r}",
+                f"topic name {show(name, 20)}",
             )
 
 
@@ -234,7 +235,15 @@ def test_metadata_null_lists_all_topics_and_empty_lists_none(target: CaseContext
         not none,
         "KAF-ADMIN-6",
         f"Metadata v{v} with no topics listed {len(none)} topic(s) "
-        f"({', '.join(repr(t) for t in sorted(none)[:5])}{', ...' if len(none) > 5 else ''}), "
+        f"({show_all(sorted(none), most=5)}), "
         "expected none",
         none.array.at(),
+    )
+
+
+def _brokers(brokers: list[Any]) -> str:
+    """Metadata's brokers by their fields: ``node_id 1 host 'localhost' port 9092, ...``."""
+    return joined(
+        (show_fields(node_id=b["node_id"], host=b["host"], port=b["port"]) for b in brokers),
+        sep="; ",
     )

@@ -26,6 +26,7 @@ from conformance.suite.kafka.verify import (
     need,
     usable,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 
@@ -161,20 +162,21 @@ def test_records_come_from_the_offset_asked(target: CaseContext, version: int) -
     require(
         offsets and offsets[0] <= 3 and 3 in offsets,
         "KAF-FETCH-5",
-        f"Fetch v{version} at 3 returned offsets {offsets}, expected the first at 3 or before"
-        " and 3 among them",
+        f"Fetch v{version} at 3 returned offsets {show_all(offsets)}, expected the first at 3 "
+        "or before and 3 among them",
         _offsets_at(fetched),
     )
     require(
         offsets == sorted(set(offsets)),
         "KAF-FETCH-5",
-        f"offsets {offsets}, expected increasing",
+        f"offsets {show_all(offsets)}, expected increasing",
         _offsets_at(fetched),
     )
     require(
         [x.record.value for x in found if x.offset >= 3] == [b"3", b"4", b"5"],
         "KAF-FETCH-5",
-        f"records from 3: {[x.record.value for x in found if x.offset >= 3]}, expected 3, 4, 5",
+        f"values from offset 3: {show_all(x.record.value for x in found if x.offset >= 3)}, "
+        "expected '3', '4', '5'",
         fetched.records_at(*(f"{x.name}.value" for x in found if x.offset >= 3)),
     )
 
@@ -206,7 +208,7 @@ def test_a_fetch_with_max_wait_0_answers_what_is_there(target: CaseContext) -> N
     require(
         [v for _, v in got] == [b"here"],
         "KAF-FETCH-5",
-        f"max_wait 0 returned values {[v for _, v in got]}, expected [b'here']",
+        f"max_wait 0 returned values {show_all(v for _, v in got)}, expected 'here'",
         fetched.values_at("KAF-FETCH-5"),
     )
 

@@ -10,6 +10,7 @@ from conformance.evidence import combined
 from conformance.protocols.kafka import codec
 from conformance.suite.case import case, require
 from conformance.suite.kafka.verify import KafkaClient
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 API_VERSIONS_V0 = codec.encode_request(18, 0, {}, correlation_id=42)
@@ -91,7 +92,7 @@ def test_pipelined_requests_are_answered_in_order(target: CaseContext) -> None:
     require(
         got == [7, 8, 9],
         "KAF-FRAME-2",
-        f"answers to {got}, expected [7, 8, 9] in order",
+        f"answers to correlation ids {show_all(got)}, expected 7, 8, 9 in that order",
         combined(e for e, c, want in zip(seen, got, (7, 8, 9), strict=True) if c != want),
     )
 

@@ -28,6 +28,7 @@ from conformance.suite.kafka.verify import (
     need,
     usable,
 )
+from conformance.suite.shown import show, show_all
 from conformance.suite.target import CaseContext
 
 REBALANCE = "REBALANCE_IN_PROGRESS"
@@ -82,7 +83,8 @@ def test_find_coordinator_names_a_broker_that_serves_the_group(target: CaseConte
         require(
             entry["host"] and entry["port"] > 0 and entry["node_id"] >= 0,
             "KAF-GROUP-1",
-            f"coordinator {entry['node_id']} at {entry['host']!r}:{entry['port']}, expected a "
+            f"coordinator node_id {entry['node_id']} host {show(entry['host'])} port "
+            f"{entry['port']}, expected a "
             "node id >= 0, a host and a port > 0",
             entry.at("node_id") + entry.at("host") + entry.at("port"),
         )
@@ -118,7 +120,8 @@ def test_members_of_one_rebalance_share_generation_and_leader(target: CaseContex
     require(
         ids == sorted([ma.member_id, mb.member_id]),
         "KAF-GROUP-2",
-        f"the leader got members {ids}, expected both ({sorted([ma.member_id, mb.member_id])})",
+        f"the leader got members {show_all(ids)}, expected both "
+        f"({show_all(sorted([ma.member_id, mb.member_id]))})",
         leader.at("members"),
     )
     require(

@@ -25,6 +25,7 @@ from conformance.suite.kafka.verify import (
     need,
     usable,
 )
+from conformance.suite.shown import show, show_all
 from conformance.suite.target import CaseContext
 
 REBALANCE = "REBALANCE_IN_PROGRESS"
@@ -151,23 +152,23 @@ def test_describe_and_list_groups_report_a_settled_group(target: CaseContext) ->
     require(
         tuple(mine[f] for f in fields) == wanted,
         "KAF-GROUP-12",
-        f"{described}: state {mine['group_state']!r}, type {mine['protocol_type']!r}, "
-        f"protocol {mine['protocol_data']!r}; expected Stable, consumer, range",
+        f"{described}: state {show(mine['group_state'])}, type {show(mine['protocol_type'])}, "
+        f"protocol {show(mine['protocol_data'])}; expected 'Stable', 'consumer', 'range'",
         combined(mine.at(f) for f, want in zip(fields, wanted, strict=True) if mine[f] != want),
     )
     require(
         [x["member_id"] for x in mine["members"]] == [m.member_id],
         "KAF-GROUP-12",
-        f"{described}: members {[x['member_id'] for x in mine['members']]}, "
-        f"expected [{m.member_id}]",
+        f"{described}: members {show_all(x['member_id'] for x in mine['members'])}, "
+        f"expected {show(m.member_id)}",
         mine["members"].at(),
     )
     other = find(groups, "group_id", unknown, f"group {unknown}", "KAF-GROUP-12", described)
     require(
         other["group_state"] == "Dead" or other["error_code"] == 69,
         "KAF-GROUP-12",
-        f"{described}: unknown group {unknown} has state {other['group_state']!r} and "
-        f"{name_of(other['error_code'])}; expected Dead or {name_of(69)}",
+        f"{described}: unknown group {unknown} has state {show(other['group_state'])} and "
+        f"{name_of(other['error_code'])}; expected 'Dead' or {name_of(69)}",
         other.at("group_state") + other.at("error_code"),
     )
     require(
@@ -194,7 +195,7 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
     require(
         CODES["UNKNOWN_MEMBER_ID"] in codes,
         "KAF-GROUP-13",
-        f"LeaveGroup from 'nobody' answered {[name_of(c) for c in codes]}, expected "
+        f"LeaveGroup from 'nobody' answered {', '.join(name_of(c) for c in codes)}, expected "
         f"{name_of(CODES['UNKNOWN_MEMBER_ID'])} (for the group, or for the member from v3)",
         combined([r.at("error_code"), *(m.at("error_code") for m in members)]),
     )

@@ -6,6 +6,7 @@ from conformance.evidence import combined, decoded
 from conformance.protocols.kafka import codec
 from conformance.suite.case import Violation, case, require
 from conformance.suite.kafka.verify import KafkaClient, expect_code, need, usable
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 
@@ -62,7 +63,7 @@ def test_correlation_ids_are_echoed_whatever_their_value(target: CaseContext) ->
     ids = [0, -1, 0x7FFFFFFF, -(1 << 31), 12345]
     with KafkaClient(target) as k:
         frames = [codec.frame(_header(18, 0, c) + b"\xff\xff") for c in ids]
-        k.raw(b"".join(frames), f"ApiVersions v0 with correlation ids {ids}")
+        k.raw(b"".join(frames), f"ApiVersions v0 with correlation ids {show_all(ids)}")
         got, seen = [], []
         for c in ids:
             got.append(codec.correlation_of(k.payload("KAF-HDR-2", f"answer to #{c}")))
@@ -70,7 +71,7 @@ def test_correlation_ids_are_echoed_whatever_their_value(target: CaseContext) ->
     require(
         got == ids,
         "KAF-HDR-2",
-        f"correlation ids {got} answered, expected {ids}",
+        f"correlation ids {show_all(got)} answered, expected {show_all(ids)}",
         combined(e for e, c, want in zip(seen, got, ids, strict=True) if c != want),
     )
 

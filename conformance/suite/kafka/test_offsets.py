@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.evidence import Evidence, Node, combined
+from conformance.evidence import Evidence, Judged, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, produce
@@ -15,6 +15,7 @@ from conformance.suite.kafka.verify import (
     need,
     usable,
 )
+from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
@@ -26,8 +27,9 @@ def commit(
     offset: int,
     metadata: str,
     version: int | None = None,
-) -> Node:
-    """A simple commit (no member, generation -1); the partition's answer."""
+) -> tuple[Node, int]:
+    """A simple commit (no member, generation -1) of partition 0: the partition's answer
+    and the wire-log entry of the request (see :func:`committed`)."""
     v = version if version is not None else usable(target, "OffsetCommit")
     body = {
         "group_id": group,
@@ -50,9 +52,17 @@ def commit(
         ],
     }
     what = f"OffsetCommit v{v} {group}"
-    reply = k.call("OffsetCommit", v, body, "KAF-OFFSET-1", what)
+    corr = k.send("OffsetCommit", v, body)
+    reply = k.answer("OffsetCommit", v, corr, "KAF-OFFSET-1", what)
     t = find(reply["topics"], "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
+    p = find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
+    return p, k.requests[corr]
+
+
+def committed(request: int, field: str) -> Evidence:
+    """The OffsetCommit request ``request`` (a wire-log entry) with the field of its one
+    partition judged (``committed_offset``, ``committed_metadata``): what was committed."""
+    return Evidence((Judged(request, (f"topics[0].partitions[0].{field}",)),))
 
 
 def fetch_committed(
@@ -90,8 +100,9 @@ def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -
     with KafkaClient(target) as k:
         topic, group = create_topic(target, k, "commit"), target.name("g")
         produce(target, k, topic, batch([b"a", b"b", b"c"]), requirement="KAF-OFFSET-1")
+        answer, request = commit(target, k, group, topic, 2, "", version)
         expect_code(
-            commit(target, k, group, topic, 2, "", version),
+            answer,
             "error_code",
             "NONE",
             "KAF-OFFSET-1",
@@ -101,9 +112,9 @@ def test_a_committed_offset_is_fetched_back(target: CaseContext, version: int) -
     require(
         got["committed_offset"] == 2,
         "KAF-OFFSET-1",
-        f"OffsetFetch after committing 2 (v{version}): committed_offset {got['committed_offset']},"
-        " expected 2",
-        got.at("committed_offset"),
+        f"OffsetCommit v{version} committed offset 2; OffsetFetch then answered "
+        f"committed_offset {got['committed_offset']}, expected 2",
+        committed(request, "committed_offset") + got.at("committed_offset"),
     )
 
 
@@ -214,8 +225,9 @@ def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
     with KafkaClient(target) as k:
         topic, group = create_topic(target, k, "meta"), target.name("g")
         produce(target, k, topic, batch([b"a"]), requirement="KAF-OFFSET-3")
+        answer, request = commit(target, k, group, topic, 1, "checkpoint-7")
         expect_code(
-            commit(target, k, group, topic, 1, "checkpoint-7"),
+            answer,
             "error_code",
             "NONE",
             "KAF-OFFSET-1",
@@ -225,9 +237,9 @@ def test_commit_metadata_is_fetched_back(target: CaseContext) -> None:
     require(
         got["metadata"] == "checkpoint-7",
         "KAF-OFFSET-3",
-        f"metadata {'null' if got['metadata'] is None else repr(got['metadata'])}, "
-        "expected 'checkpoint-7'",
-        got.at("metadata"),
+        f"OffsetCommit committed metadata 'checkpoint-7'; OffsetFetch then answered metadata "
+        f"{show(got['metadata'])}, expected 'checkpoint-7'",
+        committed(request, "committed_metadata") + got.at("metadata"),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from conformance.evidence import combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import Unsupported, case, require
@@ -22,6 +24,7 @@ from conformance.suite.kafka.verify import (
     need,
     usable,
 )
+from conformance.suite.shown import joined, show, show_all, show_fields
 from conformance.suite.target import CaseContext
 
 
@@ -84,7 +87,7 @@ def test_acknowledged_records_read_back_in_order_from_the_base_offset(
     require(
         recs[:2] == want and [r[0] for r in recs] == [0, 1, 2],
         "KAF-PRODUCE-1",
-        f"read back {recs}, expected {want} then offset 2",
+        f"read back: {_records(recs)}; expected {_records(want)}; then offset 2",
         got.records_at(*dict.fromkeys(judged)) if judged else got.records_at(),
     )
 
@@ -107,7 +110,7 @@ def test_acks_0_gets_no_response_and_is_appended(target: CaseContext) -> None:
     require(
         [v for _, v in got] == [b"quiet"],
         "KAF-PRODUCE-2",
-        f"values after the acks=0 Produce: {[v for _, v in got]}, expected [b'quiet']",
+        f"values after the acks=0 Produce: {show_all(v for _, v in got)}, expected 'quiet'",
         fetched.values_at("KAF-PRODUCE-2"),
     )
 
@@ -199,7 +202,7 @@ def test_an_idempotent_resend_is_stored_once(target: CaseContext) -> None:
     require(
         [v for _, v in got] == [b"a", b"b"],
         "KAF-PRODUCE-4",
-        f"stored values {[v for _, v in got]}, expected [b'a', b'b'] (a and b once)",
+        f"stored values {show_all(v for _, v in got)}, expected 'a', 'b' (each once)",
         fetched.values_at("KAF-PRODUCE-4"),
     )
 
@@ -300,7 +303,7 @@ def test_each_partition_of_a_produce_is_answered_on_its_own(target: CaseContext)
     require(
         [v for _, v in got] == [b"ok"],
         "KAF-PRODUCE-5",
-        f"partition 0 holds values {[v for _, v in got]}, expected [b'ok']",
+        f"partition 0 holds values {show_all(v for _, v in got)}, expected 'ok'",
         fetched.values_at("KAF-PRODUCE-5"),
     )
 
@@ -333,7 +336,8 @@ def test_acks_other_than_minus_1_0_1_are_refused(target: CaseContext) -> None:
     require(
         not got.data,
         "KAF-PRODUCE-6",
-        f"records stored (offset, value): {got.values('KAF-PRODUCE-6')}, expected none",
+        f"{len(got.data)} bytes of records stored ({_stored(got.values('KAF-PRODUCE-6'))}), "
+        "expected none",
         got.values_at("KAF-PRODUCE-6"),
     )
 
@@ -352,3 +356,26 @@ def test_a_batch_over_1_mib_is_message_too_large(target: CaseContext) -> None:
         expect_code(
             p, "error_code", "MESSAGE_TOO_LARGE", "KAF-PRODUCE-7", f"a batch of {len(big)} bytes"
         )
+
+
+def _records(rows: list[tuple[Any, ...]]) -> str:
+    """Records ``(offset, key, value, headers, timestamp)`` as the wire has them."""
+    return joined(
+        (
+            " ".join(
+                [
+                    show_fields(offset=offset, key=key, value=value),
+                    *(f"header {show(h)}={show(v)}" for h, v in headers),
+                    f"timestamp {timestamp}",
+                ]
+            )
+            for offset, key, value, headers, timestamp in rows
+        ),
+        sep="; ",
+        empty="no records",
+    )
+
+
+def _stored(values: list[tuple[int, bytes | None]]) -> str:
+    """``(offset, value)`` pairs as ``offset 0 value 'x', ...``."""
+    return joined((show_fields(offset=o, value=v) for o, v in values), empty="no record in them")

@@ -18,6 +18,7 @@ from conformance.suite.kafka.verify import (
     missing,
     need,
 )
+from conformance.suite.shown import joined, show_all, show_fields
 from conformance.suite.target import CaseContext
 
 DOC_TABLE = {
@@ -190,7 +191,7 @@ def test_each_api_is_listed_once_with_min_not_above_max(target: CaseContext) -> 
     require(
         not twice,
         "KAF-VER-6",
-        f"API key(s) listed more than once: {twice}, expected each once",
+        f"API key(s) listed more than once: {show_all(twice)}, expected each once",
         combined(a.at("api_key") for a in body["api_keys"] if a["api_key"] in twice),
     )
     bad = [a for a in body["api_keys"] if a["min_version"] > a["max_version"]]
@@ -198,8 +199,17 @@ def test_each_api_is_listed_once_with_min_not_above_max(target: CaseContext) -> 
         not bad,
         "KAF-VER-6",
         "min_version above max_version: "
-        f"{[(a['api_key'], a['min_version'], a['max_version']) for a in bad[:3]]} "
-        "(api_key, min, max); expected min <= max",
+        + joined(
+            (
+                show_fields(
+                    api_key=a["api_key"], min_version=a["min_version"], max_version=a["max_version"]
+                )
+                for a in bad
+            ),
+            sep="; ",
+            most=3,
+        )
+        + "; expected min_version <= max_version",
         combined(a.at("min_version") + a.at("max_version") for a in bad),
     )
 
