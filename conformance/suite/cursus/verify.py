@@ -40,6 +40,7 @@ from conformance.protocols.cursus.messages import (
 )
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.cursus.reads import Consumed, Read
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 # ---------------------------------------------------------------- raw replies
@@ -319,8 +320,7 @@ def consume_from(
     if got != want:
         raise Violation(
             "CUR-TEXT-4",
-            f"{what}: offsets {got[:10]}{'...' if len(got) > 10 else ''}, expected consecutive"
-            f" offsets from {offset}",
+            f"{what}: offsets {show_all(got, most=10)}, expected consecutive offsets from {offset}",
             read.at(*(f"message[{i}].offset" for i in range(len(got))), asked=("offset",)),
         )
     return read.but(r.messages)

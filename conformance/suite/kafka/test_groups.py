@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.client import ReplyTimeout
-from conformance.evidence import Node, combined
+from conformance.evidence import combined
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, case, require
 from conformance.suite.kafka.group_steps import (
@@ -43,12 +42,8 @@ def _two_members(
     v = usable(target, "JoinGroup")
     wait = target.timeout + 5
     corr_b = b.send("JoinGroup", v, join_body(group, session_ms=session_ms))
-    try:  # v4+: MEMBER_ID_REQUIRED at once; older versions wait for the rebalance
-        early: Node | None = b.answer(
-            "JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", timeout=0.5
-        )
-    except ReplyTimeout:
-        early = None
+    # v4+: MEMBER_ID_REQUIRED at once; older versions rightly wait for the rebalance
+    early = b.answer_within("JoinGroup", v, corr_b, "KAF-GROUP-2", "second member's join", 0.5)
     if early is not None and early["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
         again = join_body(group, str(early["member_id"]), session_ms=session_ms)
         corr_b, early = b.send("JoinGroup", v, again), None
