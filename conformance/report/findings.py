@@ -81,6 +81,17 @@ def compact_versions(versions: Sequence[str]) -> str:
     return ", ".join(parts + others)
 
 
+def compact_ids(case_ids: Sequence[str]) -> list[str]:
+    """Case IDs with a case's versions together: ``kafka/fetch/2 at v0–v16``, in order."""
+    versions: dict[str, list[str]] = {}
+    for cid in case_ids:
+        base, version = split_id(cid)
+        versions.setdefault(base, []).append(version)
+    return [
+        base if vs == [""] else f"{base} at {compact_versions(vs)}" for base, vs in versions.items()
+    ]
+
+
 @dataclass
 class Finding:
     verdict: str

@@ -39,7 +39,7 @@ from conformance.report import (
     unresponsive_line,
 )
 from conformance.report import wire as wirelog
-from conformance.report.findings import Finding, broken_by_level, findings
+from conformance.report.findings import Finding, broken_by_level, compact_ids, findings
 
 #: Hex rows of a frame shown whole; a longer frame shows its first rows and every row
 #: holding a judged byte (the HTML report has every byte).
@@ -161,8 +161,8 @@ def _block(
         out.append("\n")
         line = lost_line(results) or "the target went away during the run"
         out.append_text(_labelled("reason", [line], width))
-        ids = " ".join(printable(c.get("case_id") or "?", one_line=True) for c in found.cases)
-        out.append_text(_labelled("cases", [ids], width, "dim"))
+        ids = [printable(c.get("case_id") or "?", one_line=True) for c in found.cases]
+        out.append_text(_labelled("cases", ["; ".join(compact_ids(ids))], width, "dim"))
         return out
     case = found.first
     req = registry.get(found.requirement, {})

@@ -86,3 +86,10 @@ def test_known_failures_are_found_apart_and_every_broken_requirement_by_level() 
     assert [f.heading for f in findings(results)] == ["kafka/fetch/3@v5"]
     assert [f.heading for f in findings(results, known=True)] == ["kafka/fetch/3@v4"]
     assert broken_by_level(results) == {"MUST": ["KAF-FETCH-3"], "SHOULD": ["KAF-GROUP-1"]}
+
+
+def test_lost_cases_are_listed_with_each_case_s_versions_together() -> None:
+    from conformance.report.findings import compact_ids
+
+    ids = ["kafka/groups/2", "kafka/groups/7@v4", "kafka/groups/7@v5", "kafka/groups/7@v9"]
+    assert compact_ids(ids) == ["kafka/groups/2", "kafka/groups/7 at v4–v5, v9"]

@@ -105,7 +105,7 @@ def test_a_lost_target_is_one_block_naming_when_and_after_which_case() -> None:
         "  reason target lost at +20.2 s, after case cursus/group/1 (first noticed by case "
         "cursus/group/2): no TCP connection: connection refused"
     ) in text
-    assert "  cases  kafka/g/0 kafka/g/1 kafka/g/2" in text
+    assert "  cases  kafka/g/0; kafka/g/1; kafka/g/2" in text
     assert "stopped answering" not in text  # the lost line says it instead
 
 
