@@ -60,6 +60,17 @@ class Evidence:
         judged = Judged(last.entry, last.fields + tuple(f for f in fields if f not in last.fields))
         return Evidence((*self.frames[:-1], judged), self.ending)
 
+    def asked(self, *fields: str) -> Evidence:
+        """The same frames, with ``fields`` judged in the first one: the request, when the
+        evidence is a request and its reply (what was asked is part of the verdict)."""
+        if len(self.frames) < 2 or not fields:
+            return self
+        first = self.frames[0]
+        judged = Judged(
+            first.entry, first.fields + tuple(f for f in fields if f not in first.fields)
+        )
+        return Evidence((judged, *self.frames[1:]), self.ending)
+
     def __add__(self, other: Evidence) -> Evidence:
         """Both: e.g. two answers a check compared (fields of a frame named twice merge)."""
         merged: dict[int, tuple[str, ...]] = {}

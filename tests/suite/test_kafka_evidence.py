@@ -99,10 +99,10 @@ def test_the_latest_offset_reason_points_at_the_answer_to_the_latest_request(
 ) -> None:
     case = failed(pinned, "kafka/offsets/3@v1")
     assert "latest 3" in case["message"]
-    (request, none), (reply, judged) = frames(case)
+    (request, asked), (reply, judged) = frames(case)
     assert request["dir"] == "send" and "ListOffsets v1 request" in request["summary"]
     assert value(request, "topics[0].partitions[0].timestamp") == -1  # the latest, not -2
-    assert none == []
+    assert asked == ["topics[0].partitions[0].timestamp"]  # what was asked is judged too
     corr = value(request, "header.correlation_id")
     assert reply["dir"] == "recv" and f"ListOffsets v1 response #{corr}" in reply["summary"]
     assert judged == ["topics[0].partitions[0].offset"]

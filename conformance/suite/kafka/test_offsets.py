@@ -180,10 +180,12 @@ def _offset(p: Node, version: int) -> int | None:
 
 
 def _offset_at(p: Node, version: int) -> Evidence:
-    """The field :func:`_offset` reads, as the evidence."""
+    """The field :func:`_offset` reads, and the timestamp its request asked for."""
     if version == 0:
-        return p.at("old_style_offsets", 0) if p["old_style_offsets"] else p.at("old_style_offsets")
-    return p.at("offset")
+        got = p.at("old_style_offsets", 0) if p["old_style_offsets"] else p.at("old_style_offsets")
+    else:
+        got = p.at("offset")
+    return got.asked("topics[0].partitions[0].timestamp")
 
 
 def _shown(offset: int | None) -> str:
