@@ -24,7 +24,7 @@ Where evidence comes from:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,19 @@ class Evidence:
     def as_list(self) -> list[dict[str, Any]]:
         """The ``evidence`` of a case record in ``results.json``."""
         return [{"entry": j.entry, "fields": list(j.fields)} for j in self.frames]
+
+
+def fields_named(name: str, listed: Sequence[str]) -> list[str]:
+    """The fields of a frame (``listed``, the annotator's names) a judged ``name`` stands
+    for: a name that is a field is itself; an array judged as a whole (``responses``) is its
+    count (``responses count``); a struct judged as a whole (``responses[0]``) is every field
+    under it; [] when it stands for none of them.  The reports and the checks use this one
+    rule."""
+    if name in listed:
+        return [name]
+    if f"{name} count" in listed:
+        return [f"{name} count"]
+    return [n for n in listed if n.startswith((f"{name}.", f"{name}["))]
 
 
 NO_EVIDENCE = Evidence()

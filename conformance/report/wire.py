@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance import protocols
+from conformance.evidence import fields_named
 from conformance.plugin import ErrorCodes
 from conformance.report import printable
 
@@ -205,17 +206,13 @@ def evidence(case: Mapping[str, Any], errors: ErrorCodes | None = None) -> list[
 def resolved(names: tuple[str, ...], fields: tuple[Field, ...]) -> tuple[str, ...]:
     """The field names a check's judged names stand for: a name that is a field is itself;
     an array judged as a whole (``responses``) is its count (``responses count``); a struct
-    judged as a whole (``responses[0]``) is every field under it; a name that matches
-    nothing stays as it is (the reports say it is not in the kept field list)."""
+    judged as a whole (``responses[0]``) is every field under it
+    (:func:`conformance.evidence.fields_named`); a name that matches nothing stays as it is
+    (the reports say it is not in the kept field list)."""
     listed = [f.name for f in fields]
     out: list[str] = []
     for name in names:
-        if name in listed:
-            found = [name]
-        elif f"{name} count" in listed:
-            found = [f"{name} count"]
-        else:
-            found = [n for n in listed if n.startswith((f"{name}.", f"{name}["))] or [name]
+        found = fields_named(name, listed) or [name]
         out += [n for n in found if n not in out]
     return tuple(out)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
 from conformance.client import WireLog
-from conformance.evidence import Evidence, Judged
+from conformance.evidence import Evidence, Judged, fields_named
 from conformance.protocols.cursus.messages import Message
 
 T = TypeVar("T", covariant=True)
@@ -36,16 +36,12 @@ U = TypeVar("U")
 
 
 def held(log: WireLog | None, entry: int, names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` that entry ``entry`` of ``log`` holds (a struct path matches the fields
-    under it); all of them when there is no log to ask."""
+    """``names`` that entry ``entry`` of ``log`` holds (by the reports' rule,
+    :func:`~conformance.evidence.fields_named`); all of them when there is no log to ask."""
     if log is None or not 0 <= entry < len(log.entries):
         return tuple(names)
     have = [f[0] for f in log.entries[entry].fields]
-
-    def known(name: str) -> bool:
-        return any(h == name or h.startswith((f"{name}.", f"{name}[")) for h in have)
-
-    return tuple(n for n in names if known(n))
+    return tuple(n for n in names if fields_named(n, have))
 
 
 @dataclass(frozen=True)
