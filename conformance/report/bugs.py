@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.report import lost_line, printable, target_line
+from conformance.report import lost_line, printable, reason_of, target_line
 from conformance.report import wire as wirelog
 from conformance.report.findings import Finding, findings
 
@@ -107,8 +107,12 @@ def section(found: Finding, results: Mapping[str, Any]) -> str:
             "**Expected vs actual**:\n"
             + "\n".join(f"- {_inline(v)}: {_inline(r)}" for r, v in reasons)
         )
-    lines.append(f"### Request and reply ({_inline(cid)})")
-    lines += _frames(first, results)
+    for _, versions, shown in found.by_reason():  # each distinct answer, with its frames
+        sid = printable(shown.get("case_id") or "?", one_line=True)
+        lines.append(f"### Request and reply ({_inline(sid)})")
+        if len(reasons) > 1:
+            lines.append(f"For {_inline(versions)}: {_inline(reason_of(shown))}")
+        lines += _frames(shown, results)
     lines.append("### Reproduce")
     lines.append(_fence(printable(first.get("reproduce") or "(no command)", one_line=True), "sh"))
     if len(found.cases) > 1:

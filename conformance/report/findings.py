@@ -128,16 +128,25 @@ class Finding:
         """Each distinct reason with the versions (or case IDs) that gave it, in order;
         reasons that differ only in their own version token (``Fetch v4``/``Fetch v5``) or
         in the unique names a case makes for itself count as one, shown as the first."""
-        seen: dict[str, tuple[str, list[str]]] = {}
+        return [(reason, versions) for reason, versions, _ in self.by_reason(limit)]
+
+    def by_reason(self, limit: int | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+        """As :meth:`reasons`, with the first case that gave each reason (whose frames show
+        that reason's evidence)."""
+        seen: dict[str, tuple[str, list[str], dict[str, Any]]] = {}
         for c in self.cases:
             cid = str(c.get("case_id") or "?")
             version = split_id(cid)[1]
             reason = reason_of(c, limit=limit)
             key = _NAME_TAG.sub("#", _own_version(reason, version))
-            seen.setdefault(key, (reason, []))[1].append(version or cid)
+            seen.setdefault(key, (reason, [], c))[1].append(version or cid)
         return [
-            (reason, compact_versions(v) if all(_VERSION.match(x) for x in v) else ", ".join(v))
-            for reason, v in seen.values()
+            (
+                reason,
+                compact_versions(v) if all(_VERSION.match(x) for x in v) else ", ".join(v),
+                first,
+            )
+            for reason, v, first in seen.values()
         ]
 
 

@@ -60,3 +60,15 @@ def test_a_target_cannot_end_a_code_fence_and_a_clean_run_says_none(tmp_path: Pa
     assert (tmp_path / "x" / "bugs.md").read_text().startswith("# Findings: ")
     assert "bugs.md" in write_reports(with_evidence(), tmp_path / "all")
     assert "## FAIL CUR-FRAME-3" in (tmp_path / "all" / "bugs.md").read_text()
+
+
+def test_each_distinct_answer_of_a_finding_shows_its_own_frames() -> None:
+    """Grouping masks numbers: 'high watermark 4' at v4-v5 and 'high watermark 9' at v6 are
+    one finding, and the bug report shows the frames of each answer, not only the first."""
+    cases = [fetch_case(4), fetch_case(5), fetch_case(6, hwm=9)]
+    (bug,) = _sections(render_bugs(kafka_results(cases)))
+    assert "### Request and reply (kafka/fetch/3@v4)" in bug
+    assert "### Request and reply (kafka/fetch/3@v6)" in bug
+    assert "For v6: Fetch v6: high watermark 9, expected 8" in bug
+    assert "| `responses[0].partitions[0].high_watermark` | 9 | [0x08..0x10) |" in bug
+    assert "### Request and reply (kafka/fetch/3@v5)" not in bug  # the same answer as v4
