@@ -1,0 +1,233 @@
+"""Iggy's classic framing and payload codec, sans-IO (no socket, no asyncio).
+
+Limits first:
+
+* :data:`MAX_CONTROL_PAYLOAD`: 10 MiB, the real server's limit on a request payload
+  other than SEND_MESSAGES (SV/binary/dispatch.rs ``MAX_CONTROL_FRAME_PAYLOAD``);
+  :func:`decode_request` refuses a larger one.
+* :data:`MAX_FRAME`: the largest length field a deframer accepts (either direction),
+  checked as soon as its four bytes are in, before any payload is buffered.  SEND_MESSAGES
+  is exempt from the 10 MiB limit on the server, so this is larger.
+
+Frames (all little-endian; FACTS.md section 1):
+
+* request: ``[u32 length = 4 + payload][u32 code][payload]``; a request deframer hands out
+  ``code + payload`` (the length dropped), split by :func:`split_request`;
+* reply: ``[u32 status][u32 length = payload][payload]``; a reply deframer hands out
+  ``status + payload`` (the length dropped), split by :func:`split_reply`.
+
+Payloads come from the declarations of :mod:`.messages` (and :mod:`.batch` for the
+messages of SEND_MESSAGES and POLL_MESSAGES).  Every decoder returns a value or raises
+:class:`~.errors.IggyError`; encoders raise ValueError for a value that does not fit.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.errors import ProtocolError
+from conformance.protocols.iggy import batch
+from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
+from conformance.protocols.iggy.messages import (
+    NAMES,
+    OPTIONAL_REPLIES,
+    REPLIES,
+    REQUESTS,
+    VERSION,
+)
+from conformance.wire.schema import Message
+
+MAX_CONTROL_PAYLOAD = 10 * 1024 * 1024
+MAX_FRAME = 64 * 1024 * 1024
+U32 = struct.Struct("<I")
+HEAD = struct.Struct("<II")
+STATUS_OK = 0
+
+# ------------------------------------------------------------------ framing
+
+
+def frame_request(code: int, payload: bytes, length: int | None = None) -> bytes:
+    """``[u32 4 + len(payload)][u32 code][payload]``; ``length`` (a fuzzer's) overrides
+    the length field, as its 32-bit two's complement."""
+    value = len(payload) + 4 if length is None else length
+    return HEAD.pack(value & 0xFFFFFFFF, code) + payload
+
+
+def frame_reply(status: int, payload: bytes = b"", length: int | None = None) -> bytes:
+    """``[u32 status][u32 len(payload)][payload]`` (an error reply: status, length 0)."""
+    value = len(payload) if length is None else length
+    return HEAD.pack(status, value & 0xFFFFFFFF) + payload
+
+
+def split_request(frame: bytes) -> tuple[int, bytes]:
+    """A request deframer's frame (``code + payload``) as ``(code, payload)``."""
+    if len(frame) < 4:
+        raise IggyError(f"a request of {len(frame)} bytes has no u32 code (length < 4)")
+    return U32.unpack_from(frame)[0], frame[4:]
+
+
+def split_reply(frame: bytes) -> tuple[int, bytes]:
+    """A reply deframer's frame (``status + payload``) as ``(status, payload)``."""
+    if len(frame) < 4:
+        raise IggyError(f"a reply of {len(frame)} bytes has no u32 status")
+    return U32.unpack_from(frame)[0], frame[4:]
+
+
+class IggyDeframer:
+    """Frames of one direction: a request's ``[length][code + payload]`` (the length
+    counts the code) or a reply's ``[status][length][payload]``.  Hands out each frame
+    without its length field; poisoned after its first error (see
+    :mod:`conformance.wire.framing`)."""
+
+    def __init__(self, direction: str = "request", max_frame: int = MAX_FRAME) -> None:
+        if direction not in ("request", "reply"):
+            raise ValueError(f"no direction {direction!r}")
+        self.reply = direction == "reply"
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._error: IggyError | None = None
+
+    @property
+    def error(self) -> IggyError | None:
+        return self._error
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self._error is not None:
+            raise self._error
+        self._buf += data
+        frames: list[bytes] = []
+        buf, pos = self._buf, 0
+        head = 8 if self.reply else 4  # the bytes up to and including the length
+        try:
+            while len(buf) - pos >= head:
+                (length,) = U32.unpack_from(buf, pos + head - 4)
+                if length > self.max_frame:
+                    self._error = IggyFrameTooLarge(length, self.max_frame)
+                    if frames:
+                        return frames
+                    raise self._error
+                if self.reply:
+                    if len(buf) - pos < 8 + length:
+                        return frames
+                    frames.append(bytes(buf[pos : pos + 4] + buf[pos + 8 : pos + 8 + length]))
+                    pos += 8 + length
+                else:
+                    if len(buf) - pos < 4 + length:
+                        return frames
+                    frames.append(bytes(buf[pos + 4 : pos + 4 + length]))
+                    pos += 4 + length
+            return frames
+        finally:
+            del buf[:pos]
+
+
+@dataclass(frozen=True)
+class IggyFraming:
+    """Iggy's framing both ways, in the shape of :class:`conformance.wire.framing.Framing`:
+    a frame's payload is ``code + payload`` (request) or ``status + payload`` (reply)."""
+
+    limit: int = MAX_FRAME
+
+    def frame(self, payload: bytes, direction: str = "request", length: int | None = None) -> bytes:
+        head, body = payload[:4].ljust(4, b"\0"), payload[4:]
+        (first,) = U32.unpack(head)
+        if direction == "reply":
+            return frame_reply(first, body, length)
+        return frame_request(first, body, length)
+
+    def deframer(self, direction: str = "request") -> IggyDeframer:
+        return IggyDeframer(direction, self.limit)
+
+
+# ------------------------------------------------------------------ payloads
+
+
+def _name_of(code: int) -> str:
+    name = NAMES.get(code)
+    if name is None or name not in REQUESTS:
+        raise UnknownCommand(f"no declaration for command code {code}")
+    return name
+
+
+def _declared(table: Mapping[str, Message], name: str) -> Message:
+    declaration = table.get(name)
+    if declaration is None:
+        raise UnknownCommand(f"no declaration for {name!r}")
+    return declaration
+
+
+def _decode(declaration: Message, data: bytes, whole: bool) -> tuple[dict[str, Any], int]:
+    try:
+        value, end = declaration.decode_at(data, VERSION)
+    except ProtocolError as exc:
+        raise IggyError(f"{declaration.name}: {exc}") from exc
+    if whole and end != len(data):
+        raise IggyError(f"{declaration.name}: {len(data) - end} bytes after it")
+    return value, end
+
+
+def encode_request(name: str, body: Mapping[str, Any]) -> bytes:
+    """The request payload of command ``name`` (no frame).  SEND_MESSAGES takes
+    ``stream``, ``topic``, ``partitioning`` and ``messages`` (see :mod:`.batch`)."""
+    declaration = _declared(REQUESTS, name)
+    if name == "send_messages":
+        messages = list(body.get("messages", ()))
+        metadata = {k: body.get(k) for k in ("stream", "topic", "partitioning")}
+        metadata["messages_count"] = len(messages)
+        head = declaration.encode({"metadata": metadata}, VERSION)
+        return head + batch.encode_send_tail(messages)
+    return declaration.encode(body, VERSION)
+
+
+def decode_request(frame: bytes) -> tuple[str, dict[str, Any]]:
+    """A request deframer's frame (``code + payload``) as ``(command name, body)``."""
+    code, payload = split_request(frame)
+    name = _name_of(code)
+    if name != "send_messages" and len(payload) > MAX_CONTROL_PAYLOAD:
+        raise IggyFrameTooLarge(len(payload), MAX_CONTROL_PAYLOAD)
+    return name, decode_request_payload(name, payload)
+
+
+def decode_request_payload(name: str, payload: bytes) -> dict[str, Any]:
+    declaration = _declared(REQUESTS, name)
+    if name == "send_messages":
+        head, end = _decode(declaration, payload, whole=False)
+        metadata = head["metadata"]
+        count = metadata.pop("messages_count")
+        return {**metadata, "messages": batch.decode_send_tail(payload, end, count)}
+    return _decode(declaration, payload, whole=True)[0]
+
+
+def encode_reply(name: str, body: Mapping[str, Any] | None) -> bytes:
+    """The reply payload of command ``name`` (status 0; no frame).  ``None`` is the empty
+    reply of a thing not found (:data:`~.messages.OPTIONAL_REPLIES`)."""
+    declaration = _declared(REPLIES, name)
+    if body is None:
+        if name not in OPTIONAL_REPLIES:
+            raise ValueError(f"{name} has no empty reply")
+        return b""
+    if name == "poll_messages":
+        messages = list(body.get("messages", ()))
+        head = {**body, "messages_count": len(messages)}
+        return declaration.encode(head, VERSION) + batch.encode_polled(messages)
+    return declaration.encode(body, VERSION)
+
+
+def decode_reply(name: str, payload: bytes) -> dict[str, Any] | None:
+    """The reply payload (status 0) of command ``name``; ``None`` for the empty reply of
+    a thing not found."""
+    declaration = _declared(REPLIES, name)
+    if name in OPTIONAL_REPLIES and not payload:
+        return None
+    if name == "poll_messages":
+        head, end = _decode(declaration, payload, whole=False)
+        count = head.pop("messages_count")
+        return {**head, "messages": batch.decode_polled(payload, end, count)}
+    return _decode(declaration, payload, whole=True)[0]
