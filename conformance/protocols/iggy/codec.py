@@ -19,6 +19,9 @@ Frames (all little-endian; FACTS.md section 1):
 Payloads come from the declarations of :mod:`.messages` (and :mod:`.batch` for the
 messages of SEND_MESSAGES and POLL_MESSAGES).  Every decoder returns a value or raises
 :class:`~.errors.IggyError`; encoders raise ValueError for a value that does not fit.
+Decoding is strict: bytes after a payload are an IggyError, where the real server only
+logs them and goes on (FACTS.md section 1, "payload decode failure"); a broker that
+mimics it must allow for that.
 """
 
 from __future__ import annotations
