@@ -5,13 +5,15 @@ frames a payload going in a direction (``request``: to the broker; ``reply``: fr
 makes a fresh deframer for a direction, and states the largest frame it takes.  Two
 framings cover the seed protocols' common shapes (a u32 length prefix; a text line); a
 protocol whose replies are framed unlike its requests (Iggy: a status before the length)
-writes its own class with the same three members.  :class:`Deframer` is the one interface
-of a deframer, for the server, the client, the suite and the fuzzer alike.
+writes its own small framing class with the same three members, over the same
+deframers.  :class:`Deframer` is the one interface of a deframer, for the server, the
+client, the suite and the fuzzer alike.
 
 Both deframers are sans-IO and bounded:
 
-* :class:`LengthPrefixDeframer` reads a u32 length prefix whose byte order, and
-  whether it counts its own four bytes, are parameters.  The value of the length
+* :class:`LengthPrefixDeframer` reads a u32 length prefix whose byte order, whether
+  it counts its own four bytes, and how many bytes come before it (``lead``: Iggy's
+  reply status, handed out in front of the payload) are parameters.  The value of the length
   field is checked against ``max_frame`` as soon as the four prefix bytes are
   known, before any payload is buffered, so an oversize claim costs nothing.
 * :class:`LineDeframer` splits on ``\\n`` and refuses a line longer than
@@ -83,14 +85,22 @@ class LengthPrefixDeframer:
 
     ``max_frame`` bounds the value of the length field itself.  With
     ``includes_self`` the field counts its own four bytes, so values below four
-    are malformed.
+    are malformed.  ``lead`` bytes before the length field (not counted by it) are
+    handed out in front of the frame's payload.
     """
 
     def __init__(
-        self, *, order: ByteOrder = ">", includes_self: bool = False, max_frame: int
+        self,
+        *,
+        order: ByteOrder = ">",
+        includes_self: bool = False,
+        max_frame: int,
+        lead: int = 0,
     ) -> None:
         self._fmt = struct.Struct(order + "I")
         self._includes_self = includes_self
+        self._lead = lead
+        self._head = b""  # the lead bytes of the frame being read
         self.max_frame = max_frame
         self._buf = bytearray()
         self._need: int | None = None  # payload length of the frame being read
@@ -125,9 +135,9 @@ class LengthPrefixDeframer:
         try:
             while True:
                 if self._need is None:
-                    if len(buf) - pos < 4:
+                    if len(buf) - pos < self._lead + 4:
                         return frames
-                    (value,) = self._fmt.unpack_from(buf, pos)
+                    (value,) = self._fmt.unpack_from(buf, pos + self._lead)
                     try:
                         self._need = self._payload_length(value)
                     except ProtocolError as exc:
@@ -135,10 +145,11 @@ class LengthPrefixDeframer:
                         if frames:  # hand out what came before; raise on the next feed
                             return frames
                         raise
-                    pos += 4
+                    self._head = bytes(buf[pos : pos + self._lead])
+                    pos += self._lead + 4
                 if len(buf) - pos < self._need:
                     return frames
-                frames.append(bytes(buf[pos : pos + self._need]))
+                frames.append(self._head + bytes(buf[pos : pos + self._need]))
                 pos += self._need
                 self._need = None
         finally:

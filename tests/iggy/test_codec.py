@@ -20,6 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conformance.errors import FrameTooLarge
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.batch import USER_HEADERS
 from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
@@ -46,7 +47,7 @@ def test_every_command_the_binding_sends_is_captured_or_declared() -> None:
 @pytest.mark.parametrize("doc", FRAMES, ids=IDS)
 def test_a_captured_frame_decodes_and_reencodes_to_its_bytes(doc: dict[str, Any]) -> None:
     raw = bytes.fromhex(doc["hex"])
-    [frame] = codec.IggyDeframer().feed(raw)
+    [frame] = codec.new_deframer().feed(raw)
     code, _ = codec.split_request(frame)
     name, body = codec.decode_request(frame)
     assert (name, code) == (doc["command"], doc["code"]) and CODES[name] == code
@@ -56,11 +57,13 @@ def test_a_captured_frame_decodes_and_reencodes_to_its_bytes(doc: dict[str, Any]
 @pytest.mark.parametrize("doc", FRAMES, ids=IDS)
 def test_a_captured_frame_byte_at_a_time_and_with_trailing_bytes(doc: dict[str, Any]) -> None:
     raw = bytes.fromhex(doc["hex"])
-    deframer = codec.IggyDeframer()
+    deframer = codec.new_deframer()
     got = [frame for byte in raw for frame in deframer.feed(bytes([byte]))]
     assert got == [raw[4:]] and deframer.buffered == 0
-    deframer = codec.IggyDeframer()
-    assert deframer.feed(raw + raw[:5]) == [raw[4:]] and deframer.buffered == 5
+    deframer = codec.new_deframer()
+    assert deframer.feed(raw + raw[:5]) == [raw[4:]]
+    # the next frame's length is read (the shared deframer keeps only its payload bytes)
+    assert deframer.pending_frame_length == len(raw) - 4 and deframer.buffered == 1
     assert deframer.feed(raw[5:]) == [raw[4:]]
     with pytest.raises(IggyError, match="bytes after"):  # stricter than the server
         codec.decode_request(raw[4:] + b"\x00")
@@ -90,8 +93,8 @@ def test_what_the_captured_frames_say() -> None:
 
 
 def test_framing_limits_and_errors() -> None:
-    with pytest.raises(IggyFrameTooLarge):
-        codec.IggyDeframer(max_frame=10).feed(struct.pack("<I", 11))
+    with pytest.raises(FrameTooLarge):
+        codec.new_deframer(max_frame=10).feed(struct.pack("<I", 11))
     with pytest.raises(IggyError, match="no u32 code"):
         codec.decode_request(b"\x01\x00")
     with pytest.raises(UnknownCommand):
@@ -103,7 +106,7 @@ def test_framing_limits_and_errors() -> None:
 def test_a_reply_frame_status_first_whole_and_byte_at_a_time() -> None:
     raw = codec.frame_reply(0, b"\x07\x00\x00\x00") + codec.frame_reply(42)
     assert raw.hex() == "0000000004000000070000002a00000000000000"
-    deframer = codec.IggyDeframer("reply")
+    deframer = codec.new_deframer("reply")
     got = [fr for b in raw for fr in deframer.feed(bytes([b]))]
     assert [codec.split_reply(fr) for fr in got] == [(0, b"\x07\0\0\0"), (42, b"")]
     framing = codec.IggyFraming()
@@ -377,7 +380,7 @@ def test_a_drawn_request_round_trips_and_its_cuts_fail(name: str, data: st.DataO
     value = data.draw(_request_values(name))
     payload = codec.encode_request(name, value)
     frame = codec.frame_request(CODES[name], payload)
-    [got] = codec.IggyDeframer().feed(frame)
+    [got] = codec.new_deframer().feed(frame)
     assert codec.decode_request(got) == (name, value)
     for end in range(4, len(got)):
         with pytest.raises(IggyError):

@@ -220,3 +220,15 @@ def test_line_deframer_is_poisoned_after_an_error() -> None:
         d.feed(b"toolong")
     with pytest.raises(FrameTooLarge):
         d.feed(b"\nok\n")
+
+
+def test_lead_bytes_before_the_length_come_out_in_front_of_the_payload() -> None:
+    """``lead``: a status before the length (Iggy's reply), handed out with the payload."""
+    raw = b"\x2a\x00\x00\x00" + b"\x02\x00\x00\x00" + b"hi" + b"\x00" * 8
+    want = [b"\x2a\x00\x00\x00hi", b"\x00\x00\x00\x00"]
+    assert LengthPrefixDeframer(order="<", max_frame=16, lead=4).feed(raw) == want
+    drip = LengthPrefixDeframer(order="<", max_frame=16, lead=4)
+    assert [f for b in raw for f in drip.feed(bytes([b]))] == want
+    oversize = b"\x00" * 4 + b"\x11\x00\x00\x00"
+    with pytest.raises(FrameTooLarge):
+        LengthPrefixDeframer(order="<", max_frame=16, lead=4).feed(oversize)

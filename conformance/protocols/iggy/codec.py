@@ -41,6 +41,7 @@ from conformance.protocols.iggy.messages import (
     REQUESTS,
     VERSION,
 )
+from conformance.wire.framing import LengthPrefixDeframer
 from conformance.wire.schema import Message
 
 MAX_CONTROL_PAYLOAD = 10 * 1024 * 1024
@@ -79,56 +80,16 @@ def split_reply(frame: bytes) -> tuple[int, bytes]:
     return U32.unpack_from(frame)[0], frame[4:]
 
 
-class IggyDeframer:
-    """Frames of one direction: a request's ``[length][code + payload]`` (the length
-    counts the code) or a reply's ``[status][length][payload]``.  Hands out each frame
-    without its length field; poisoned after its first error (see
-    :mod:`conformance.wire.framing`)."""
-
-    def __init__(self, direction: str = "request", max_frame: int = MAX_FRAME) -> None:
-        if direction not in ("request", "reply"):
-            raise ValueError(f"no direction {direction!r}")
-        self.reply = direction == "reply"
-        self.max_frame = max_frame
-        self._buf = bytearray()
-        self._error: IggyError | None = None
-
-    @property
-    def error(self) -> IggyError | None:
-        return self._error
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-    def feed(self, data: bytes) -> list[bytes]:
-        if self._error is not None:
-            raise self._error
-        self._buf += data
-        frames: list[bytes] = []
-        buf, pos = self._buf, 0
-        head = 8 if self.reply else 4  # the bytes up to and including the length
-        try:
-            while len(buf) - pos >= head:
-                (length,) = U32.unpack_from(buf, pos + head - 4)
-                if length > self.max_frame:
-                    self._error = IggyFrameTooLarge(length, self.max_frame)
-                    if frames:
-                        return frames
-                    raise self._error
-                if self.reply:
-                    if len(buf) - pos < 8 + length:
-                        return frames
-                    frames.append(bytes(buf[pos : pos + 4] + buf[pos + 8 : pos + 8 + length]))
-                    pos += 8 + length
-                else:
-                    if len(buf) - pos < 4 + length:
-                        return frames
-                    frames.append(bytes(buf[pos + 4 : pos + 4 + length]))
-                    pos += 4 + length
-            return frames
-        finally:
-            del buf[:pos]
+def new_deframer(direction: str = "request", max_frame: int = MAX_FRAME) -> LengthPrefixDeframer:
+    """Frames of one direction, each without its length field: a request's ``[length][code
+    + payload]`` (the length counts the code) or a reply's ``[status][length][payload]``
+    handed out as ``status + payload``.  The shared length-prefix deframer, little-endian,
+    with the status as the reply's ``lead``."""
+    if direction not in ("request", "reply"):
+        raise ValueError(f"no direction {direction!r}")
+    return LengthPrefixDeframer(
+        order="<", max_frame=max_frame, lead=4 if direction == "reply" else 0
+    )
 
 
 @dataclass(frozen=True)
@@ -145,8 +106,8 @@ class IggyFraming:
             return frame_reply(first, body, length)
         return frame_request(first, body, length)
 
-    def deframer(self, direction: str = "request") -> IggyDeframer:
-        return IggyDeframer(direction, self.limit)
+    def deframer(self, direction: str = "request") -> LengthPrefixDeframer:
+        return new_deframer(direction, self.limit)
 
 
 # ------------------------------------------------------------------ payloads
