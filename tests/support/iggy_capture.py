@@ -32,10 +32,12 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.support.loopback import LoopbackServer
 
 CLIENT = "apache-iggy==0.8.0"
 SDK_SOURCE = "apache/iggy@python-sdk-0.8.0 (f5350d999d883fd3ca9dd33b3dc2754ddb0df049)"
@@ -495,7 +497,7 @@ class Model:
 
 
 @dataclass
-class Recorder:
+class Recorder(LoopbackServer):
     """A loopback server; ``requests`` grows as frames arrive, labelled with ``call``."""
 
     host: str = "127.0.0.1"
@@ -506,49 +508,13 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self.model = Model()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._connections = 0
-        self._sockets: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._listener: socket.socket | None = None
+        self.init_server()
         self.errors: list[str] = []
 
     def start(self) -> tuple[str, int]:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((self.host, self.port))
-        listener.listen(16)
-        listener.settimeout(0.2)
-        self._listener = listener
-        self.host, self.port = listener.getsockname()[:2]
+        address = super().start()
         self.model.port = self.port
-        self._spawn(self._accept)
-        return self.host, self.port
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._listener is not None:
-            self._listener.close()
-        with self._lock:
-            sockets = list(self._sockets)
-        for s in sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-        for t in self._threads:
-            t.join(5)
-
-    def __enter__(self) -> Recorder:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return address
 
     @contextlib.contextmanager
     def calling(self, call: str) -> Iterator[None]:
@@ -558,26 +524,9 @@ class Recorder:
         finally:
             self.call = ""
 
-    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
-        t = threading.Thread(target=target, args=args, daemon=True)
-        self._threads.append(t)
-        t.start()
-
-    def _accept(self) -> None:
-        assert self._listener is not None
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            conn.settimeout(READ_DEADLINE_S)
-            with self._lock:
-                self._connections += 1
-                number = self._connections
-                self._sockets.append(conn)
-            self._spawn(self._serve, number, conn)
+    def accepted(self, conn: socket.socket) -> None:
+        conn.settimeout(READ_DEADLINE_S)
+        self.spawn(self._serve, self.track(conn), conn)
 
     def _read(self, conn: socket.socket, n: int) -> bytes | None:
         """Exactly ``n`` bytes, or ``None`` at a close; each recv has READ_DEADLINE_S."""
@@ -586,7 +535,7 @@ class Recorder:
             try:
                 chunk = conn.recv(n - len(buf))
             except TimeoutError:
-                if self._stopping.is_set():
+                if self.stopping:
                     return None
                 continue  # an idle client between calls; the stop flag ends the wait
             except OSError:

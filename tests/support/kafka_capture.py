@@ -25,11 +25,12 @@ import contextlib
 import socket
 import struct
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.support.loopback import LoopbackServer
 
 MAX_FRAME = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
@@ -54,7 +55,7 @@ class Frame:
 
 
 @dataclass
-class Capture:
+class Capture(LoopbackServer):
     """A proxy in front of ``upstream``; ``frames`` grows as frames pass."""
 
     upstream: tuple[str, int]
@@ -64,80 +65,23 @@ class Capture:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+        self.init_server()
         self._order = 0
-        self._connections = 0
-        self._stopping = threading.Event()
-        self._sockets: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._listener: socket.socket | None = None
 
-    # ---------------------------------------------------------------- lifecycle
+    backlog = 64
 
-    def start(self) -> tuple[str, int]:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((self.host, self.port))
-        listener.listen(64)
-        listener.settimeout(0.2)
-        self._listener = listener
-        self.host, self.port = listener.getsockname()[:2]
-        self._spawn(self._accept)
-        return self.host, self.port
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._listener is not None:
-            self._listener.close()
-        with self._lock:
-            sockets = list(self._sockets)
-        for s in sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-        for t in self._threads:
-            t.join(5)
-
-    def __enter__(self) -> Capture:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    # ------------------------------------------------------------------ workers
-
-    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
-        t = threading.Thread(target=target, args=args, daemon=True)
-        self._threads.append(t)
-        t.start()
-
-    def _accept(self) -> None:
-        assert self._listener is not None
-        while not self._stopping.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                broker = socket.create_connection(self.upstream, timeout=10)
-            except OSError:
-                client.close()
-                continue
-            broker.settimeout(None)
-            client.settimeout(None)
-            with self._lock:
-                self._connections += 1
-                conn = self._connections
-                self._sockets += [client, broker]
-            self._spawn(self._pump, conn, "request", client, broker)
-            self._spawn(self._pump, conn, "reply", broker, client)
+    def accepted(self, client: socket.socket) -> None:
+        """Connect the client to the broker and forward both ways."""
+        try:
+            broker = socket.create_connection(self.upstream, timeout=10)
+        except OSError:
+            client.close()
+            return
+        broker.settimeout(None)
+        client.settimeout(None)
+        conn = self.track(client, broker)
+        self.spawn(self._pump, conn, "request", client, broker)
+        self.spawn(self._pump, conn, "reply", broker, client)
 
     def _pump(self, conn: int, direction: str, src: socket.socket, dst: socket.socket) -> None:
         buf = bytearray()
