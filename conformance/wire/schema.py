@@ -61,6 +61,7 @@ from conformance.wire.schema_fields import (
 from conformance.wire.schema_types import (
     BOOL,
     BYTES,
+    FLOAT32,
     FLOAT64,
     INT8,
     INT16,
@@ -90,6 +91,7 @@ __all__ = [
     "ALL_VERSIONS",
     "BOOL",
     "BYTES",
+    "FLOAT32",
     "FLOAT64",
     "INT8",
     "INT16",

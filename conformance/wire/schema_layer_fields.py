@@ -236,10 +236,11 @@ class TagValueField(sf.PacketLenField):
 
 
 class _Float64(sf.Field[float, float]):
-    """An IEEE double in a byte order (``order`` ``>`` or ``<``)."""
+    """An IEEE double (``fmt`` ``d``) or single (``f``) in a byte order (``order`` ``>``
+    or ``<``)."""
 
-    def __init__(self, name: str, default: Any, order: str = ">") -> None:
-        super().__init__(name, default, order + "d")
+    def __init__(self, name: str, default: Any, order: str = ">", fmt: str = "d") -> None:
+        super().__init__(name, default, order + fmt)
 
     def randval(self) -> VolatileValue[Any]:
         return RandFloat(-(10**300), 10**300)
@@ -247,6 +248,14 @@ class _Float64(sf.Field[float, float]):
 
 def _le_double(name: str, default: Any) -> sf.Field[Any, Any]:
     return _Float64(name, default, "<")
+
+
+def _be_single(name: str, default: Any) -> sf.Field[Any, Any]:
+    return _Float64(name, default, ">", "f")
+
+
+def _le_single(name: str, default: Any) -> sf.Field[Any, Any]:
+    return _Float64(name, default, "<", "f")
 
 
 FIXED: dict[tuple[str, str], Callable[[str, Any], sf.Field[Any, Any]]] = {
@@ -259,6 +268,7 @@ FIXED: dict[tuple[str, str], Callable[[str, Any], sf.Field[Any, Any]]] = {
     ("big", "q"): sf.SignedLongField,
     ("big", "Q"): sf.LongField,
     ("big", "d"): _Float64,
+    ("big", "f"): _be_single,
     ("little", "b"): sf.SignedByteField,
     ("little", "B"): sf.ByteField,
     ("little", "h"): sf.LESignedShortField,
@@ -268,5 +278,6 @@ FIXED: dict[tuple[str, str], Callable[[str, Any], sf.Field[Any, Any]]] = {
     ("little", "q"): sf.LESignedLongField,
     ("little", "Q"): sf.LELongField,
     ("little", "d"): _le_double,
+    ("little", "f"): _le_single,
 }
 """The scapy field of each (byte order, fixed-width struct format)."""

@@ -10,7 +10,8 @@ an encoding back into fields.  Everything follows the message's
 What each schema field becomes (the scapy fields are in :mod:`.schema_layer_fields`):
 
 * fixed-width integers: scapy's field of that size and sign in the encoding's byte
-  order; ``float64``: an IEEE double; ``bool``: a byte (0 or 1); ``uuid``: 16 raw bytes;
+  order; ``float64``/``float32``: an IEEE double/single; ``bool``: a byte (0 or 1);
+  ``uuid``: 16 raw bytes;
   ``varint`` and ``varlong``: :class:`ZigZagField`; ``uvarint``: :class:`UVarintField`;
 * ``string``/``bytes`` field ``x``: a length field ``x_len`` and then ``x``, the bytes
   (UTF-8 for a string; ``None`` is null).  The length is the encoding's prefix (Kafka:

@@ -6,8 +6,8 @@ where the version lets the field be null; a tagged field sometimes at its defaul
 out of the tagged section) and sometimes not.  What each type draws:
 
 * fixed-width integers and varints: their whole range (Hypothesis leans to the
-  boundaries by itself); ``float64``: finite floats; ``bool``; ``uuid``: canonical
-  strings;
+  boundaries by itself); ``float64`` and ``float32``: finite floats of that width;
+  ``bool``; ``uuid``: canonical strings;
 * ``string``: short text, mostly ASCII, sometimes any UTF-8 (no lone surrogates: they
   have no UTF-8 form); ``bytes`` and ``records``: up to 32 bytes;
 * arrays: 0 to ``max_items`` elements; structs: a dict of their fields;
@@ -69,6 +69,7 @@ _TEXT = st.one_of(
 )
 _BYTES = st.binary(max_size=BYTES_SIZE)
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+_FLOATS32 = st.floats(allow_nan=False, allow_infinity=False, width=32)
 
 T = TypeVar("T")
 _Key = tuple[Any, ...]
@@ -190,6 +191,8 @@ def _base(
     if isinstance(typ, Fixed):
         if typ.name == "float64":
             return _FLOATS
+        if typ.name == "float32":
+            return _FLOATS32
         return st.integers(int(typ.low), int(typ.high))
     if isinstance(typ, Bool):
         return st.booleans()

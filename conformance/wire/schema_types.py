@@ -180,7 +180,7 @@ class Fixed(Type):
         self.high = high
 
     def default(self, nullable: bool) -> Any:
-        return 0.0 if self.fmt == "d" else 0
+        return 0.0 if self.fmt in "df" else 0
 
     def encode(self, out: bytearray, value: Any, ctx: Ctx) -> None:
         try:
@@ -374,6 +374,7 @@ UINT8 = Fixed("uint8", "B", 0, (1 << 8) - 1)
 UINT16 = Fixed("uint16", "H", 0, (1 << 16) - 1)
 UINT32 = Fixed("uint32", "I", 0, (1 << 32) - 1)
 UINT64 = Fixed("uint64", "Q", 0, (1 << 64) - 1)
+FLOAT32 = Fixed("float32", "f", float("-inf"), float("inf"))
 FLOAT64 = Fixed("float64", "d", float("-inf"), float("inf"))
 BOOL = Bool()
 UUID = Uuid()

@@ -113,9 +113,19 @@ class IggyFraming:
 # ------------------------------------------------------------------ payloads
 
 
-def _name_of(code: int) -> str:
+REVISIONS = ("classic", "doc")
+
+
+def tables(revision: str) -> tuple[Mapping[str, Message], Mapping[str, Message]]:
+    """The request and reply declarations of ``revision`` (``classic`` or ``doc``)."""
+    if revision not in REVISIONS:
+        raise ValueError(f"Iggy has no revision {revision!r}; known: {', '.join(REVISIONS)}")
+    return REQUESTS, REPLIES
+
+
+def _name_of(code: int, revision: str) -> str:
     name = NAMES.get(code)
-    if name is None or name not in REQUESTS:
+    if name is None or name not in tables(revision)[0]:
         raise UnknownCommand(f"no declaration for command code {code}")
     return name
 
@@ -137,10 +147,10 @@ def _decode(declaration: Message, data: bytes, whole: bool) -> tuple[dict[str, A
     return value, end
 
 
-def encode_request(name: str, body: Mapping[str, Any]) -> bytes:
+def encode_request(name: str, body: Mapping[str, Any], revision: str = "classic") -> bytes:
     """The request payload of command ``name`` (no frame).  SEND_MESSAGES takes
     ``stream``, ``topic``, ``partitioning`` and ``messages`` (see :mod:`.batch`)."""
-    declaration = _declared(REQUESTS, name)
+    declaration = _declared(tables(revision)[0], name)
     if name == "send_messages":
         messages = list(body.get("messages", ()))
         metadata = {k: body.get(k) for k in ("stream", "topic", "partitioning")}
@@ -150,17 +160,19 @@ def encode_request(name: str, body: Mapping[str, Any]) -> bytes:
     return declaration.encode(body, VERSION)
 
 
-def decode_request(frame: bytes) -> tuple[str, dict[str, Any]]:
+def decode_request(frame: bytes, revision: str = "classic") -> tuple[str, dict[str, Any]]:
     """A request deframer's frame (``code + payload``) as ``(command name, body)``."""
     code, payload = split_request(frame)
-    name = _name_of(code)
+    name = _name_of(code, revision)
     if name != "send_messages" and len(payload) > MAX_CONTROL_PAYLOAD:
         raise IggyFrameTooLarge(len(payload), MAX_CONTROL_PAYLOAD)
-    return name, decode_request_payload(name, payload)
+    return name, decode_request_payload(name, payload, revision)
 
 
-def decode_request_payload(name: str, payload: bytes) -> dict[str, Any]:
-    declaration = _declared(REQUESTS, name)
+def decode_request_payload(
+    name: str, payload: bytes, revision: str = "classic"
+) -> dict[str, Any]:
+    declaration = _declared(tables(revision)[0], name)
     if name == "send_messages":
         head, end = _decode(declaration, payload, whole=False)
         metadata = head["metadata"]
@@ -169,10 +181,12 @@ def decode_request_payload(name: str, payload: bytes) -> dict[str, Any]:
     return _decode(declaration, payload, whole=True)[0]
 
 
-def encode_reply(name: str, body: Mapping[str, Any] | None) -> bytes:
+def encode_reply(
+    name: str, body: Mapping[str, Any] | None, revision: str = "classic"
+) -> bytes:
     """The reply payload of command ``name`` (status 0; no frame).  ``None`` is the empty
     reply of a thing not found (:data:`~.messages.OPTIONAL_REPLIES`)."""
-    declaration = _declared(REPLIES, name)
+    declaration = _declared(tables(revision)[1], name)
     if body is None:
         if name not in OPTIONAL_REPLIES:
             raise ValueError(f"{name} has no empty reply")
@@ -184,10 +198,12 @@ def encode_reply(name: str, body: Mapping[str, Any] | None) -> bytes:
     return declaration.encode(body, VERSION)
 
 
-def decode_reply(name: str, payload: bytes) -> dict[str, Any] | None:
+def decode_reply(
+    name: str, payload: bytes, revision: str = "classic"
+) -> dict[str, Any] | None:
     """The reply payload (status 0) of command ``name``; ``None`` for the empty reply of
     a thing not found."""
-    declaration = _declared(REPLIES, name)
+    declaration = _declared(tables(revision)[1], name)
     if name in OPTIONAL_REPLIES and not payload:
         return None
     if name == "poll_messages":

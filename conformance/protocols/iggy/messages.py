@@ -26,6 +26,7 @@ from conformance.wire import schema
 from conformance.wire.encoding import Encoding
 from conformance.wire.schema import (
     BOOL,
+    FLOAT32,
     STRING,
     UINT8,
     UINT16,
@@ -148,8 +149,17 @@ EMPTY = message("Empty", [], "No payload.")
 CONSUMER_OFFSET_HEAD = [f("consumer", CONSUMER), *STREAM_TOPIC, *OPTIONAL_PARTITION]
 GROUP_IDS = [*STREAM_TOPIC, f("group", IDENTIFIER)]
 
+PARTITIONS_CHANGE = [*STREAM_TOPIC, f("partitions_count", UINT32)]
+
 REQUESTS: dict[str, schema.Message] = {
     "ping": EMPTY,
+    "get_stats": EMPTY,
+    "get_me": EMPTY,
+    "get_client": message(
+        "GetClient", [f("client_id", UINT32)], "BP/requests/system/get_client.rs"
+    ),
+    "get_clients": EMPTY,
+    "logout_user": EMPTY,
     "get_cluster_metadata": EMPTY,
     "login_user": message(
         "LoginUser",
@@ -163,6 +173,8 @@ REQUESTS: dict[str, schema.Message] = {
     ),
     "create_stream": message("CreateStream", [f("name", NAME)], "BP/requests/streams"),
     "get_stream": message("GetStream", [f("stream", IDENTIFIER)], "BP/requests/streams"),
+    "get_streams": EMPTY,
+    "delete_stream": message("DeleteStream", [f("stream", IDENTIFIER)], "BP/requests/streams"),
     "create_topic": message(
         "CreateTopic",
         [
@@ -177,6 +189,14 @@ REQUESTS: dict[str, schema.Message] = {
         "BP/requests/topics/create_topic.rs",
     ),
     "get_topic": message("GetTopic", STREAM_TOPIC, "BP/requests/topics/get_topic.rs"),
+    "get_topics": message("GetTopics", [f("stream", IDENTIFIER)], "BP/requests/topics"),
+    "delete_topic": message("DeleteTopic", STREAM_TOPIC, "BP/requests/topics"),
+    "create_partitions": message(
+        "CreatePartitions", PARTITIONS_CHANGE, "BP/requests/partitions/create_partitions.rs"
+    ),
+    "delete_partitions": message(
+        "DeletePartitions", PARTITIONS_CHANGE, "BP/requests/partitions/delete_partitions.rs"
+    ),
     "send_messages": message(
         "SendMessages",
         [
@@ -214,11 +234,14 @@ REQUESTS: dict[str, schema.Message] = {
     ),
     "delete_consumer_offset": message("DeleteConsumerOffset", CONSUMER_OFFSET_HEAD),
     "get_consumer_group": message("GetConsumerGroup", GROUP_IDS),
+    "get_consumer_groups": message("GetConsumerGroups", STREAM_TOPIC),
+    "delete_consumer_group": message("DeleteConsumerGroup", GROUP_IDS),
     "create_consumer_group": message("CreateConsumerGroup", [*STREAM_TOPIC, f("name", NAME)]),
     "join_consumer_group": message("JoinConsumerGroup", GROUP_IDS),
     "leave_consumer_group": message("LeaveConsumerGroup", GROUP_IDS),
 }
-"""The request payload of every command the 0.8 binding sends (FACTS.md section 3)."""
+"""The request payload of every command of the document's table and every command the
+0.8 binding sends, plus LOGOUT_USER and DELETE_CONSUMER_OFFSET (FACTS.md section 3)."""
 
 # ------------------------------------------------------------------ replies
 
@@ -276,6 +299,69 @@ CLUSTER_NODE = struct_of(
     f("status", UINT8),
 )
 
+STREAM = struct_of("Stream", *STREAM_FIELDS)
+GROUP = struct_of("Group", *GROUP_FIELDS)
+CLIENT_FIELDS = [
+    f("client_id", UINT32),
+    f("user_id", UINT32),
+    f("transport", UINT8, doc="1 tcp, 2 quic, 3 http, 4 websocket"),
+    f("address", String(prefix="u32")),
+    f("consumer_groups_count", UINT32),
+]
+"""BP/responses/clients/client_response.rs."""
+CLIENT = struct_of("Client", *CLIENT_FIELDS)
+CLIENT_GROUP = struct_of(
+    "ClientGroup", f("stream_id", UINT32), f("topic_id", UINT32), f("group_id", UINT32)
+)
+CLIENT_DETAILS = message(
+    "ClientDetails",
+    [*CLIENT_FIELDS, f("consumer_groups", Repeated(CLIENT_GROUP))],
+    "BP/responses/clients/get_client.rs: Client, then its groups",
+)
+CACHE = struct_of(
+    "Cache",
+    f("stream_id", UINT32),
+    f("topic_id", UINT32),
+    f("partition_id", UINT32),
+    f("hits", UINT64),
+    f("misses", UINT64),
+    f("hit_ratio", FLOAT32),
+)
+STATS = message(
+    "Stats",
+    [
+        f("process_id", UINT32),
+        f("cpu_usage", FLOAT32),
+        f("total_cpu_usage", FLOAT32),
+        f("memory_usage", UINT64),
+        f("total_memory", UINT64),
+        f("available_memory", UINT64),
+        f("run_time", UINT64),
+        f("start_time", UINT64),
+        f("read_bytes", UINT64),
+        f("written_bytes", UINT64),
+        f("messages_size_bytes", UINT64),
+        f("streams_count", UINT32),
+        f("topics_count", UINT32),
+        f("partitions_count", UINT32),
+        f("segments_count", UINT32),
+        f("messages_count", UINT64),
+        f("clients_count", UINT32),
+        f("consumer_groups_count", UINT32),
+        f("hostname", String(prefix="u32")),
+        f("os_name", String(prefix="u32")),
+        f("os_version", String(prefix="u32")),
+        f("kernel_version", String(prefix="u32")),
+        f("iggy_server_version", String(prefix="u32")),
+        f("iggy_server_semver", UINT32, doc="0: none"),
+        f("caches", array_of(CACHE)),
+        f("threads_count", UINT32),
+        f("free_disk_space", UINT64),
+        f("total_disk_space", UINT64),
+    ],
+    "BP/responses/system/get_stats.rs",
+)
+
 STREAM_DETAILS = message(
     "StreamDetails", [*STREAM_FIELDS, f("topics", Repeated(TOPIC))], "Stream + Topic*"
 )
@@ -288,6 +374,11 @@ GROUP_DETAILS = message(
 
 REPLIES: dict[str, schema.Message] = {
     "ping": EMPTY,
+    "get_stats": STATS,
+    "get_me": CLIENT_DETAILS,
+    "get_client": CLIENT_DETAILS,
+    "get_clients": message("Clients", [f("clients", Repeated(CLIENT))]),
+    "logout_user": EMPTY,
     "login_user": message("LoginUserReply", [f("user_id", UINT32)]),
     "get_cluster_metadata": message(
         "ClusterMetadata",
@@ -296,8 +387,14 @@ REPLIES: dict[str, schema.Message] = {
     ),
     "create_stream": STREAM_DETAILS,
     "get_stream": STREAM_DETAILS,
+    "get_streams": message("Streams", [f("streams", Repeated(STREAM))]),
+    "delete_stream": EMPTY,
     "create_topic": TOPIC_DETAILS,
     "get_topic": TOPIC_DETAILS,
+    "get_topics": message("Topics", [f("topics", Repeated(TOPIC))]),
+    "delete_topic": EMPTY,
+    "create_partitions": EMPTY,
+    "delete_partitions": EMPTY,
     "send_messages": EMPTY,
     "poll_messages": message(
         "PolledMessages",
@@ -313,16 +410,19 @@ REPLIES: dict[str, schema.Message] = {
     "store_consumer_offset": EMPTY,
     "delete_consumer_offset": EMPTY,
     "get_consumer_group": GROUP_DETAILS,
+    "get_consumer_groups": message("Groups", [f("groups", Repeated(GROUP))]),
     "create_consumer_group": GROUP_DETAILS,
+    "delete_consumer_group": EMPTY,
     "join_consumer_group": EMPTY,
     "leave_consumer_group": EMPTY,
 }
 """The reply payload of each command in :data:`REQUESTS` (FACTS.md section 3; the create
 replies follow the server's handlers, which send the details)."""
 OPTIONAL_REPLIES = frozenset(
-    {"get_stream", "get_topic", "get_consumer_group", "get_consumer_offset"}
+    {"get_stream", "get_topic", "get_consumer_group", "get_consumer_offset", "get_client"}
 )
-"""Replies that are empty when the stream, topic, group or stored offset does not exist."""
+"""Replies that are empty when the stream, topic, group, stored offset or client does not
+exist."""
 
 
 def identifier(value: int | str) -> dict[str, Any]:
