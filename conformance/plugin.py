@@ -23,11 +23,13 @@ identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
 ``quirks``         deliberate misbehaviours of the reference broker (:class:`QuirkSpec`)
 ``vectors``        the golden vectors' schema (:class:`VectorSchema`) and ``vector_dir``
 ``fuzzing``        what only fuzzing needs (:class:`conformance.fuzz.case.Fuzzing`: the
-                   pool, mutators, canary and the finding -> requirement table)
+                   pool, mutators, canary and the finding -> requirement table), made
+                   for the ``fuzz`` option values and the revision fuzzed
 ``options``        command-line options it adds to ``run``, ``serve`` and ``fuzz``
                    (:class:`conformance.options.Option`; their plumbing lives there)
 ``opening``        what a connection must do before its first real request (a login), as
-                   a sans-IO generator driven by :func:`open_session`
+                   a sans-IO generator driven by :func:`open_session`, made for the
+                   option values and the target's revision (a revision may have none)
 =================  ====================================================================
 
 Heavy parts (the front-end, the fuzzing part with Hypothesis and scapy, the vector schema)
@@ -255,14 +257,15 @@ class Plugin:
     annotate: Annotator
     frontend: Callable[[Engine, ServeConfig], Frontend]
     vectors: Callable[[], VectorSchema]
-    fuzzing: Callable[[Mapping[str, Any]], Fuzzing]
-    """The fuzzing part, given the ``fuzz`` option values."""
+    fuzzing: Callable[[Mapping[str, Any], str], Fuzzing]
+    """The fuzzing part, given the ``fuzz`` option values and the revision fuzzed."""
     error_codes: ErrorCodes | None = None
     quirks: Mapping[str, QuirkSpec] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
-    opening: Callable[[Mapping[str, Any]], Opening] | None = None
-    """Given the option values, a fresh opener for a new connection (None: a connection's
-    first request is a real one)."""
+    opening: Callable[[Mapping[str, Any], str], Opening | None] | None = None
+    """Given the option values and the target's revision, a fresh opener for a new
+    connection, or None: a connection's first request is a real one (always, when the
+    plug-in has no ``opening``; in that revision, when it returns None)."""
     vector_dir: Path | None = None
     """Where the golden vectors are; default ``vectors/<name>/`` at the repository root."""
 
@@ -284,9 +287,10 @@ class Plugin:
             )
         return tuple(names)
 
-    def open(self, values: Mapping[str, Any]) -> Opening | None:
-        """A fresh session opener for a new connection (None: nothing to do first)."""
-        return None if self.opening is None else self.opening(values)
+    def open(self, values: Mapping[str, Any], revision: str) -> Opening | None:
+        """A fresh session opener for a new connection to a target of ``revision`` (None:
+        nothing to do first)."""
+        return None if self.opening is None else self.opening(values, revision)
 
     def spec_text(self) -> str:
         return resources.files(self.package).joinpath("SPEC.md").read_text(encoding="utf-8")

@@ -95,12 +95,12 @@ def check_revision(plugin: Plugin, revision: str | None) -> str:
 
 
 def check_session(
-    plugin: Plugin, host: str, port: int, timeout: float, values: dict[str, Any]
+    plugin: Plugin, host: str, port: int, timeout: float, values: dict[str, Any], revision: str
 ) -> None:
     """A UsageError when the target refuses the protocol's session (wrong credentials):
     every case would end in ERROR for a reason only the user can fix.  Nothing to check
     for a protocol without a session opener; an unresponsive target is the suite's to find."""
-    opening = plugin.open(values)
+    opening = plugin.open(values, revision)
     if opening is None:
         return
     try:
@@ -297,7 +297,7 @@ def run_command(args: argparse.Namespace) -> int:
         host, port = parse_target(args.target)
         try:
             check_reachable(host, port, args.timeout)
-            check_session(plugin, host, port, args.timeout, options)
+            check_session(plugin, host, port, args.timeout, options, revision)
         except UsageError as exc:
             _unreachable_junit(reports, args, f"{host}:{port}", str(exc))
             raise

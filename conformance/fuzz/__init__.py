@@ -22,6 +22,6 @@ def protocol(
     ``revision`` (default: the protocol's; ValueError if it has no such revision), with
     its ``fuzz`` options: those given, the defaults for the rest."""
     plugin = protocols.get(name)
-    plugin.check_revision(revision or plugin.default_revision)
+    fuzzed = plugin.check_revision(revision or plugin.default_revision)
     values = option_values(plugin.options, "fuzz", options or {})
-    return FuzzProtocol(plugin, plugin.fuzzing(values), values)
+    return FuzzProtocol(plugin, plugin.fuzzing(values, fuzzed), values, fuzzed)

@@ -142,12 +142,14 @@ class Fuzzing(Protocol):
 @dataclass
 class FuzzProtocol:
     """A protocol as the fuzzer drives it: the plug-in (with the ``fuzz`` option values)
-    and its fuzzing part, behind the few calls the harness makes.  Every revision of a
-    protocol frames and annotates alike today, so a revision is only checked, not kept."""
+    and its fuzzing part, behind the few calls the harness makes, at one ``revision``
+    (every revision of a protocol frames and annotates alike; the pool and the session
+    opener may differ)."""
 
     plugin: Plugin
     part: Fuzzing
     options: Mapping[str, Any] = field(default_factory=dict)
+    revision: str = ""
 
     @property
     def name(self) -> str:
@@ -207,7 +209,7 @@ class FuzzProtocol:
 
     def opening(self) -> Opening | None:
         """A fresh session opener for a new connection, or None."""
-        return self.plugin.open(self.options)
+        return self.plugin.open(self.options, self.revision or self.plugin.default_revision)
 
     def annotate(self, payload: bytes) -> list[FieldSpan]:
         """A request payload's fields (the minimizer's structural cuts come from them)."""

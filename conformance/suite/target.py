@@ -87,7 +87,7 @@ class Target:
             plugin.framing.frame(plugin.probe_request, "request"),
             plugin.framing.deframer("reply"),
             timeout,
-            plugin.open(self.options),
+            plugin.open(self.options, self.revision),
             lenient=lenient,
         )
 
@@ -132,7 +132,7 @@ class CaseContext:
         )
         self._conns.append(conn)
         if open_session:
-            conn.open(self.target.plugin.open(self.target.options))
+            conn.open(self.target.plugin.open(self.target.options, self.target.revision))
         return conn
 
     def name(self, base: str) -> str:

@@ -41,7 +41,7 @@ def annotate(payload: bytes, direction: str, earlier: Sequence[bytes] = ()) -> A
     return Annotation(repr(payload[:40]), out)
 
 
-def opening(options: Mapping[str, Any]) -> Opening:
+def opening(options: Mapping[str, Any], revision: str) -> Opening:
     reply = yield frame(b"HELLO " + str(options["toy_password"]).encode())
     if reply != b"OK":
         raise SessionRefused(f"HELLO was answered {reply!r}")
@@ -117,7 +117,7 @@ class Fuzzing:
         unanswered=lambda payload: "TOY-PUT-1",
     )
 
-    def __init__(self, options: Mapping[str, Any]) -> None:
+    def __init__(self, options: Mapping[str, Any], revision: str = "doc") -> None:
         self.options = options
         self.structure_mutators: dict[str, Any] = {}  # the generic mutators only
 

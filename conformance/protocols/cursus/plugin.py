@@ -79,7 +79,7 @@ def _vectors() -> VectorSchema:
     return SCHEMA
 
 
-def _fuzzing(options: Mapping[str, Any]) -> Fuzzing:
+def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     from conformance.protocols.cursus.fuzzing import CursusFuzzing
 
     return CursusFuzzing()

@@ -90,7 +90,7 @@ def _vectors() -> VectorSchema:
     return schema
 
 
-def _fuzzing(options: Mapping[str, Any]) -> Fuzzing:
+def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     from conformance.protocols.kafka.fuzzing import KafkaFuzzing
 
     return KafkaFuzzing()
