@@ -213,8 +213,8 @@ def _recorder_poll() -> bytes:
     return body
 
 
-# (command, reply value, hand-checked bytes, the recorder's bytes for it)
-HAND: list[tuple[str, Any, bytes, bytes]] = [
+# (command, reply value, hand-checked bytes, the recorder's bytes for it or None)
+HAND: list[tuple[str, Any, bytes, bytes | None]] = [
     ("ping", {}, b"", b""),
     ("login_user", {"user_id": 0}, bytes(4), struct.pack("<I", 0)),
     (
@@ -312,9 +312,9 @@ def test_every_reply_has_a_hand_checked_vector() -> None:
 
 @pytest.mark.parametrize(("name", "value", "wire", "recorded"), HAND, ids=[h[0] for h in HAND])
 def test_a_reply_both_ways_and_as_the_recorder_writes_it(
-    name: str, value: Any, wire: bytes, recorded: bytes
+    name: str, value: Any, wire: bytes, recorded: bytes | None
 ) -> None:
-    assert wire == recorded
+    assert recorded is None or wire == recorded
     assert codec.encode_reply(name, value) == wire
     assert codec.decode_reply(name, wire) == value
     for end in range(len(wire)):  # cut short: a value (a shorter list) or an IggyError

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from conformance.annotation import shifted
+from conformance.plugin import FieldSpan
 from conformance.protocols.iggy.errors import IggyError
 from conformance.protocols.iggy.messages import message
 from conformance.protocols.iggy.types import Repeated
 from conformance.wire.schema import UINT8, Bytes, f, struct_of
+from conformance.wire.schema_types import shown
 
 HEADER = struct.Struct("<Q16sQQQIIQ")
 HEADER_SIZE = HEADER.size  # 64
@@ -170,3 +174,87 @@ def decode_polled(data: bytes, pos: int, count: int) -> list[dict[str, Any]]:
     if pos != len(data):
         raise IggyError(f"{len(data) - pos} bytes after the last message")
     return messages
+
+
+# ------------------------------------------------------------------ annotation
+
+HEADER_FIELDS = (
+    ("checksum", 0, 8),
+    ("id", 8, 24),
+    ("offset", 24, 32),
+    ("timestamp", 32, 40),
+    ("origin_timestamp", 40, 48),
+    ("headers length", 48, 52),
+    ("payload length", 52, 56),
+    ("reserved", 56, 64),
+)
+"""A message header's fields as the annotation names them (``messages[i].<name>``)."""
+
+
+def annotate_index(data: bytes, pos: int, count: int, spans: list[FieldSpan]) -> int:
+    """The spans of the index table of ``count`` entries at ``pos`` (``index[i].zero``,
+    ``index[i].position``, ``index[i].reserved``), as far as the data goes; the offset
+    after it."""
+    for i in range(count):
+        if len(data) - pos < INDEX_SIZE:
+            if pos < len(data):
+                spans.append(FieldSpan(f"index[{i}]", pos, len(data), data[pos:]))
+            return len(data)
+        zero, position, reserved = INDEX.unpack_from(data, pos)
+        for name, start, end, value in (
+            ("zero", 0, 4, zero),
+            ("position", 4, 8, position),
+            ("reserved", 8, 16, reserved),
+        ):
+            spans.append(FieldSpan(f"index[{i}].{name}", pos + start, pos + end, value))
+        pos += INDEX_SIZE
+    return pos
+
+
+def annotate_messages(
+    data: bytes, pos: int, count: int, spans: list[FieldSpan]
+) -> tuple[tuple[int, int], ...]:
+    """The spans of ``count`` messages at ``pos`` (``messages[i].id``, ``messages[i].payload
+    length``, ``messages[i].payload``, the user-header block's entries as
+    ``messages[i].headers.entries[j].key``...), walked as far as the data goes (a header
+    cut short is one ``messages[i]`` span, a length past the data gives its value the
+    rest); the span of each message, for its count.  Never raises."""
+    items: list[tuple[int, int]] = []
+    for i in range(count):
+        if pos >= len(data):
+            break
+        at = f"messages[{i}]"
+        if len(data) - pos < HEADER_SIZE:
+            spans.append(FieldSpan(at, pos, len(data), data[pos:]))
+            items.append((pos, len(data)))
+            break
+        unpacked = HEADER.unpack_from(data, pos)
+        values = [*unpacked[:1], int.from_bytes(unpacked[1], "little"), *unpacked[2:]]
+        hlen, plen = values[5], values[6]
+        p_start = pos + HEADER_SIZE
+        p_end = min(p_start + plen, len(data))
+        h_end = min(p_end + hlen, len(data))
+        for (name, start, end), value in zip(HEADER_FIELDS, values, strict=True):
+            counts = None
+            if name == "payload length":
+                counts = (p_start, p_end)
+            elif name == "headers length":
+                counts = (p_end, h_end)
+            spans.append(
+                FieldSpan(f"{at}.{name}", pos + start, pos + end, value, counts, order="little")
+            )
+        spans.append(FieldSpan(f"{at}.payload", p_start, p_end, shown(data[p_start:p_end])))
+        _annotate_headers(data, p_end, h_end, f"{at}.headers", spans)
+        items.append((pos, h_end))
+        pos = h_end
+    return tuple(items)
+
+
+def _annotate_headers(data: bytes, start: int, end: int, at: str, spans: list[FieldSpan]) -> None:
+    """A user-header block: its entries when it has any (tolerantly), else one span."""
+    block = data[start:end]
+    inner = USER_HEADERS.annotate(block, 0, tolerant=True) if block else []
+    if not inner:
+        spans.append(FieldSpan(at, start, end, shown(block)))
+        return
+    spans += [replace(s, name=f"{at}.{s.name}") for s in shifted(inner, start)]

@@ -169,9 +169,7 @@ def decode_request(frame: bytes, revision: str = "classic") -> tuple[str, dict[s
     return name, decode_request_payload(name, payload, revision)
 
 
-def decode_request_payload(
-    name: str, payload: bytes, revision: str = "classic"
-) -> dict[str, Any]:
+def decode_request_payload(name: str, payload: bytes, revision: str = "classic") -> dict[str, Any]:
     declaration = _declared(tables(revision)[0], name)
     if name == "send_messages":
         head, end = _decode(declaration, payload, whole=False)
@@ -181,9 +179,7 @@ def decode_request_payload(
     return _decode(declaration, payload, whole=True)[0]
 
 
-def encode_reply(
-    name: str, body: Mapping[str, Any] | None, revision: str = "classic"
-) -> bytes:
+def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "classic") -> bytes:
     """The reply payload of command ``name`` (status 0; no frame).  ``None`` is the empty
     reply of a thing not found (:data:`~.messages.OPTIONAL_REPLIES`)."""
     declaration = _declared(tables(revision)[1], name)
@@ -198,9 +194,7 @@ def encode_reply(
     return declaration.encode(body, VERSION)
 
 
-def decode_reply(
-    name: str, payload: bytes, revision: str = "classic"
-) -> dict[str, Any] | None:
+def decode_reply(name: str, payload: bytes, revision: str = "classic") -> dict[str, Any] | None:
     """The reply payload (status 0) of command ``name``; ``None`` for the empty reply of
     a thing not found."""
     declaration = _declared(tables(revision)[1], name)
