@@ -47,7 +47,14 @@ from conformance.engine.errors import (
 )
 from conformance.engine.groups import DEFAULT_GROUP_POLICY, GroupPolicy
 from conformance.engine.log import IdempotencePolicy, PartitionLog, Topic
-from conformance.engine.ops import Append, CreateTopic, DeleteTopic, Op
+from conformance.engine.ops import (
+    AddPartitions,
+    Append,
+    CreateTopic,
+    DeleteTopic,
+    Op,
+    RemovePartitions,
+)
 from conformance.engine.records import (
     AppendResult,
     GroupInfo,
@@ -125,7 +132,8 @@ class Engine:
                 ) from None
 
         self.recovery = journal.replay(replayed)
-        if kinds[DeleteTopic] or self._state.dead_ops(kinds) > COMPACT_AFTER_DEAD_OPS:
+        dropped = kinds[DeleteTopic] + kinds[RemovePartitions]  # records to cut out
+        if dropped or self._state.dead_ops(kinds) > COMPACT_AFTER_DEAD_OPS:
             try:
                 journal.rewrite(self._state.snapshot())
             except BaseException:
@@ -160,14 +168,17 @@ class Engine:
 
     # ------------------------------------------------------------------- topics
 
-    def create_topic(self, name: str, partitions: int) -> TopicInfo:
+    def create_topic(self, name: str, partitions: int, *, min_partitions: int = 1) -> TopicInfo:
+        """A new topic; ``min_partitions`` 0 lets a front-end whose protocol has topics
+        without partitions (Iggy) create one with none."""
         _need_name("topic", name)
         if name in self._topics:
             raise EngineError(TOPIC_EXISTS, f"topic {name!r} already exists")
-        if partitions < 1:
+        if partitions < min_partitions:
             raise EngineError(
                 INVALID_PARTITIONS,
-                f"a topic needs at least one partition; {partitions} were asked for",
+                f"a topic needs at least {_partitions(min_partitions)}; {partitions} were "
+                "asked for",
             )
         if partitions > self.max_partitions:
             raise EngineError(
@@ -177,6 +188,35 @@ class Engine:
             )
         self._write(CreateTopic(name, partitions))
         return TopicInfo(name, partitions)
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """``count`` (>= 1) new empty partitions numbered after the topic's last one."""
+        topic = self._topic(name)
+        if count < 1:
+            raise EngineError(
+                INVALID_PARTITIONS, f"at least one partition must be added; {count} were asked for"
+            )
+        total = len(topic.logs) + count
+        if total > self.max_partitions:
+            raise EngineError(
+                INVALID_PARTITIONS,
+                f"topic {name!r} would have {total} partitions; this broker's limit is "
+                f"{self.max_partitions} partitions per topic (serve --max-partitions)",
+            )
+        self._write(AddPartitions(name, count))
+        return TopicInfo(name, total)
+
+    def remove_partitions(self, name: str, count: int) -> TopicInfo:
+        """Remove the topic's last ``count`` (1..its partitions) partitions, with their
+        records and the offsets committed to them; a topic may be left with none."""
+        topic = self._topic(name)
+        if not 1 <= count <= len(topic.logs):
+            raise EngineError(
+                INVALID_PARTITIONS,
+                f"topic {name!r} has {len(topic.logs)} partitions; {count} cannot be removed",
+            )
+        self._write(RemovePartitions(name, count))
+        return TopicInfo(name, len(topic.logs))
 
     def delete_topic(self, name: str) -> None:
         self._topic(name)
@@ -386,6 +426,10 @@ def _sequences(producer: ProducerBatch, count: int) -> list[int]:
     if producer.seq_end - producer.seq_start + 1 == count:
         return [producer.seq_start + i for i in range(count)]
     return [-1] * count
+
+
+def _partitions(n: int) -> str:
+    return "one partition" if n == 1 else f"{n} partitions"
 
 
 def _need_name(what: str, name: str) -> None:

@@ -217,6 +217,13 @@ class Group:
             if mem.reaping is Reaping.CONNECTION and consumer_id in (None, mem.consumer_id)
         )
 
+    def forget_partitions(self, topic: str, remaining: int) -> None:
+        """The topic now has ``remaining`` partitions: offsets of the others are gone."""
+        offsets = self.offsets.get(topic)
+        if offsets:
+            for p in [p for p in offsets if p >= remaining]:
+                del offsets[p]
+
     def forget_topic(self, topic: str) -> None:
         if topic in self.subscriptions:
             self.subscriptions.remove(topic)

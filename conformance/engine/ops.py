@@ -11,6 +11,10 @@ A ProducerSnapshot is written as type 7, whose ranges carry their own epoch.  Ty
 older form without per-range epochs, is still read: every range it holds was appended at
 the snapshot's epoch (the engine that wrote it remembered ranges of one epoch only).
 
+AddPartitions (type 10) and RemovePartitions (type 11) grow a topic by new empty
+partitions after its last one, or drop its last ones with their records (and the offsets
+committed to them).
+
 A GroupState is written as type 8: type 5's fields, then the group's assignor and the
 members bound to their connection.  Type 5 is still read: its group uses the engine's
 assignor and all its members have sessions (the only kind there was).  A DeleteGroup is
@@ -35,6 +39,22 @@ class CreateTopic:
 @dataclass(frozen=True, slots=True)
 class DeleteTopic:
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitions:
+    """``count`` new empty partitions after the topic's last one."""
+
+    name: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePartitions:
+    """The topic's last ``count`` partitions are gone, with their records and offsets."""
+
+    name: str
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +104,17 @@ class ProducerSnapshot:
     ranges: tuple[SeqRange, ...]
 
 
-Op = CreateTopic | DeleteTopic | Append | Commit | GroupState | DeleteGroup | ProducerSnapshot
+Op = (
+    CreateTopic
+    | DeleteTopic
+    | Append
+    | Commit
+    | GroupState
+    | DeleteGroup
+    | ProducerSnapshot
+    | AddPartitions
+    | RemovePartitions
+)
 
 _CREATE, _DELETE, _APPEND, _COMMIT = 1, 2, 3, 4
 _GROUP_V1 = 5  # without assignor and bound members (read only)
@@ -92,6 +122,8 @@ _PRODUCER_V1 = 6  # ranges without their epoch (read only)
 _PRODUCER = 7
 _GROUP = 8
 _DELETE_GROUP = 9
+_ADD_PARTITIONS = 10
+_REMOVE_PARTITIONS = 11
 
 _U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
@@ -126,6 +158,10 @@ def encode(op: Op) -> bytes:
         return _U8.pack(_CREATE) + _text(op.name) + _U32.pack(op.partitions)
     if isinstance(op, DeleteTopic):
         return _U8.pack(_DELETE) + _text(op.name)
+    if isinstance(op, AddPartitions):
+        return _U8.pack(_ADD_PARTITIONS) + _text(op.name) + _U32.pack(op.count)
+    if isinstance(op, RemovePartitions):
+        return _U8.pack(_REMOVE_PARTITIONS) + _text(op.name) + _U32.pack(op.count)
     if isinstance(op, GroupState):
         parts = [_U8.pack(_GROUP), _text(op.name), _I64.pack(op.generation), _I64.pack(op.counter)]
         parts.append(_U32.pack(len(op.subscriptions)))
@@ -225,6 +261,10 @@ def decode(payload: bytes) -> Op:
         op = CreateTopic(r.text(), r.u32())
     elif kind == _DELETE:
         op = DeleteTopic(r.text())
+    elif kind == _ADD_PARTITIONS:
+        op = AddPartitions(r.text(), r.u32())
+    elif kind == _REMOVE_PARTITIONS:
+        op = RemovePartitions(r.text(), r.u32())
     elif kind in (_GROUP, _GROUP_V1):
         name, generation, counter = r.text(), r.i64(), r.i64()
         subscriptions = tuple(r.text() for _ in range(r.u32()))

@@ -11,8 +11,9 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 
 from conformance.engine.groups import Group, Member, Reaping
-from conformance.engine.log import REMEMBERED_RANGES, ProducerState, Topic
+from conformance.engine.log import REMEMBERED_RANGES, PartitionLog, ProducerState, Topic
 from conformance.engine.ops import (
+    AddPartitions,
     Append,
     Commit,
     CreateTopic,
@@ -21,6 +22,7 @@ from conformance.engine.ops import (
     GroupState,
     Op,
     ProducerSnapshot,
+    RemovePartitions,
 )
 
 COMPACT_CHUNK = 1000  # records per Append when the journal is compacted
@@ -88,6 +90,15 @@ class State:
             del self.topics[op.name]
             for group in self.groups.values():
                 group.forget_topic(op.name)
+        elif isinstance(op, AddPartitions):
+            self.topics[op.name].logs.extend(PartitionLog() for _ in range(op.count))
+        elif isinstance(op, RemovePartitions):
+            logs = self.topics[op.name].logs
+            if op.count > len(logs):
+                raise Inconsistent(f"{op.count} partitions removed from {len(logs)}")
+            del logs[len(logs) - op.count :]
+            for group in self.groups.values():
+                group.forget_partitions(op.name, len(logs))
         else:
             log = self.topics[op.topic].logs[op.partition]
             state = ProducerState(op.epoch, deque(op.ranges, maxlen=REMEMBERED_RANGES))
