@@ -56,6 +56,7 @@ from conformance.wire.schema import (
     Union,
     Uuid,
     Varint,
+    Wide,
 )
 
 __all__ = ["field_values", "type_values", "values"]
@@ -194,6 +195,8 @@ def _base(
         if typ.name == "float32":
             return _FLOATS32
         return st.integers(int(typ.low), int(typ.high))
+    if isinstance(typ, Wide):
+        return st.integers(typ.low, typ.high)
     if isinstance(typ, Bool):
         return st.booleans()
     if isinstance(typ, Uuid):

@@ -4,7 +4,8 @@ Every type encodes and decodes under a :class:`Ctx`: the protocol's
 :class:`~.encoding.Encoding`, the message version, and whether that version is flexible
 (Kafka's compact form).  The rules of each type:
 
-* :class:`Fixed`: a fixed-width number in the encoding's byte order; :class:`Bool`: one
+* :class:`Fixed`: a fixed-width number in the encoding's byte order (:class:`Wide` one
+  wider than :mod:`struct` packs, ``uint128``); :class:`Bool`: one
   byte, non-zero is true; :class:`Uuid`: 16 bytes; :class:`Varint`: a zig-zag signed
   (``varint``, ``varlong``) or unsigned (``uvarint``) varint of :mod:`.varint`;
 * :class:`String` (UTF-8) and :class:`Bytes`: a length prefix, then that many bytes.  The
@@ -195,6 +196,35 @@ class Fixed(Type):
         return self.size
 
 
+class Wide(Type):
+    """A fixed-width integer wider than :mod:`struct` packs (``uint128``: 16 bytes), in
+    the encoding's byte order."""
+
+    def __init__(self, name: str, size: int, signed: bool = False) -> None:
+        self.name = name
+        self.size = size
+        self.signed = signed
+        bits = 8 * size
+        self.low = -(1 << (bits - 1)) if signed else 0
+        self.high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+
+    def default(self, nullable: bool) -> Any:
+        return 0
+
+    def encode(self, out: bytearray, value: Any, ctx: Ctx) -> None:
+        try:
+            out += int(value).to_bytes(self.size, ctx.encoding.byte_order, signed=self.signed)
+        except (OverflowError, TypeError, ValueError) as exc:
+            raise ValueError(f"{value!r} does not fit in {self.name}") from exc
+
+    def decode(self, r: In, ctx: Ctx, path: str) -> Any:
+        raw = r.take(self.size, path)
+        return int.from_bytes(raw, ctx.encoding.byte_order, signed=self.signed)
+
+    def min_size(self, ctx: Ctx) -> int:
+        return self.size
+
+
 class Bool(Type):
     name = "bool"
 
@@ -374,6 +404,8 @@ UINT8 = Fixed("uint8", "B", 0, (1 << 8) - 1)
 UINT16 = Fixed("uint16", "H", 0, (1 << 16) - 1)
 UINT32 = Fixed("uint32", "I", 0, (1 << 32) - 1)
 UINT64 = Fixed("uint64", "Q", 0, (1 << 64) - 1)
+UINT128 = Wide("uint128", 16)
+INT128 = Wide("int128", 16, signed=True)
 FLOAT32 = Fixed("float32", "f", float("-inf"), float("inf"))
 FLOAT64 = Fixed("float64", "d", float("-inf"), float("inf"))
 BOOL = Bool()

@@ -67,6 +67,10 @@ def test_a_captured_frame_byte_at_a_time_and_with_trailing_bytes(doc: dict[str, 
     assert deframer.feed(raw[5:]) == [raw[4:]]
     with pytest.raises(IggyError, match="bytes after"):  # stricter than the server
         codec.decode_request(raw[4:] + b"\x00")
+    # lenient, as the server: bytes after the payload are ignored
+    for tail in (b"\x00", b"\xff" * 7):
+        lenient = codec.decode_request(raw[4:] + tail, strict=False)
+        assert lenient == codec.decode_request(raw[4:])
 
 
 @pytest.mark.parametrize("doc", FRAMES, ids=IDS)

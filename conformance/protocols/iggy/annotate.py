@@ -145,16 +145,14 @@ def _spans(
     except ProtocolError:
         value = None
     spans.sort(key=lambda s: (s.start, s.end > s.start, -s.end))
-    if revision != "classic":
+    if not codec.batched(name, direction, revision):
         return spans
-    if direction == "request" and name == "send_messages":
+    if direction == "request":
         spans = [_unwrapped(s) for s in spans]
         count = _count(value, "metadata", "messages_count")
         return _counted(spans, payload, end, count, index=True)
-    if direction == "reply" and name == "poll_messages":
-        count = _count(value, "messages_count")
-        return _counted(spans, payload, end, count, index=False)
-    return spans
+    count = _count(value, "messages_count")
+    return _counted(spans, payload, end, count, index=False)
 
 
 def _count(value: Any, *path: str) -> int:

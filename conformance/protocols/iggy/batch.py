@@ -135,8 +135,11 @@ def encode_send_tail(messages: Sequence[Mapping[str, Any]]) -> bytes:
     return bytes(out)
 
 
-def decode_send_tail(data: bytes, pos: int, count: int) -> list[dict[str, Any]]:
-    """``count`` index entries and messages from ``data[pos:]``, to its end exactly."""
+def decode_send_tail(
+    data: bytes, pos: int, count: int, *, whole: bool = True
+) -> list[dict[str, Any]]:
+    """``count`` index entries and messages from ``data[pos:]``, to its end exactly
+    (``whole``) or ignoring bytes after the last one."""
     if count * (INDEX_SIZE + HEADER_SIZE) > len(data) - pos:
         raise IggyError(f"{count} messages claimed, {len(data) - pos} bytes left")
     index = [INDEX.unpack_from(data, pos + i * INDEX_SIZE) for i in range(count)]
@@ -150,7 +153,7 @@ def decode_send_tail(data: bytes, pos: int, count: int) -> list[dict[str, Any]]:
                 " the messages end elsewhere"
             )
         messages.append(msg)
-    if pos != len(data):
+    if whole and pos != len(data):
         raise IggyError(f"{len(data) - pos} bytes after the last message")
     return messages
 

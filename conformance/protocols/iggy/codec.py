@@ -19,9 +19,12 @@ Frames (all little-endian; FACTS.md section 1):
 Payloads come from the declarations of :mod:`.messages` (and :mod:`.batch` for the
 messages of SEND_MESSAGES and POLL_MESSAGES).  Every decoder returns a value or raises
 :class:`~.errors.IggyError`; encoders raise ValueError for a value that does not fit.
-Decoding is strict: bytes after a payload are an IggyError, where the real server only
-logs them and goes on (FACTS.md section 1, "payload decode failure"); a broker that
-mimics it must allow for that.
+Decoding is strict by default: bytes after a payload are an IggyError, where the real
+server only logs them and goes on (FACTS.md section 1, "payload decode failure"); a
+broker that mimics it decodes with ``strict=False`` (:func:`decode_request`).
+
+Revisions (:func:`tables`): ``classic`` (:mod:`.messages`, the messages of SEND/POLL
+in :mod:`.batch`) and ``doc`` (:mod:`.doc`, declared whole).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.errors import ProtocolError
-from conformance.protocols.iggy import batch
+from conformance.protocols.iggy import batch, doc
 from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
 from conformance.protocols.iggy.messages import (
     NAMES,
@@ -120,7 +123,16 @@ def tables(revision: str) -> tuple[Mapping[str, Message], Mapping[str, Message]]
     """The request and reply declarations of ``revision`` (``classic`` or ``doc``)."""
     if revision not in REVISIONS:
         raise ValueError(f"Iggy has no revision {revision!r}; known: {', '.join(REVISIONS)}")
+    if revision == "doc":
+        return doc.REQUESTS, doc.REPLIES
     return REQUESTS, REPLIES
+
+
+def batched(name: str, direction: str, revision: str) -> bool:
+    """Whether the messages of this payload are :mod:`.batch`'s (classic SEND_MESSAGES
+    and POLL_MESSAGES reply); doc declares its messages whole."""
+    wanted = "send_messages" if direction == "request" else "poll_messages"
+    return revision == "classic" and name == wanted
 
 
 def _name_of(code: int, revision: str) -> str:
@@ -151,7 +163,7 @@ def encode_request(name: str, body: Mapping[str, Any], revision: str = "classic"
     """The request payload of command ``name`` (no frame).  SEND_MESSAGES takes
     ``stream``, ``topic``, ``partitioning`` and ``messages`` (see :mod:`.batch`)."""
     declaration = _declared(tables(revision)[0], name)
-    if name == "send_messages":
+    if batched(name, "request", revision):
         messages = list(body.get("messages", ()))
         metadata = {k: body.get(k) for k in ("stream", "topic", "partitioning")}
         metadata["messages_count"] = len(messages)
@@ -160,23 +172,32 @@ def encode_request(name: str, body: Mapping[str, Any], revision: str = "classic"
     return declaration.encode(body, VERSION)
 
 
-def decode_request(frame: bytes, revision: str = "classic") -> tuple[str, dict[str, Any]]:
-    """A request deframer's frame (``code + payload``) as ``(command name, body)``."""
+def decode_request(
+    frame: bytes, revision: str = "classic", *, strict: bool = True
+) -> tuple[str, dict[str, Any]]:
+    """A request deframer's frame (``code + payload``) as ``(command name, body)``.
+    ``strict``: bytes after the payload are an IggyError; without it they are ignored,
+    as the real server does (it only logs them; FACTS.md section 1)."""
     code, payload = split_request(frame)
     name = _name_of(code, revision)
     if name != "send_messages" and len(payload) > MAX_CONTROL_PAYLOAD:
         raise IggyFrameTooLarge(len(payload), MAX_CONTROL_PAYLOAD)
-    return name, decode_request_payload(name, payload, revision)
+    return name, decode_request_payload(name, payload, revision, strict=strict)
 
 
-def decode_request_payload(name: str, payload: bytes, revision: str = "classic") -> dict[str, Any]:
+def decode_request_payload(
+    name: str, payload: bytes, revision: str = "classic", *, strict: bool = True
+) -> dict[str, Any]:
+    """The body of command ``name``'s request ``payload`` (``strict``: see
+    :func:`decode_request`)."""
     declaration = _declared(tables(revision)[0], name)
-    if name == "send_messages":
+    if batched(name, "request", revision):
         head, end = _decode(declaration, payload, whole=False)
         metadata = head["metadata"]
         count = metadata.pop("messages_count")
-        return {**metadata, "messages": batch.decode_send_tail(payload, end, count)}
-    return _decode(declaration, payload, whole=True)[0]
+        messages = batch.decode_send_tail(payload, end, count, whole=strict)
+        return {**metadata, "messages": messages}
+    return _decode(declaration, payload, whole=strict)[0]
 
 
 def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "classic") -> bytes:
@@ -187,7 +208,7 @@ def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "cla
         if name not in OPTIONAL_REPLIES:
             raise ValueError(f"{name} has no empty reply")
         return b""
-    if name == "poll_messages":
+    if batched(name, "reply", revision):
         messages = list(body.get("messages", ()))
         head = {**body, "messages_count": len(messages)}
         return declaration.encode(head, VERSION) + batch.encode_polled(messages)
@@ -200,7 +221,7 @@ def decode_reply(name: str, payload: bytes, revision: str = "classic") -> dict[s
     declaration = _declared(tables(revision)[1], name)
     if name in OPTIONAL_REPLIES and not payload:
         return None
-    if name == "poll_messages":
+    if batched(name, "reply", revision):
         head, end = _decode(declaration, payload, whole=False)
         count = head.pop("messages_count")
         return {**head, "messages": batch.decode_polled(payload, end, count)}
