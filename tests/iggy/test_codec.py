@@ -183,6 +183,85 @@ POLLED_MESSAGE = {
 }
 
 
+CLIENT = {
+    "client_id": 7,
+    "user_id": 0,
+    "transport": 1,
+    "address": "127.0.0.1:50000",
+    "consumer_groups_count": 1,
+}
+CLIENT_BYTES = (
+    "07000000"  # client_id 7
+    "00000000"  # user_id 0
+    "01"  # transport 1 (tcp)
+    "0f000000" + b"127.0.0.1:50000".hex() + "01000000"  # u32 len + address; 1 group
+)
+CLIENT_DETAILS = {
+    **CLIENT,
+    "consumer_groups": [{"stream_id": 0, "topic_id": 0, "group_id": 2}],
+}
+CLIENT_DETAILS_BYTES = bytes.fromhex(CLIENT_BYTES + "00000000 00000000 02000000")
+STATS = {
+    "process_id": 42,
+    "cpu_usage": 0.5,
+    "total_cpu_usage": 1.5,
+    "memory_usage": 1,
+    "total_memory": 2,
+    "available_memory": 3,
+    "run_time": 4,
+    "start_time": 5,
+    "read_bytes": 6,
+    "written_bytes": 7,
+    "messages_size_bytes": 8,
+    "streams_count": 1,
+    "topics_count": 2,
+    "partitions_count": 3,
+    "segments_count": 4,
+    "messages_count": 9,
+    "clients_count": 1,
+    "consumer_groups_count": 0,
+    "hostname": "h",
+    "os_name": "Linux",
+    "os_version": "",
+    "kernel_version": "6",
+    "iggy_server_version": "0.8.0",
+    "iggy_server_semver": 0,
+    "caches": [
+        {
+            "stream_id": 0,
+            "topic_id": 1,
+            "partition_id": 2,
+            "hits": 3,
+            "misses": 4,
+            "hit_ratio": 0.75,
+        }
+    ],
+    "threads_count": 8,
+    "free_disk_space": 10,
+    "total_disk_space": 20,
+}
+STATS_BYTES = bytes.fromhex(
+    "2a000000"  # process_id 42
+    "0000003f"  # cpu_usage f32 0.5
+    "0000c03f"  # total_cpu_usage f32 1.5
+    "0100000000000000 0200000000000000 0300000000000000"  # memory, total, available
+    "0400000000000000 0500000000000000"  # run_time, start_time
+    "0600000000000000 0700000000000000 0800000000000000"  # read, written, messages size
+    "01000000 02000000 03000000 04000000"  # streams, topics, partitions, segments
+    "0900000000000000"  # messages_count
+    "01000000 00000000"  # clients, consumer groups
+    "01000000 68"  # hostname "h"
+    "05000000 4c696e7578"  # os_name "Linux"
+    "00000000"  # os_version ""
+    "01000000 36"  # kernel_version "6"
+    "05000000 302e382e30"  # iggy_server_version "0.8.0"
+    "00000000"  # semver 0: none
+    "01000000"  # 1 cache
+    "00000000 01000000 02000000 0300000000000000 0400000000000000 0000403f"  # ratio 0.75
+    "08000000 0a00000000000000 1400000000000000"  # threads 8, free 10, total 20
+)
+
+
 def _recorder_topic() -> rec.Topic:
     return rec.Topic(0, "orders", [[]])
 
@@ -307,6 +386,48 @@ HAND: list[tuple[str, Any, bytes, bytes | None]] = [
     ),
     ("join_consumer_group", {}, b"", b""),
     ("leave_consumer_group", {}, b"", b""),
+    # declared after the recorder was written: hand-checked bytes only (FACTS.md section 3)
+    ("get_stats", STATS, STATS_BYTES, None),
+    ("get_me", CLIENT_DETAILS, CLIENT_DETAILS_BYTES, None),
+    ("get_client", CLIENT_DETAILS, CLIENT_DETAILS_BYTES, None),
+    (
+        "get_clients",
+        {"clients": [CLIENT, {**CLIENT, "client_id": 8, "consumer_groups_count": 0}]},
+        bytes.fromhex(CLIENT_BYTES)  # a Client record, no group triples (no count)
+        + bytes.fromhex("08000000 00000000 01 0f000000")  # client 8, user 0, tcp, address
+        + b"127.0.0.1:50000"
+        + bytes.fromhex("00000000"),
+        None,
+    ),
+    ("logout_user", {}, b"", None),
+    (
+        "get_streams",
+        {"streams": [{k: v for k, v in STREAM.items() if k != "topics"}]},
+        bytes.fromhex("00000000 00401e18240a0600 01000000" + "00" * 16) + NAME_C,
+        None,
+    ),
+    ("get_streams", {"streams": []}, b"", None),
+    ("delete_stream", {}, b"", None),
+    (
+        "get_topics",
+        {"topics": [TOPIC, {**TOPIC, "id": 1, "name": "o"}]},
+        bytes.fromhex(TOPIC_BYTES)
+        + bytes.fromhex(
+            "01000000 00401e18240a0600 01000000 0000000000000000 01"  # id 1 ... compression
+            "0000000000000000 01 0000000000000000 0000000000000000 016f"  # ... name "o"
+        ),
+        None,
+    ),
+    ("delete_topic", {}, b"", None),
+    ("create_partitions", {}, b"", None),
+    ("delete_partitions", {}, b"", None),
+    (
+        "get_consumer_groups",
+        {"groups": [{k: v for k, v in GROUP.items() if k != "members"}]},
+        bytes.fromhex("00000000 01000000 01000000 0167"),  # id 0, 1 partition, 1 member, "g"
+        None,
+    ),
+    ("delete_consumer_group", {}, b"", None),
 ]
 
 
