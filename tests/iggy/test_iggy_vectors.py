@@ -1,0 +1,201 @@
+"""The Iggy golden vectors (vectors/iggy/*.yaml): what Iggy's collection must hold.
+
+What every protocol's vectors go through (loading, cited requirements, the deframer whole,
+byte by byte and before the next frame, plain data and back, decode and encode) is
+tests/protocols/test_vectors.py; it runs here too, over Iggy's vectors alone, through
+:func:`check_all`, so this file works before the plug-in is registered (a stand-in plug-in
+with Iggy's framing and vector schema is used then).  Beyond that: every frame the real
+apache-iggy 0.8.0 client sent (tests/iggy/captured) is a vector with the very bytes; every
+command the codec declares has a request vector and a reply vector; the user-header kinds,
+partitioning kinds and refused frames the brief names are there; every vector cites
+requirement IDs of SPEC.md once it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance import protocols
+from conformance.errors import ProtocolError
+from conformance.plugin import Annotation, Plugin
+from conformance.protocols.iggy import codec
+from conformance.protocols.iggy.messages import REQUESTS
+from conformance.protocols.iggy.vectors import SCHEMA, from_message, to_message
+from conformance.vectors import Vector, VectorError, load
+
+CAPTURED = sorted((Path(__file__).parent / "captured").glob("*.yaml"))
+
+
+def _unused(*_: Any) -> Any:  # pragma: no cover - the stand-in is only loaded from
+    raise AssertionError("not part of the stand-in plug-in")
+
+
+def _stand_in() -> Plugin:
+    return Plugin(
+        name="iggy",
+        title="Apache Iggy (stand-in for the vector tests)",
+        package="conformance.protocols.iggy",
+        suite_package="conformance.suite.iggy",
+        revisions=codec.REVISIONS,
+        default_revision="classic",
+        default_port=8090,
+        framing=codec.IggyFraming(),  # type: ignore[arg-type]
+        probe_request=b"\x01\0\0\0",
+        annotate=lambda payload, direction, earlier: Annotation(payload.hex()),
+        frontend=_unused,
+        vectors=lambda: SCHEMA,
+        fuzzing=_unused,
+    )
+
+
+@pytest.fixture(scope="module")
+def plugin() -> Iterator[Plugin]:
+    """Iggy's plug-in, or a stand-in with its framing and schema while it is not registered."""
+    try:
+        yield protocols.get("iggy")
+        return
+    except protocols.UnknownProtocol:
+        pass
+    protocols._loaded["iggy"] = _stand_in()
+    try:
+        yield protocols._loaded["iggy"]
+    finally:
+        protocols._loaded.pop("iggy", None)
+
+
+@pytest.fixture(scope="module")
+def vectors(plugin: Plugin) -> list[Vector]:
+    return load("iggy")
+
+
+def test_the_vectors_load_by_area(vectors: list[Vector]) -> None:
+    files = {v.file for v in vectors}
+    areas = "framing login streams topics partitions send poll headers offsets groups system errors"
+    assert {f"{a}.yaml" for a in areas.split()} <= files
+    assert len(vectors) >= 60
+    assert len({v.id for v in vectors}) == len(vectors)
+
+
+def test_every_vector_decodes_and_encodes_to_its_bytes(
+    plugin: Plugin, vectors: list[Vector]
+) -> None:
+    """tests/protocols/test_vectors.py's codec checks, for Iggy alone."""
+    for v in vectors:
+        d = plugin.framing.deframer(v.direction)
+        if v.truncated:
+            if v.error:
+                with pytest.raises(ProtocolError):
+                    d.feed(v.frame)
+            else:
+                assert d.feed(v.frame) == [], v.id
+            continue
+        assert d.feed(v.frame) == [v.payload], v.id
+        if v.error is not None:
+            with pytest.raises(ProtocolError) as info:
+                SCHEMA.decode(v.payload, v.direction, v.extras)
+            assert SCHEMA.error_name(info.value) == v.error, v.id
+            continue
+        assert v.decoded is not None, v.id
+        message = to_message(v.decoded)
+        assert from_message(to_message(from_message(message))) == from_message(message), v.id
+        got = SCHEMA.decode(v.payload, v.direction, v.extras)
+        assert from_message(got) == from_message(message), v.id
+        payload = SCHEMA.encode(message, v.direction, v.extras)
+        if v.encode_exact:
+            assert plugin.framing.frame(payload, v.direction) == v.frame, v.id
+        else:
+            assert from_message(SCHEMA.decode(payload, v.direction, v.extras)) == from_message(
+                message
+            ), v.id
+
+
+def test_every_captured_frame_is_a_vector_with_its_bytes(vectors: list[Vector]) -> None:
+    by_file = {p.name: bytes.fromhex(yaml.safe_load(p.read_text())["hex"]) for p in CAPTURED}
+    assert len(by_file) == 47
+    for name, frame in by_file.items():
+        found = [v for v in vectors if f"tests/iggy/captured/{name}" in v.description]
+        assert len(found) == 1, name
+        assert found[0].frame == frame and "apache-iggy 0.8.0" in found[0].description
+
+
+def test_every_declared_command_has_a_request_and_a_reply(vectors: list[Vector]) -> None:
+    requests = {v.decoded["command"] for v in vectors if v.direction == "request" and v.decoded}
+    replies = {v.extras.get("command") for v in vectors if v.direction == "reply"}
+    assert set(REQUESTS) <= requests
+    assert set(REQUESTS) <= replies
+
+
+def _messages(v: Vector) -> list[dict[str, Any]]:
+    assert v.decoded is not None
+    body = to_message(v.decoded)["body"] or {}
+    return list(body.get("messages", ()))
+
+
+def test_what_the_binding_cannot_send_is_there(vectors: list[Vector]) -> None:
+    """User headers of every kind, balanced and messages-key partitioning, user ids."""
+    sends = [v for v in vectors if v.decoded and v.decoded.get("command") == "send_messages"]
+    kinds = {to_message(v.decoded)["body"]["partitioning"]["kind"] for v in sends if v.decoded}
+    assert kinds == {1, 2, 3}
+    assert any(m["id"] for v in sends for m in _messages(v))
+    value_kinds = {
+        e["value_kind"]
+        for v in sends
+        if v.decoded
+        for m in v.decoded["body"]["messages"]
+        if isinstance(m.get("headers"), list)
+        for e in m["headers"]
+    }
+    assert value_kinds == set(range(1, 16))
+
+
+def test_refused_frames_and_error_replies(vectors: list[Vector]) -> None:
+    errors = {v.error for v in vectors if v.error}
+    assert {"INVALID_COMMAND", "FRAME_TOO_LARGE"} <= errors
+    statuses = {
+        v.decoded["status"] for v in vectors if v.direction == "reply" and v.decoded is not None
+    }
+    assert {3, 40, 42, 1009, 1012, 2010, 2013, 3007, 4100, 5000, 5004, 5006} <= statuses
+    for v in vectors:
+        if v.direction == "reply" and v.decoded and v.decoded["status"] != 0:
+            assert v.payload == v.frame[:4], f"{v.id}: an error reply has length 0"
+
+
+def test_the_schema_refuses_what_is_not_iggy(plugin: Plugin, tmp_path: Path) -> None:
+    bad = [
+        {"decoded": {"command": "nope"}},
+        {"decoded": {"status": 0, "body": {}}},  # a reply without its command
+        {"command": "ping", "decoded": {"command": "ping"}},  # command on a request
+        {"revision": "future", "decoded": {"command": "ping"}},
+        {"error": "NO_SUCH_STATUS"},
+    ]
+    for i, extra in enumerate(bad):
+        direction = "reply" if extra.get("decoded", {}).get("status") is not None else "request"
+        if "command" in extra:
+            direction = "request"
+        vector = {
+            "id": f"iggy/bad/v{i}",
+            "requirements": ["IGG-FRAME-1"],
+            "direction": direction,
+            "description": "bad",
+            "hex": "0400000001000000" if direction == "request" else "0000000000000000",
+            **extra,
+        }
+        (tmp_path / "iggy").mkdir(exist_ok=True)
+        (tmp_path / "iggy" / "bad.yaml").write_text(yaml.safe_dump([vector]))
+        with pytest.raises(VectorError):
+            load("iggy", tmp_path)
+
+
+def test_requirements_are_those_of_spec_md(vectors: list[Vector]) -> None:
+    from conformance.spec import requirements
+
+    try:
+        known = requirements("iggy")
+    except (FileNotFoundError, LookupError, protocols.UnknownProtocol):
+        pytest.skip("conformance/protocols/iggy/SPEC.md is not there yet")
+    assert {(v.id, r) for v in vectors for r in v.requirements if r not in known} == set()
