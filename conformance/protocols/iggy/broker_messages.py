@@ -1,0 +1,274 @@
+"""SEND_MESSAGES, POLL_MESSAGES and the consumer offsets of the Iggy front-end.
+
+Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so):
+
+* send: partition by balanced (a per-topic counter, from 0, modulo the partition count),
+  partition id (3007 if there is none such), or messages key (XXH32 seed 0 of the key,
+  modulo the count); a topic without partitions is 3008.  An empty batch is 4009
+  (InvalidMessagesCount, CM messages_batch_mut.rs ``validate``), a payload over
+  64,000,000 bytes 4022, a user-header block over 100,000 bytes 4017 (same file).  An
+  empty payload is stored: the server's batch validation has no lower bound (the 4025 of
+  FACTS.md is the client-side builder's).  The user-header block is stored as sent and
+  not validated: the server's send path does not call ``validate_user_headers``
+  (SV/binary/handlers/messages/send_messages_handler.rs reads the batch raw).  Id 0 ->
+  a random non-zero u128; the server timestamp is µs; the reply is empty.
+* poll (SV/streaming/partitions/ops.rs ``poll_messages``, SV/shard/handlers.rs): offset
+  (nothing past the current offset), timestamp (the first message at or after the value,
+  µs), first (0), last (the last ``count``), next (the stored offset + 1, or 0 when none
+  is stored); count 0 returns nothing; with auto_commit the offset of the last message
+  returned is stored.  A consumer (kind 1) without a partition reads partition 0; a group
+  member (kind 2) without one reads its partitions in turn, one per poll; a partition not
+  its own, or none dealt to it, is the empty reply ``partition 0, offset 0, count 0``
+  (SV/shard/system/messages.rs); a non-member is 5006, an unknown group 5000.
+* offsets: kept per (consumer kind, consumer id or group id, partition); store past the
+  partition's current offset, or on a partition that never had a message, is 4100
+  (SV/shard/system/utils.rs ``validate_partition_offset``); get with none stored is
+  the empty reply; delete with none stored is 3021 (ConsumerOffsetNotFound; our choice,
+  FACTS.md is silent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import xxhash
+
+from conformance.protocols.iggy import batch
+from conformance.protocols.iggy import errors as st
+from conformance.protocols.iggy.broker_state import (
+    GroupEntry,
+    Refusal,
+    StreamEntry,
+    TopicEntry,
+    engine_topic,
+    from_record,
+    identifier,
+    now_us,
+    to_record,
+)
+
+if TYPE_CHECKING:
+    from conformance.protocols.iggy.handler import IggySession
+
+MAX_PAYLOAD = 64_000_000
+MAX_USER_HEADERS = 100_000
+NO_PARTITIONS = 3008
+CONSUMER_OFFSET_NOT_FOUND = 3021
+INVALID_MESSAGES_COUNT = 4009
+TOO_BIG_USER_HEADERS = 4017
+TOO_BIG_MESSAGE_PAYLOAD = 4022
+OFFSET, TIMESTAMP, FIRST, LAST, NEXT = 1, 2, 3, 4, 5
+
+
+def partition_size(session: IggySession, stream: StreamEntry, topic: TopicEntry, p: int) -> int:
+    return topic.sizes[p] if p < len(topic.sizes) else 0
+
+
+def _new_id() -> int:
+    while True:
+        value = uuid.uuid4().int
+        if value:
+            return value
+
+
+# ------------------------------------------------------------------ send
+
+
+def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
+    stream, topic = session.topic(body)
+    messages = body.get("messages") or []
+    if not messages:
+        raise Refusal(INVALID_MESSAGES_COUNT, "a SEND_MESSAGES without messages")
+    for m in messages:
+        if len(m.get("payload", b"")) > MAX_PAYLOAD:
+            raise Refusal(TOO_BIG_MESSAGE_PAYLOAD, "a payload over 64,000,000 bytes")
+        if len(m.get("headers", b"")) > MAX_USER_HEADERS:
+            raise Refusal(TOO_BIG_USER_HEADERS, "a user-header block over 100,000 bytes")
+    partition = _choose_partition(session, topic, body["partitioning"])
+    ts = now_us()
+    records = [
+        to_record(
+            int(m.get("id", 0)) or _new_id(),
+            int(m.get("origin_timestamp", 0)),
+            ts,
+            bytes(m.get("payload", b"")),
+            bytes(m.get("headers", b"")),
+        )
+        for m in messages
+    ]
+    session.engine.append(engine_topic(stream.id, topic.id), partition, records)
+    topic.sizes[partition] += sum(
+        64 + len(m.get("payload", b"")) + len(m.get("headers", b"")) for m in messages
+    )
+    return {}
+
+
+def _choose_partition(session: IggySession, topic: TopicEntry, partitioning: Any) -> int:
+    count = len(topic.partitions)
+    kind = partitioning.get("kind") if isinstance(partitioning, dict) else None
+    value = partitioning.get("value") if isinstance(partitioning, dict) else None
+    if kind == 2:
+        if not isinstance(value, int) or not 0 <= value < count:
+            raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {value}")
+        return value
+    if count == 0:
+        raise Refusal(NO_PARTITIONS, f"topic {topic.id} has no partitions")
+    if kind == 3:
+        return session.quirks.key_partition(bytes(value or b""), count)
+    chosen = topic.balanced % count
+    topic.balanced += 1
+    return chosen
+
+
+# ------------------------------------------------------------------ poll
+
+
+def _partition_given(body: dict[str, Any]) -> int | None:
+    if "partition_flag" in body:
+        return int(body["partition_id"]) if body["partition_flag"] == 1 else None
+    value = body.get("partition_id")
+    return None if value is None else int(value)
+
+
+def _consumer(body: dict[str, Any]) -> tuple[int, Any]:
+    consumer = body["consumer"]
+    kind = int(consumer.get("kind", 0))
+    value = consumer.get("value", consumer.get("id"))
+    return kind, value
+
+
+def _member_partitions(
+    session: IggySession, stream: StreamEntry, topic: TopicEntry, group: GroupEntry
+) -> list[int]:
+    shares = session.partitions_of(stream, topic, group)
+    if session.client.id not in shares:
+        raise Refusal(
+            st.CONSUMER_GROUP_MEMBER_NOT_FOUND,
+            f"client {session.client.id} is not a member of consumer group {group.id}",
+        )
+    return shares[session.client.id]
+
+
+def _target(
+    session: IggySession, body: dict[str, Any], advance: bool
+) -> tuple[StreamEntry, TopicEntry, int | None, tuple[int, object, int] | None]:
+    """The partition a consumer reads and its offset key; (None, None): nothing to read.
+    ``advance``: a group member without a partition moves on to its next one."""
+    stream, topic = session.topic(body)
+    kind, value = _consumer(body)
+    given = _partition_given(body)
+    if kind == 2:
+        _, _, group = session.group({**body, "group": value})
+        owned = _member_partitions(session, stream, topic, group)
+        if given is not None:
+            p: int | None = given if given in owned else None
+        elif owned:
+            turn = group.cursors.get(session.client.id, 0)
+            p = owned[turn % len(owned)]
+            if advance:
+                group.cursors[session.client.id] = turn + 1
+        else:
+            p = None
+        return stream, topic, p, None if p is None else (2, group.id, p)
+    p = 0 if given is None else given
+    if not 0 <= p < len(topic.partitions):
+        raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {p}")
+    return stream, topic, p, (1, identifier(value)[1], p)
+
+
+def poll_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
+    stream, topic, p, key = _target(session, body, advance=True)
+    if p is None or key is None:
+        return {"partition_id": 0, "current_offset": 0, "messages": []}
+    name = engine_topic(stream.id, topic.id)
+    hwm = session.engine.high_watermark(name, p)
+    current = max(hwm - 1, 0)
+    strategy, count = body["strategy"], int(body["count"])
+    kind, value = int(strategy.get("kind", 0)), int(strategy.get("value", 0))
+    if kind == OFFSET:
+        start = value
+    elif kind == TIMESTAMP:
+        start = _first_at(session, name, p, hwm, value)
+    elif kind == FIRST:
+        start = 0
+    elif kind == LAST:
+        start = max(hwm - count, 0)
+    elif kind == NEXT:
+        stored = topic.offsets.get(key)
+        start = 0 if stored is None else session.quirks.next_start(stored)
+    else:
+        raise Refusal(st.INVALID_COMMAND, f"no polling strategy {kind}")
+    records = session.engine.read(name, p, start, count) if count and start < hwm else []
+    if body.get("auto_commit") and records:
+        topic.offsets[key] = records[-1].offset
+    polled = [_polled(session, from_record(r)) for r in records]
+    return {"partition_id": p, "current_offset": current, "messages": polled}
+
+
+def _first_at(session: IggySession, name: str, p: int, hwm: int, ts: int) -> int:
+    """The first offset whose server timestamp (µs) is at or after ``ts`` (timestamps
+    never go down in a partition: binary search); ``hwm`` when there is none."""
+    lo, hi = 0, hwm
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if from_record(session.engine.read(name, p, mid, 1)[0]).timestamp < ts:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _polled(session: IggySession, m: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {
+        "checksum": 0,
+        "id": m.id,
+        "offset": m.offset,
+        "timestamp": m.timestamp,
+        "origin_timestamp": m.origin_timestamp,
+        "reserved": 0,
+        "payload": m.payload,
+        "headers": m.headers,
+    }
+    out = bytearray()
+    batch.encode_message(out, msg)
+    checksum = xxhash.xxh3_64_intdigest(bytes(out[8:]))
+    if not session.classic:  # doc's checksum is a u32: the low half of classic's
+        msg["state"] = 0
+        checksum &= 0xFFFFFFFF
+    msg["checksum"] = session.quirks.checksum(checksum)
+    return msg
+
+
+# ------------------------------------------------------------------ offsets
+
+
+def store_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
+    stream, topic, p, key = _target(session, body, advance=False)
+    if p is None or key is None:
+        raise Refusal(st.PARTITION_NOT_FOUND, "the group member has no such partition")
+    offset = int(body["offset"])
+    hwm = session.engine.high_watermark(engine_topic(stream.id, topic.id), p)
+    if session.quirks.checks_stored_offset() and (hwm == 0 or offset > hwm - 1):
+        raise Refusal(
+            st.INVALID_OFFSET, f"offset {offset} is past partition {p}'s current {hwm - 1}"
+        )
+    topic.offsets[key] = offset
+    return {}
+
+
+def get_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any] | None:
+    stream, topic, p, key = _target(session, body, advance=False)
+    stored = None if key is None else topic.offsets.get(key)
+    if p is None or stored is None:
+        return None
+    hwm = session.engine.high_watermark(engine_topic(stream.id, topic.id), p)
+    return {"partition_id": p, "current_offset": max(hwm - 1, 0), "stored_offset": stored}
+
+
+def delete_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
+    _, topic, _, key = _target(session, body, advance=False)
+    if key is None or key not in topic.offsets:
+        raise Refusal(CONSUMER_OFFSET_NOT_FOUND, "no offset stored for this consumer")
+    del topic.offsets[key]
+    return {}
