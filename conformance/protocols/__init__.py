@@ -19,6 +19,7 @@ from conformance.plugin import Plugin
 BUILTIN: dict[str, str] = {
     "cursus": "conformance.protocols.cursus.plugin:PLUGIN",
     "kafka": "conformance.protocols.kafka.plugin:PLUGIN",
+    "iggy": "conformance.protocols.iggy.plugin:PLUGIN",
 }
 ENTRY_POINT_GROUP = "conformance.protocols"
 
