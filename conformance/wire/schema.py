@@ -15,7 +15,8 @@ derived elsewhere (:mod:`conformance.wire.schema_strategies`,
 this module has no default protocol.  The types and their rules are in
 :mod:`conformance.wire.schema_types` (re-exported here).  The rules of structs:
 
-* A struct is its fields in order; an array is a count prefix, then its items.
+* A struct is its fields in order; an array is a count prefix, then its items; a
+  :class:`Repeated` array has no count: its items run to the end of the data.
 * In a version the message declares *flexible* (only in an encoding that has them),
   strings, bytes and arrays are compact (unsigned varint length + 1, 0 for null) and
   every struct ends in a tagged-field section.  A field may opt out of flexibility
@@ -54,6 +55,7 @@ from conformance.wire.schema_fields import (
     UNKNOWN_TAGS,
     Array,
     Field,
+    Repeated,
     Struct,
     Versions,
     f,
@@ -123,6 +125,7 @@ __all__ = [
     "Field",
     "Fixed",
     "Message",
+    "Repeated",
     "Sized",
     "String",
     "Struct",
@@ -272,7 +275,7 @@ def walk(typ: Type, visit: Callable[[Field, Type], None], seen: set[int] | None 
     if id(typ) in seen:
         return
     seen.add(id(typ))
-    if isinstance(typ, Array):
+    if isinstance(typ, Array):  # a Repeated too
         walk(typ.element, visit, seen)
     elif isinstance(typ, Sized):
         walk(typ.inner, visit, seen)

@@ -306,6 +306,44 @@ class Array(Type):
         return items
 
 
+class Repeated(Array):
+    """Items of ``element`` one after another up to the end of the data, with no count in
+    front (Iggy's GET_STREAM: a stream record, then its topics to the end of the reply).
+    It must be the last field of its message: nothing could follow it.  An array for
+    what is derived from arrays (strategies: lists of the element); only the bytes differ.
+    An element that takes no bytes is refused on decoding (it would repeat forever)."""
+
+    nullable_kind = False
+
+    def __init__(self, element: Type, max_items: int = 1 << 20) -> None:
+        super().__init__(element, max_items)
+        self.name = f"{element.name}*"
+
+    def default(self, nullable: bool) -> Any:
+        return []
+
+    def encode(self, out: bytearray, value: Any, ctx: Ctx) -> None:
+        for item in value or ():
+            self.element.encode(out, item, ctx)
+
+    def decode(self, r: In, ctx: Ctx, path: str) -> Any:
+        items: list[Any] = []
+        decode = self.element.read if r.spans is not None else self.element.decode
+        while r.left:
+            if len(items) >= self.max_items:
+                raise ProtocolError(f"{path}: more than {self.max_items} items")
+            start = r.pos
+            items.append(decode(r, ctx, f"{path}[{len(items)}]"))
+            if r.pos == start:
+                raise ProtocolError(f"{path}: an item of no bytes at offset {start}")
+        return items
+
+    read = decode
+
+    def min_size(self, ctx: Ctx) -> int:
+        return 0
+
+
 def _encode_field(out: bytearray, fl: Field, value: Any, ctx: Ctx) -> None:
     version = ctx.version
     if value is None and fl.type.nullable_kind and version not in fl.nullable:

@@ -194,6 +194,43 @@ class ListField(sf.PacketListField):
         return super().getfield(pkt, s)
 
 
+class RestListField(sf.PacketListField):
+    """The items of a :class:`~.schema_fields.Repeated` array: no count, as many as the
+    bytes left hold."""
+
+    def __init__(self, name: str, default: list[Any], cls: Any) -> None:
+        super().__init__(name, default, cls, max_count=1 << 20)
+
+    def any2i(self, pkt: Packet | None, x: Any) -> Any:
+        return [] if x is None else super().any2i(pkt, x)
+
+
+class WideField(sf.Field[int, bytes]):
+    """An integer of ``size`` bytes, wider than :mod:`struct` packs (``uint128``), in
+    ``order`` (``big`` or ``little``)."""
+
+    __slots__ = ("order", "signed", "size")
+
+    def __init__(self, name: str, default: Any, size: int, order: str, signed: bool) -> None:
+        super().__init__(name, default, f"{size}s")
+        self.size, self.order, self.signed = size, order, signed
+
+    def i2m(self, pkt: Packet | None, x: int | None) -> bytes:
+        value = int(x or 0)
+        if not self.signed:
+            value &= (1 << (8 * self.size)) - 1
+        return value.to_bytes(self.size, cast(Any, self.order), signed=self.signed)
+
+    def m2i(self, pkt: Packet | None, x: bytes) -> int:
+        return int.from_bytes(x, cast(Any, self.order), signed=self.signed)
+
+    def randval(self) -> VolatileValue[Any]:
+        bits = 8 * self.size
+        if self.signed:
+            return RandNum(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        return RandNum(0, (1 << bits) - 1)
+
+
 class StructField(sf.PacketField):
     """A struct; with ``presence`` (a nullable struct) absent when that byte is < 0."""
 

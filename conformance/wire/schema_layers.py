@@ -17,6 +17,10 @@ What each schema field becomes (the scapy fields are in :mod:`.schema_layer_fiel
   (UTF-8 for a string; ``None`` is null).  The length is the encoding's prefix (Kafka:
   int16 for strings, int32 for bytes, -1 for null), or in a flexible version an unsigned
   varint holding the length + 1, 0 for null;
+* ``uint128`` (:class:`~.schema_types.Wide`): :class:`WideField`, its bytes in the
+  encoding's order;
+* a :class:`~.schema_fields.Repeated` array ``x``: ``x`` alone, a list of packets as
+  below, with no count: dissecting takes items while bytes are left;
 * array ``x``: a count field ``x_count`` (the encoding's prefix; or uvarint count + 1, 0
   for null) and ``x``, a list of packets: the element struct's class, or for other
   element types an item class with one field ``value``.  A null array is
@@ -71,6 +75,7 @@ from conformance.wire.schema import (
     Field,
     Fixed,
     Message,
+    Repeated,
     Sized,
     String,
     Struct,
@@ -78,6 +83,7 @@ from conformance.wire.schema import (
     Union,
     Uuid,
     Varint,
+    Wide,
 )
 from conformance.wire.schema_layer_fields import (
     FIXED,
@@ -85,12 +91,14 @@ from conformance.wire.schema_layer_fields import (
     LenField,
     ListField,
     NullList,
+    RestListField,
     SizedField,
     StructField,
     TagValueField,
     UnionField,
     UVarintField,
     UVarintLenField,
+    WideField,
     ZigZagField,
 )
 
@@ -256,6 +264,8 @@ def _fields(fl: Field, ctx: Ctx) -> list[Any]:
     default = _to_scapy(typ, fl.default_at(version), ctx, nullable)
     if isinstance(typ, Fixed):
         return [FIXED[ctx.encoding.byte_order, typ.fmt](name, default)]
+    if isinstance(typ, Wide):
+        return [WideField(name, default, typ.size, ctx.encoding.byte_order, typ.signed)]
     if isinstance(typ, Bool):
         return [sf.ByteField(name, default)]
     if isinstance(typ, Uuid):
@@ -269,6 +279,8 @@ def _fields(fl: Field, ctx: Ctx) -> list[Any]:
             _prefix_field(lname, name, prefix, ctx, "length"),
             SizedField(name, default, lname, ctx.flexible),
         ]
+    if isinstance(typ, Repeated):
+        return [RestListField(name, default, _item_layer(typ.element, ctx))]
     if isinstance(typ, Array):
         cname = scapy_name(f"{fl.name}_count")
         cls = _item_layer(typ.element, ctx)
@@ -350,7 +362,7 @@ def _to_scapy(typ: Type, v: Any, ctx: Ctx, nullable: bool) -> Any:
         return None if v is None else bytes(v)
     if isinstance(typ, Array):
         if v is None:
-            return NullList()
+            return [] if isinstance(typ, Repeated) else NullList()
         cls = _item_layer(typ.element, ctx)
         if isinstance(typ.element, Struct):
             return [cls(**_struct_values(typ.element, x, ctx)) for x in v]

@@ -42,8 +42,7 @@ from conformance.annotation import shifted
 from conformance.plugin import FieldSpan
 from conformance.protocols.iggy.errors import IggyError
 from conformance.protocols.iggy.messages import message
-from conformance.protocols.iggy.types import Repeated
-from conformance.wire.schema import UINT8, Bytes, f, struct_of
+from conformance.wire.schema import UINT8, Bytes, Repeated, f, struct_of
 from conformance.wire.schema_types import shown
 
 HEADER = struct.Struct("<Q16sQQQIIQ")

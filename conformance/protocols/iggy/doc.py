@@ -35,7 +35,6 @@ from conformance.protocols.iggy.messages import (
 )
 from conformance.protocols.iggy.messages import REPLIES as CLASSIC_REPLIES
 from conformance.protocols.iggy.messages import REQUESTS as CLASSIC_REQUESTS
-from conformance.protocols.iggy.types import Repeated
 from conformance.wire import schema
 from conformance.wire.schema import (
     BOOL,
@@ -44,6 +43,7 @@ from conformance.wire.schema import (
     UINT64,
     UINT128,
     Bytes,
+    Repeated,
     Union,
     array_of,
     f,

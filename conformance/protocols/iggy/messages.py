@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from conformance.protocols.iggy.types import Repeated
 from conformance.wire import schema
 from conformance.wire.encoding import Encoding
 from conformance.wire.schema import (
@@ -32,6 +31,7 @@ from conformance.wire.schema import (
     UINT16,
     UINT32,
     UINT64,
+    Repeated,
     Sized,
     String,
     Union,
