@@ -22,9 +22,11 @@ Plain-data conventions:
   partitioning: ``{kind: 1, value: {}}``);
 * a message of SEND_MESSAGES or POLL_MESSAGES gives ``payload`` and, when not 0,
   ``checksum``, ``id`` (u128), ``offset``, ``timestamp``, ``origin_timestamp`` (µs) and
-  ``reserved``; its ``headers`` (left out when empty) are the user-header entries, a list
-  of ``{key_kind, key, value_kind, value}`` (CM/wire_conversions.rs ``user_headers_to_wire``),
-  or ``{hex}`` for a block that is not a sequence of such entries.
+  ``reserved`` (doc: a sent message has ``id`` and ``payload`` only, a polled one also
+  ``offset``, ``state``, ``timestamp`` and ``checksum``); its ``headers`` (left out when
+  empty) are the user-header entries, a list of ``{key_kind, key, value_kind, value}``
+  (CM/wire_conversions.rs ``user_headers_to_wire``), or ``{hex}`` for a block that is not
+  a sequence of such entries.
 
 Extra keys: ``command`` (reply vectors: the command answered) and ``revision`` (``classic``,
 the default, or ``doc``: the codec revision the frame is read in).
@@ -54,7 +56,12 @@ REVISIONS = codec.REVISIONS
 DEFAULT_REVISION = "classic"
 ERROR_NAMES = frozenset({*STATUS_NAMES.values(), "FRAME_TOO_LARGE"}) - {"OK"}
 STATUS = struct.Struct("<I")
-_MESSAGE_KEYS = (*INT_FIELDS, "payload", "headers")
+_INT_KEYS = (*INT_FIELDS, "state")
+"""A message's integers: classic's header fields, and doc's polled ``state``."""
+_MESSAGE_KEYS = (*_INT_KEYS, "payload", "headers")
+DOC_SENT = ("id", "payload")
+DOC_POLLED = ("offset", "state", "timestamp", "id", "checksum", "payload")
+"""The fields of a message in doc's SEND_MESSAGES and POLL_MESSAGES (:mod:`.doc`)."""
 _ENTRY_KEYS = ("key_kind", "key", "value_kind", "value")
 
 # ------------------------------------------------------------------ plain data
@@ -132,14 +139,15 @@ def _message(d: Any, what: str) -> dict[str, Any]:
     for key in d:
         if key not in _MESSAGE_KEYS:
             raise ValueError(f"unknown key {key!r} in {what} (allowed: {', '.join(_MESSAGE_KEYS)})")
-    out: dict[str, Any] = {k: _int(d, k, what) for k in INT_FIELDS}
+    out: dict[str, Any] = {k: _int(d, k, what) for k in _INT_KEYS if k in d}
     out["payload"] = _bytes(d.get("payload", {"hex": ""}), f"{what}.payload")
-    out["headers"] = _headers(d["headers"], f"{what}.headers") if "headers" in d else b""
+    if "headers" in d:
+        out["headers"] = _headers(d["headers"], f"{what}.headers")
     return out
 
 
 def _plain_message(m: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: m[k] for k in INT_FIELDS if m.get(k, 0)}
+    out: dict[str, Any] = {k: m[k] for k in _INT_KEYS if m.get(k, 0)}
     out["payload"] = _plain_bytes(bytes(m.get("payload", b"")))
     headers = bytes(m.get("headers", b""))
     if headers:
@@ -227,6 +235,17 @@ def from_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return {"status": 0, "body": None if body is None else _plain_body(body)}
 
 
+def _for_revision(message: Mapping[str, Any], revision: str) -> Mapping[str, Any]:
+    """``message`` with its messages as the revision's codec takes them: classic's batch
+    fills what is left out with 0, doc's declarations want exactly their fields."""
+    body = message.get("body")
+    if revision != "doc" or not isinstance(body, Mapping) or "messages" not in body:
+        return message
+    keys = DOC_SENT if "command" in message else DOC_POLLED
+    messages = [{k: m.get(k, 0) for k in keys} for m in body["messages"]]
+    return {**message, "body": {**body, "messages": messages}}
+
+
 # ------------------------------------------------------------------ the schema
 
 
@@ -295,6 +314,7 @@ class IggyVectors:
 
     def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
         revision = extras.get("revision", DEFAULT_REVISION)
+        message = _for_revision(message, revision)
         if direction == "request":
             name = message["command"]
             return STATUS.pack(CODES[name]) + codec.encode_request(name, message["body"], revision)
