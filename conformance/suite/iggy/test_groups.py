@@ -1,0 +1,341 @@
+"""Iggy consumer groups: create, list, join, leave, delete, and polling as a member
+(SPEC.md, area "groups")."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.suite.case import case, require
+from conformance.suite.iggy.steps import (
+    GROUP,
+    OFFSET,
+    assignment,
+    create_group,
+    get_group,
+    group_body,
+    ident,
+    join,
+    member_ids,
+    message,
+    poll_body,
+    send_messages,
+    stream_topic,
+    to_partition,
+)
+from conformance.suite.iggy.verify import (
+    call,
+    classic,
+    expect_empty,
+    expect_found,
+    expect_ok,
+    expect_status,
+    require_ok,
+)
+from conformance.suite.target import CaseContext
+
+UNKNOWN = 4_000_000_000
+
+
+@case("iggy/groups/1", "IGG-GROUP-1")
+def test_create_group_answers_an_empty_group_and_refuses_a_duplicate(target: CaseContext) -> None:
+    """CREATE_CONSUMER_GROUP answers the group with no members; the same name (doc: id) again is 5004.
+
+    IGG-GROUP-1: "CREATE_CONSUMER_GROUP (602) is answered with the new group's record: its id,
+    the topic's partitions count, 0 members, its name ... A name in use in the topic (in doc: an
+    id in use) is answered with status 5004 (ConsumerGroupNameAlreadyExists)."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "newgroup", 2)
+        gid, reply = create_group(target, conn, sid, tid, "newgroup")
+        require(
+            reply.body is not None
+            and reply.body["members_count"] == 0
+            and not reply.body["members"],
+            "IGG-GROUP-1",
+            "CREATE_CONSUMER_GROUP answered a group with members, expected none"
+            if reply.body is not None
+            else "CREATE_CONSUMER_GROUP answered an empty reply, expected the group",
+            reply.at("members_count", "members"),
+        )
+        if classic(target):
+            again = {"stream": ident(sid), "topic": ident(tid), "name": str(reply.body["name"])}
+        else:
+            again = group_body(target, sid, tid, gid)
+        expect_status(
+            target, conn, "create_consumer_group", again, 5004, "IGG-GROUP-1",
+            "CREATE_CONSUMER_GROUP of a group that exists",
+        )  # fmt: skip
+
+
+@case("iggy/groups/2", "IGG-GROUP-2")
+def test_get_group_answers_the_group_and_its_members(target: CaseContext) -> None:
+    """GET_CONSUMER_GROUP answers a group of one member holding both partitions; an unknown group, empty.
+
+    IGG-GROUP-2: "GET_CONSUMER_GROUP (600) is answered with the Group record followed by one
+    Member record per member (member id, partitions count, its partition ids); for a group that
+    does not exist the reply is status 0 with an empty payload."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "getgroup", 2)
+        gid, _ = create_group(target, conn, sid, tid, "getgroup")
+        join(target, conn, sid, tid, gid, "IGG-GROUP-2")
+        me = member_ids(target, conn)
+        got = get_group(target, conn, sid, tid, gid)
+        require(
+            got.body is not None,
+            "IGG-GROUP-2",
+            f"GET_CONSUMER_GROUP {gid} answered an empty reply, expected the group",
+            got.at("status"),
+        )
+        members = assignment(got)
+        require(
+            got.body["id"] == gid and list(members) == [me] and sorted(members[me]) == [0, 1],
+            "IGG-GROUP-2",
+            f"GET_CONSUMER_GROUP {gid} answered group {got.body['id']} with members"
+            f" {list(members) or 'none'}, expected {gid} with member {me} holding partitions 0, 1",
+            got.at("id", "members_count", "members"),
+        )
+        expect_empty(
+            target, conn, "get_consumer_group", group_body(target, sid, tid, UNKNOWN), "IGG-GROUP-2",
+            f"GET_CONSUMER_GROUP {UNKNOWN} (no such group)",
+        )  # fmt: skip
+
+
+@case("iggy/groups/3", "IGG-GROUP-3")
+def test_get_groups_lists_the_topics_groups_once_each(target: CaseContext) -> None:
+    """GET_CONSUMER_GROUPS lists each of a topic's two groups exactly once.
+
+    IGG-GROUP-3: "GET_CONSUMER_GROUPS (601; stream, topic) is answered with one Group record per
+    group of the topic, each exactly once."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "groups")
+        a, _ = create_group(target, conn, sid, tid, "groups-a")
+        b, _ = create_group(target, conn, sid, tid, "groups-b")
+        body = {"stream": ident(sid), "topic": ident(tid)}
+        listed = expect_ok(
+            target, conn, "get_consumer_groups", body, "IGG-GROUP-3", "GET_CONSUMER_GROUPS"
+        )
+        ids = sorted(int(g["id"]) for g in listed.body["groups"])
+        require(
+            ids == sorted([a, b]),
+            "IGG-GROUP-3",
+            f"GET_CONSUMER_GROUPS lists groups {ids or 'none'}, expected {sorted([a, b])}",
+            listed.at("groups"),
+        )
+
+
+@case("iggy/groups/4", "IGG-GROUP-4")
+def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> None:
+    """Two members of a group on 4 partitions hold disjoint lists that together cover each partition once.
+
+    IGG-GROUP-4: "JOIN_CONSUMER_GROUP (604) is answered with status 0 and an empty payload and
+    makes the connection a member (listed by GET_CONSUMER_GROUP); at every point while the group
+    has members, each partition of the topic is in the list of exactly one member, so no
+    partition is in two members' lists."
+    """
+    with target.connect() as one, target.connect() as two:
+        sid, tid = stream_topic(target, one, "deal", 4)
+        gid, _ = create_group(target, one, sid, tid, "deal")
+        join(target, one, sid, tid, gid)
+        join(target, two, sid, tid, gid)
+        got = expect_found(
+            target, one, "get_consumer_group", group_body(target, sid, tid, gid), "IGG-GROUP-4",
+            f"GET_CONSUMER_GROUP {gid} after two joins",
+        )  # fmt: skip
+        members = assignment(got)
+        dealt = sorted(p for ps in members.values() for p in ps)
+        require(
+            len(members) == 2,
+            "IGG-GROUP-4",
+            f"after two joins the group has {len(members)} member(s), expected 2",
+            got.at("members_count", "members"),
+        )
+        require(
+            dealt == [0, 1, 2, 3],
+            "IGG-GROUP-4",
+            f"the members hold partitions {dealt}, expected 0, 1, 2, 3 once each",
+            got.at("members"),
+        )
+
+
+@case("iggy/groups/5", "IGG-GROUP-5")
+def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
+    """After one of two members leaves, the other holds all 4 partitions; a non-member's leave is 5006.
+
+    IGG-GROUP-5: "LEAVE_CONSUMER_GROUP (605) by a member is answered with status 0 and an empty
+    payload and removes it; its partitions are dealt to the remaining members (each partition
+    again in exactly one list); a connection that is not a member is answered with status 5006
+    (ConsumerGroupMemberNotFound)."
+    """
+    with target.connect() as one, target.connect() as two:
+        sid, tid = stream_topic(target, one, "leave", 4)
+        gid, _ = create_group(target, one, sid, tid, "leave")
+        join(target, one, sid, tid, gid, "IGG-GROUP-5")
+        join(target, two, sid, tid, gid, "IGG-GROUP-5")
+        stays = member_ids(target, one)
+        body = group_body(target, sid, tid, gid)
+        expect_empty(
+            target, two, "leave_consumer_group", body, "IGG-GROUP-5", "LEAVE_CONSUMER_GROUP"
+        )
+        got = expect_found(
+            target, one, "get_consumer_group", body, "IGG-GROUP-5", "GET_CONSUMER_GROUP after it"
+        )
+        members = assignment(got)
+        require(
+            list(members) == [stays] and sorted(members[stays]) == [0, 1, 2, 3],
+            "IGG-GROUP-5",
+            f"after a leave the group's members are {list(members) or 'none'} holding"
+            f" {sorted(p for ps in members.values() for p in ps)}, expected {stays} holding 0..3",
+            got.at("members_count", "members"),
+        )
+        expect_status(
+            target,
+            two,
+            "leave_consumer_group",
+            body,
+            5006,
+            "IGG-GROUP-5",
+            "LEAVE_CONSUMER_GROUP again",
+        )
+
+
+@case("iggy/groups/6", "IGG-GROUP-6")
+def test_delete_group_removes_it(target: CaseContext) -> None:
+    """DELETE_CONSUMER_GROUP removes the group; deleting it again is answered 5000.
+
+    IGG-GROUP-6: "DELETE_CONSUMER_GROUP (603) is answered with status 0 and an empty payload and
+    removes the group (GET_CONSUMER_GROUP then answers empty); a group that does not exist is
+    answered with status 5000 (ConsumerGroupIdNotFound)."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "delgroup")
+        gid, _ = create_group(target, conn, sid, tid, "delgroup")
+        body = group_body(target, sid, tid, gid)
+        expect_empty(
+            target, conn, "delete_consumer_group", body, "IGG-GROUP-6", "DELETE_CONSUMER_GROUP"
+        )
+        expect_empty(
+            target, conn, "get_consumer_group", body, "IGG-GROUP-6", "GET_CONSUMER_GROUP after it"
+        )
+        expect_status(
+            target,
+            conn,
+            "delete_consumer_group",
+            body,
+            5000,
+            "IGG-GROUP-6",
+            "DELETE_CONSUMER_GROUP again",
+        )
+
+
+@case("iggy/groups/7", "IGG-GROUP-7")
+def test_joining_an_unknown_group_is_answered_5000(target: CaseContext) -> None:
+    """JOIN_CONSUMER_GROUP of a group that does not exist is answered 5000.
+
+    IGG-GROUP-7: "JOIN_CONSUMER_GROUP naming a group that does not exist is answered with status
+    5000 (an unknown topic 2010, an unknown stream 1009)."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "nojoin")
+        expect_status(
+            target, conn, "join_consumer_group", group_body(target, sid, tid, UNKNOWN), 5000,
+            "IGG-GROUP-7", f"JOIN_CONSUMER_GROUP {UNKNOWN}",
+        )  # fmt: skip
+
+
+@case("iggy/groups/8", "IGG-GROUP-8")
+def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
+    """Members polling without a partition read only partitions dealt to them; a non-member gets 5006.
+
+    IGG-GROUP-8: "a member polling as the group (Consumer kind 2 with the group's id) without
+    naming a partition receives only messages of partitions in its own list; a connection that
+    is not a member of the group is answered with status 5006 ..."
+    """
+    with target.connect() as one, target.connect() as two, target.connect() as outsider:
+        sid, tid = stream_topic(target, one, "memberpoll", 2)
+        for pid in range(2):
+            send_messages(
+                target, one, sid, tid, to_partition(pid), [message(target, f"p{pid}".encode())]
+            )
+        gid, _ = create_group(target, one, sid, tid, "memberpoll")
+        if classic(target):
+            join(target, one, sid, tid, gid, "IGG-GROUP-8")
+            join(target, two, sid, tid, gid, "IGG-GROUP-8")
+            got = get_group(target, one, sid, tid, gid, "IGG-GROUP-8")
+            members = assignment(got)
+            for conn in (one, two):
+                me = member_ids(target, conn)
+                mine = members.get(me, [])
+                for _ in range(2):
+                    body = poll_body(target, sid, tid, None, OFFSET, 0, 10, cid=gid, kind=GROUP)
+                    reply = call(
+                        target, conn, "poll_messages", body, "IGG-GROUP-8", "a member's poll"
+                    )
+                    require_ok(reply, "IGG-GROUP-8", f"member {me}'s poll without a partition")
+                    pid = int(reply.body["partition_id"])
+                    require(
+                        not reply.body["messages"] or pid in mine,
+                        "IGG-GROUP-8",
+                        f"member {me} polled partition {pid}, not among its partitions"
+                        f" {mine or 'none'}",
+                        got.at("members") + reply.at("partition_id"),
+                    )
+        body = poll_body(target, sid, tid, 0, OFFSET, 0, 10, cid=gid, kind=GROUP)
+        expect_status(
+            target, outsider, "poll_messages", body, 5006, "IGG-GROUP-8", "a non-member's poll"
+        )
+
+
+@case("iggy/groups/9", "IGG-GROUP-9")
+def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
+    """A member whose connection closes is no longer listed in GET_CONSUMER_GROUP.
+
+    IGG-GROUP-9: "when a member's connection ends, it leaves the group: GET_CONSUMER_GROUP no
+    longer lists it and its partitions are dealt to the remaining members."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "closed")
+        gid, _ = create_group(target, conn, sid, tid, "closed")
+        gone = target.connect()
+        join(target, gone, sid, tid, gid, "IGG-GROUP-9")
+        gone.close()
+        deadline = time.monotonic() + target.timeout
+        while True:
+            got = get_group(target, conn, sid, tid, gid, "IGG-GROUP-9")
+            count = got.body["members_count"] if got.body is not None else 0
+            if count == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        require(
+            count == 0,
+            "IGG-GROUP-9",
+            f"{target.timeout:g}s after its only member's connection closed the group has"
+            f" members_count {count}, expected 0",
+            got.at("members_count", "members"),
+        )
+
+
+@case("iggy/groups/10", "IGG-GROUP-10")
+def test_partitions_are_dealt_round_robin_in_join_order(target: CaseContext) -> None:
+    """With two members on 4 partitions, the first to join holds 0 and 2, the second 1 and 3.
+
+    IGG-GROUP-10: "partitions are dealt round-robin over the members in join order (partition i
+    to the (i mod m)-th member), again after every join and every leave."
+    """
+    with target.connect() as one, target.connect() as two:
+        sid, tid = stream_topic(target, one, "roundrobin", 4)
+        gid, _ = create_group(target, one, sid, tid, "roundrobin")
+        join(target, one, sid, tid, gid, "IGG-GROUP-4")
+        join(target, two, sid, tid, gid, "IGG-GROUP-4")
+        first, second = member_ids(target, one), member_ids(target, two)
+        got = get_group(target, one, sid, tid, gid, "IGG-GROUP-4")
+        members = assignment(got)
+        have = (sorted(members.get(first, [])), sorted(members.get(second, [])))
+        require(
+            have == ([0, 2], [1, 3]),
+            "IGG-GROUP-10",
+            f"the first member holds {have[0] or 'none'}, the second {have[1] or 'none'},"
+            " expected 0, 2 and 1, 3",
+            got.at("members"),
+        )
