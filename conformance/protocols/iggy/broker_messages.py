@@ -20,7 +20,9 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   member (kind 2) without one reads its partitions in turn, one per poll; a partition not
   its own, or none dealt to it, is the empty reply ``partition 0, offset 0, count 0``
   (SV/shard/system/messages.rs); a non-member is 5006, an unknown group 5000.
-* offsets: kept per (consumer kind, consumer id or group id, partition); store past the
+* offsets: kept per (consumer kind, consumer id or group id, partition); a group's
+  offset on a named partition needs no membership (the binding's ``IggyConsumer``
+  stores and reads them so), without a partition the member's current one; store past the
   partition's current offset, or on a partition that never had a message, is 4100
   (SV/shard/system/utils.rs ``validate_partition_offset``); get with none stored is
   the empty reply; delete with none stored is 3021 (ConsumerOffsetNotFound; our choice,
@@ -160,6 +162,10 @@ def _target(
     given = _partition_given(body)
     if kind == 2:
         _, _, group = session.group({**body, "group": value})
+        if given is not None and not advance:  # an offset command names its partition
+            if not 0 <= given < len(topic.partitions):
+                raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {given}")
+            return stream, topic, given, (2, group.id, given)
         owned = _member_partitions(session, stream, topic, group)
         if given is not None:
             p: int | None = given if given in owned else None
