@@ -9,7 +9,7 @@ import time
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.messages import CODES
 from conformance.suite.case import case, require
-from conformance.suite.iggy.steps import create_stream, ident
+from conformance.suite.iggy.steps import create_stream, fresh_id, ident
 from conformance.suite.iggy.verify import (
     expect_empty,
     expect_ok,
@@ -122,7 +122,7 @@ def test_pipelined_requests_are_each_answered_in_order(target: CaseContext) -> N
         name = target.name("pipelined")
         body: dict[str, object] = {"name": name}
         if rev != "classic":
-            body = {"stream_id": 3_000_000_000 + int(time.time()) % 1_000_000, "name": name}
+            body = {"stream_id": fresh_id(), "name": name}
         create = codec.frame_request(
             CODES["create_stream"], codec.encode_request("create_stream", body, rev)
         )
@@ -163,7 +163,8 @@ def test_a_length_below_4_is_answered_3(target: CaseContext) -> None:
     request is read from the following byte and answered."
     """
     with target.connect() as conn:
-        conn.send(struct.pack("<I", 2), summary="length 2: no u32 code")  # 02000000
+        # 02000000 01000000: length 2, then four bytes the server reads as the header's rest
+        conn.send(struct.pack("<II", 2, 1), summary="length 2: no room for a code")
         what = "a request of length 2"
         reply = read(target, conn, "ping", "IGG-FRAME-5", what)
         require_status(reply, 3, "IGG-FRAME-5", what)
@@ -205,6 +206,12 @@ def test_an_unknown_code_is_answered_3_and_the_connection_serves_on(target: Case
         conn.send(PING, summary="PING after it")
         after = read(target, conn, "ping", "IGG-FRAME-7", "PING after an unknown code")
         require_ok(after, "IGG-FRAME-7", "PING after an unknown code")
+        if target.target.revision == "doc":
+            for code, name in ((38, "LOGIN_USER"), (39, "LOGOUT_USER")):
+                what = f"{name} ({code}), not in doc's table"
+                send_raw(conn, code, b"", what)
+                reply = read(target, conn, "ping", "IGG-FRAME-7", what)
+                require_status(reply, 3, "IGG-FRAME-7", what)
 
 
 BAD_PAYLOADS = (

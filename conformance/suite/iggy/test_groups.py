@@ -57,6 +57,16 @@ def test_create_group_answers_an_empty_group_and_refuses_a_duplicate(target: Cas
             else "CREATE_CONSUMER_GROUP answered an empty reply, expected the group",
             reply.at("members_count", "members"),
         )
+        want_name = str(reply.body["name"]) if classic(target) else str(gid)
+        require(
+            (reply.body["id"], reply.body["partitions_count"], reply.body["name"])
+            == (gid, 2, want_name),
+            "IGG-GROUP-1",
+            f"CREATE_CONSUMER_GROUP answered group {reply.body['id']} with partitions_count"
+            f" {reply.body['partitions_count']} named '{reply.body['name']}', expected {gid}, 2,"
+            f" '{want_name}'",
+            reply.at("id", "partitions_count", "name"),
+        )
         if classic(target):
             again = {"stream": ident(sid), "topic": ident(tid), "name": str(reply.body["name"])}
         else:
@@ -242,6 +252,11 @@ def test_joining_an_unknown_group_is_answered_5000(target: CaseContext) -> None:
             target, conn, "join_consumer_group", group_body(target, sid, tid, UNKNOWN), 5000,
             "IGG-GROUP-7", f"JOIN_CONSUMER_GROUP {UNKNOWN}",
         )  # fmt: skip
+        for body, status, what in (
+            (group_body(target, sid, UNKNOWN, 0), 2010, f"JOIN_CONSUMER_GROUP in topic {UNKNOWN}"),
+            (group_body(target, UNKNOWN, tid, 0), 1009, f"JOIN_CONSUMER_GROUP in stream {UNKNOWN}"),
+        ):
+            expect_status(target, conn, "join_consumer_group", body, status, "IGG-GROUP-7", what)
 
 
 @case("iggy/groups/8", "IGG-GROUP-8")
@@ -259,28 +274,25 @@ def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
                 target, one, sid, tid, to_partition(pid), [message(target, f"p{pid}".encode())]
             )
         gid, _ = create_group(target, one, sid, tid, "memberpoll")
-        if classic(target):
-            join(target, one, sid, tid, gid, "IGG-GROUP-8")
-            join(target, two, sid, tid, gid, "IGG-GROUP-8")
-            got = get_group(target, one, sid, tid, gid, "IGG-GROUP-8")
-            members = assignment(got)
-            for conn in (one, two):
-                me = member_ids(target, conn)
-                mine = members.get(me, [])
-                for _ in range(2):
-                    body = poll_body(target, sid, tid, None, OFFSET, 0, 10, cid=gid, kind=GROUP)
-                    reply = call(
-                        target, conn, "poll_messages", body, "IGG-GROUP-8", "a member's poll"
-                    )
-                    require_ok(reply, "IGG-GROUP-8", f"member {me}'s poll without a partition")
-                    pid = int(reply.body["partition_id"])
-                    require(
-                        not reply.body["messages"] or pid in mine,
-                        "IGG-GROUP-8",
-                        f"member {me} polled partition {pid}, not among its partitions"
-                        f" {mine or 'none'}",
-                        got.at("members") + reply.at("partition_id"),
-                    )
+        join(target, one, sid, tid, gid, "IGG-GROUP-8")
+        join(target, two, sid, tid, gid, "IGG-GROUP-8")
+        got = get_group(target, one, sid, tid, gid, "IGG-GROUP-8")
+        members = assignment(got)
+        for conn in (one, two):
+            me = member_ids(target, conn)
+            mine = members.get(me, [])
+            for _ in range(2):
+                body = poll_body(target, sid, tid, None, OFFSET, 0, 10, cid=gid, kind=GROUP)
+                reply = call(target, conn, "poll_messages", body, "IGG-GROUP-8", "a member's poll")
+                require_ok(reply, "IGG-GROUP-8", f"member {me}'s poll without a partition")
+                pid = int(reply.body["partition_id"])
+                require(
+                    not reply.body["messages"] or pid in mine,
+                    "IGG-GROUP-8",
+                    f"member {me} polled partition {pid}, not among its partitions"
+                    f" {mine or 'none'}",
+                    got.at("members") + reply.at("partition_id"),
+                )
         body = poll_body(target, sid, tid, 0, OFFSET, 0, 10, cid=gid, kind=GROUP)
         expect_status(
             target, outsider, "poll_messages", body, 5006, "IGG-GROUP-8", "a non-member's poll"
@@ -295,24 +307,32 @@ def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
     longer lists it and its partitions are dealt to the remaining members."
     """
     with target.connect() as conn:
-        sid, tid = stream_topic(target, conn, "closed")
+        sid, tid = stream_topic(target, conn, "closed", 2)
         gid, _ = create_group(target, conn, sid, tid, "closed")
+        join(target, conn, sid, tid, gid, "IGG-GROUP-9")
+        stays = member_ids(target, conn)
         gone = target.connect()
         join(target, gone, sid, tid, gid, "IGG-GROUP-9")
         gone.close()
         deadline = time.monotonic() + target.timeout
         while True:
             got = get_group(target, conn, sid, tid, gid, "IGG-GROUP-9")
-            count = got.body["members_count"] if got.body is not None else 0
-            if count == 0 or time.monotonic() > deadline:
+            members = assignment(got)
+            if list(members) == [stays] or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         require(
-            count == 0,
+            list(members) == [stays],
             "IGG-GROUP-9",
-            f"{target.timeout:g}s after its only member's connection closed the group has"
-            f" members_count {count}, expected 0",
+            f"{target.timeout:g}s after a member's connection closed the group's members are"
+            f" {list(members) or 'none'}, expected only {stays}",
             got.at("members_count", "members"),
+        )
+        require(
+            sorted(members[stays]) == [0, 1],
+            "IGG-GROUP-9",
+            f"the remaining member holds partitions {sorted(members[stays]) or 'none'}, expected 0, 1",
+            got.at("members"),
         )
 
 

@@ -136,14 +136,9 @@ def test_ids_are_assigned_from_0_in_creation_order(target: CaseContext) -> None:
     the partitions of a topic are always numbered 0..n-1."
     """
     with target.connect() as conn:
-        first, a = create_stream(target, conn, "order-a")
-        second, b = create_stream(target, conn, "order-b")
-        require(
-            second > first,
-            "IGG-ID-2",
-            f"the second stream got id {second}, the first {first}: not in creation order",
-            a.at("id") + b.at("id"),
-        )
+        # stream ids may reuse ids other cases freed: only a new stream's topics and a new
+        # topic's groups are numbered from 0 for sure
+        second, _ = create_stream(target, conn, "order")
         t0, r0 = create_topic(target, conn, second, "t-a", 3)
         t1, r1 = create_topic(target, conn, second, "t-b", 1)
         require(

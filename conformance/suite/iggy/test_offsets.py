@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import (
     message,
@@ -15,10 +16,10 @@ from conformance.suite.iggy.verify import expect_empty, expect_found, expect_ok,
 from conformance.suite.target import CaseContext
 
 
-def stocked(ctx: CaseContext, conn: object, base: str, count: int = 5) -> tuple[int, int]:
-    sid, tid = stream_topic(ctx, conn, base)  # type: ignore[arg-type]
+def stocked(ctx: CaseContext, conn: Connection, base: str, count: int = 5) -> tuple[int, int]:
+    sid, tid = stream_topic(ctx, conn, base)
     msgs = [message(ctx, f"o{i}".encode()) for i in range(count)]
-    send_messages(ctx, conn, sid, tid, to_partition(0), msgs)  # type: ignore[arg-type]
+    send_messages(ctx, conn, sid, tid, to_partition(0), msgs)
     return sid, tid
 
 
@@ -137,3 +138,5 @@ def test_delete_consumer_offset_removes_it(target: CaseContext) -> None:
             target, conn, "delete_consumer_offset", body, "IGG-OFF-5", "DELETE_CONSUMER_OFFSET"
         )
         expect_empty(target, conn, "get_consumer_offset", body, "IGG-OFF-5", "GET after the delete")
+        what = "DELETE_CONSUMER_OFFSET where nothing is stored"
+        expect_status(target, conn, "delete_consumer_offset", body, 3021, "IGG-OFF-5", what)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import ident, stream, stream_topic
-from conformance.suite.iggy.verify import Reply, expect_empty, expect_found, expect_status
+from conformance.suite.iggy.verify import Reply, classic, expect_empty, expect_found, expect_status
 from conformance.suite.target import CaseContext
 
 UNKNOWN = 4_000_000_000
@@ -50,6 +50,12 @@ def test_create_partitions_adds_them_after_the_existing_ones(target: CaseContext
             f" (partitions_count {got.body['partitions_count']}), expected 0, 1, 2",
             got.at("partitions_count", "partitions"),
         )
+        if classic(target):
+            for count in (0, 1001):
+                expect_status(
+                    target, conn, "create_partitions", change(sid, tid, count), 2015, "IGG-PART-1",
+                    f"CREATE_PARTITIONS {count}",
+                )  # fmt: skip
 
 
 @case("iggy/partitions/2", "IGG-PART-2")
@@ -82,6 +88,11 @@ def test_delete_partitions_removes_the_last_ones(target: CaseContext) -> None:
             target, conn, "delete_partitions", change(sid, tid, 5), 2019, "IGG-PART-2",
             "DELETE_PARTITIONS 5 of 2",
         )  # fmt: skip
+        if classic(target):
+            expect_status(
+                target, conn, "delete_partitions", change(sid, tid, 0), 2015, "IGG-PART-2",
+                "DELETE_PARTITIONS 0",
+            )  # fmt: skip
 
 
 @case("iggy/partitions/3", "IGG-PART-3")

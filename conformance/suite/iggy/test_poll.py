@@ -75,6 +75,13 @@ def test_strategy_offset_returns_from_that_offset(target: CaseContext) -> None:
             f"offset 2 count 2 returned offsets {offsets(got) or 'none'}, expected 2, 3",
             got.at(*msg_fields(got, "offset"), asked=("strategy.value", "count")),
         )
+        past = poll(target, conn, sid, tid, 0, OFFSET, 9, 10)
+        require(
+            not polled(past),
+            "IGG-POLL-2",
+            f"offset 9 of 0..4 returned {len(polled(past))} message(s), expected none",
+            past.at("messages count", asked=("strategy.value",)),
+        )
 
 
 @case("iggy/poll/3", "IGG-POLL-3")
@@ -136,6 +143,13 @@ def test_strategy_last_returns_the_last_count_messages(target: CaseContext) -> N
             "IGG-POLL-5",
             f"last count 2 returned offsets {offsets(got) or 'none'}, expected 3, 4",
             got.at(*msg_fields(got, "offset"), asked=("strategy.kind", "count")),
+        )
+        more = poll(target, conn, sid, tid, 0, LAST, 0, 9)
+        require(
+            offsets(more) == [0, 1, 2, 3, 4],
+            "IGG-POLL-5",
+            f"last count 9 of five returned offsets {offsets(more) or 'none'}, expected 0..4",
+            more.at(*msg_fields(more, "offset"), asked=("count",)),
         )
 
 
@@ -201,13 +215,20 @@ def test_current_offset_is_the_partitions_last_offset(target: CaseContext) -> No
     message (0 when it holds none), whatever the strategy returned."
     """
     with target.connect() as conn:
-        sid, tid = five(target, conn, "current")
+        sid, tid = five(target, conn, "current", 2)
         got = poll(target, conn, sid, tid, 0, OFFSET, 0, 1)
         require(
             got.body["current_offset"] == 4,
             "IGG-POLL-8",
             f"current_offset {got.body['current_offset']} after five messages, expected 4",
             got.at("current_offset"),
+        )
+        empty = poll(target, conn, sid, tid, 1, OFFSET, 0, 1)
+        require(
+            empty.body["current_offset"] == 0,
+            "IGG-POLL-8",
+            f"current_offset {empty.body['current_offset']} of an empty partition, expected 0",
+            empty.at("current_offset"),
         )
 
 

@@ -153,6 +153,13 @@ def test_delete_stream_removes_it_and_its_topics(target: CaseContext) -> None:
             target, conn, "get_stream", {"stream": ident(sid)}, "IGG-STREAM-5",
             f"GET_STREAM {sid} after its deletion",
         )  # fmt: skip
+        listed = expect_ok(target, conn, "get_streams", {}, "IGG-STREAM-5", "GET_STREAMS after it")
+        require(
+            sid not in [int(s["id"]) for s in listed.body["streams"]],
+            "IGG-STREAM-5",
+            f"GET_STREAMS still lists stream {sid} after its deletion",
+            listed.at("streams"),
+        )
         topic = call(
             target, conn, "get_topic", {"stream": ident(sid), "topic": ident(tid)}, "IGG-STREAM-5",
             f"GET_TOPIC {sid}/{tid} after the stream's deletion",

@@ -160,6 +160,9 @@ def test_delete_topic_removes_it(target: CaseContext) -> None:
             "IGG-TOPIC-6",
             f"DELETE_TOPIC {sid}/{tid} again",
         )
+        orphan = {"stream": ident(UNKNOWN), "topic": ident(tid)}
+        what = f"DELETE_TOPIC in stream {UNKNOWN}"
+        expect_status(target, conn, "delete_topic", orphan, 1009, "IGG-TOPIC-6", what)
 
 
 @case("iggy/topics/7", "IGG-TOPIC-7")
