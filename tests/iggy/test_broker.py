@@ -265,6 +265,8 @@ def test_partitions_are_added_after_the_last_and_removed_from_the_end() -> None:
     assert c.ok("get_topic", {"stream": S0, "topic": T0})["partitions_count"] == 1
     assert c.call("delete_partitions", body)[0] == 2019
     assert c.call("create_partitions", {**body, "partitions_count": 1001})[0] == 2015
+    assert c.call("create_partitions", {**body, "partitions_count": 0})[0] == 2015
+    assert c.call("delete_partitions", {**body, "partitions_count": 0})[0] == 2015
     assert c.call("create_partitions", {**body, "topic": ident(5)})[0] == 2010
     assert c.call("delete_partitions", {**body, "stream": ident(5)})[0] == 1009
 
@@ -272,7 +274,7 @@ def test_partitions_are_added_after_the_last_and_removed_from_the_end() -> None:
 def test_doc_ids_are_the_clients() -> None:
     c = Conn(frontend("doc"))
     assert c.ok("create_stream", {"stream_id": 7, "name": "s"})["id"] == 7
-    assert c.call("create_stream", {"stream_id": 7, "name": "x"})[0] == 1012
+    assert c.call("create_stream", {"stream_id": 7, "name": "x"})[0] == 1011
     body = {"stream": ident(7), "topic_id": 3, "partitions_count": 2, "name": "t"}
     assert c.ok("create_topic", body)["id"] == 3
     group = {"stream": ident(7), "topic": ident(3), "consumer_group_id": 4}

@@ -69,6 +69,9 @@ log = logging.getLogger("conformance.iggy")
 
 MAX_PARTITIONS_PER_REQUEST = 1000
 """BP/lib.rs ``MAX_PARTITIONS_PER_REQUEST``: more in one request is 2015."""
+STREAM_ID_ALREADY_EXISTS = 1011
+"""Doc's "stream id in use": Iggy's StreamIdAlreadyExists while clients chose stream ids
+(before apache/iggy 4fcfefbf6); 0.8 has no such code (SPEC.md IGG-STREAM-6)."""
 GENERIC_ERROR = 1
 UNGATED = frozenset({"ping", "login_user"})
 ENGINE_STATUS = {
@@ -423,8 +426,8 @@ class IggySession:
         sid = body.get("stream_id")
         if sid is None:
             sid = lowest_free(reg.streams)
-        elif sid in reg.streams:  # doc: no id-in-use code in 0.8; the name one is nearest
-            raise Refusal(st.STREAM_NAME_ALREADY_EXISTS, f"stream id {sid} is in use")
+        elif sid in reg.streams:  # doc: Iggy's historic StreamIdAlreadyExists (IGG-STREAM-6)
+            raise Refusal(STREAM_ID_ALREADY_EXISTS, f"stream id {sid} is in use")
         reg.streams[sid] = StreamEntry(sid, name, now_us())
         return self.stream_record(reg.streams[sid])
 
@@ -508,8 +511,8 @@ class IggySession:
         count: int = body["partitions_count"]
         if count > MAX_PARTITIONS_PER_REQUEST:
             raise Refusal(st.TOO_MANY_PARTITIONS, f"{count} partitions: at most 1000 a request")
-        if count < 1:
-            raise Refusal(st.INVALID_PARTITIONS_COUNT, "a partitions count of 0")
+        if count < 1:  # the real server's handlers: a count outside 1..=1000 (IGG-PART-1/2)
+            raise Refusal(st.TOO_MANY_PARTITIONS, "a partitions count of 0")
         return count
 
     def create_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
