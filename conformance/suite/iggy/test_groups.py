@@ -38,7 +38,7 @@ UNKNOWN = 4_000_000_000
 
 @case("iggy/groups/1", "IGG-GROUP-1")
 def test_create_group_answers_an_empty_group_and_refuses_a_duplicate(target: CaseContext) -> None:
-    """CREATE_CONSUMER_GROUP answers the group with no members; the same name (doc: id) again is 5004.
+    """CREATE_CONSUMER_GROUP answers an empty group; its name (doc: id) again is answered 5004.
 
     IGG-GROUP-1: "CREATE_CONSUMER_GROUP (602) is answered with the new group's record: its id,
     the topic's partitions count, 0 members, its name ... A name in use in the topic (in doc: an
@@ -79,7 +79,7 @@ def test_create_group_answers_an_empty_group_and_refuses_a_duplicate(target: Cas
 
 @case("iggy/groups/2", "IGG-GROUP-2")
 def test_get_group_answers_the_group_and_its_members(target: CaseContext) -> None:
-    """GET_CONSUMER_GROUP answers a group of one member holding both partitions; an unknown group, empty.
+    """GET_CONSUMER_GROUP answers a one-member group with both partitions; an unknown group, empty.
 
     IGG-GROUP-2: "GET_CONSUMER_GROUP (600) is answered with the Group record followed by one
     Member record per member (member id, partitions count, its partition ids); for a group that
@@ -106,7 +106,8 @@ def test_get_group_answers_the_group_and_its_members(target: CaseContext) -> Non
             got.at("id", "members_count", "members"),
         )
         expect_empty(
-            target, conn, "get_consumer_group", group_body(target, sid, tid, UNKNOWN), "IGG-GROUP-2",
+            target, conn, "get_consumer_group", group_body(target, sid, tid, UNKNOWN),
+            "IGG-GROUP-2",
             f"GET_CONSUMER_GROUP {UNKNOWN} (no such group)",
         )  # fmt: skip
 
@@ -137,7 +138,7 @@ def test_get_groups_lists_the_topics_groups_once_each(target: CaseContext) -> No
 
 @case("iggy/groups/4", "IGG-GROUP-4")
 def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> None:
-    """Two members of a group on 4 partitions hold disjoint lists that together cover each partition once.
+    """Two members on 4 partitions hold disjoint lists that together cover each partition once.
 
     IGG-GROUP-4: "JOIN_CONSUMER_GROUP (604) is answered with status 0 and an empty payload and
     makes the connection a member (listed by GET_CONSUMER_GROUP); at every point while the group
@@ -171,7 +172,7 @@ def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> 
 
 @case("iggy/groups/5", "IGG-GROUP-5")
 def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
-    """After one of two members leaves, the other holds all 4 partitions; a non-member's leave is 5006.
+    """After one of two members leaves the other holds partitions 0..3; a non-member's leave: 5006.
 
     IGG-GROUP-5: "LEAVE_CONSUMER_GROUP (605) by a member is answered with status 0 and an empty
     payload and removes it; its partitions are dealt to the remaining members (each partition
@@ -261,7 +262,7 @@ def test_joining_an_unknown_group_is_answered_5000(target: CaseContext) -> None:
 
 @case("iggy/groups/8", "IGG-GROUP-8")
 def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
-    """Members polling without a partition read only partitions dealt to them; a non-member gets 5006.
+    """Members polling with no partition read only partitions dealt to them; a non-member gets 5006.
 
     IGG-GROUP-8: "a member polling as the group (Consumer kind 2 with the group's id) without
     naming a partition receives only messages of partitions in its own list; a connection that
@@ -331,7 +332,8 @@ def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
         require(
             sorted(members[stays]) == [0, 1],
             "IGG-GROUP-9",
-            f"the remaining member holds partitions {sorted(members[stays]) or 'none'}, expected 0, 1",
+            f"the remaining member holds partitions {sorted(members[stays]) or 'none'},"
+            " expected 0, 1",
             got.at("members"),
         )
 

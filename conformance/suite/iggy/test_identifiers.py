@@ -66,7 +66,7 @@ def test_a_stream_and_topic_are_found_by_name_as_by_number(target: CaseContext) 
 
 @case("iggy/identifiers/2", "IGG-ID-1")
 def test_messages_are_sent_and_polled_by_names(target: CaseContext) -> None:
-    """SEND_MESSAGES and POLL_MESSAGES naming the stream and topic by string store and return the message.
+    """SEND_MESSAGES and POLL_MESSAGES naming stream and topic by string store and return a message.
 
     IGG-ID-1: "wherever a request carries an Identifier, a stream or topic ... is found alike by
     a numeric Identifier ... and by a string one ..."

@@ -74,7 +74,7 @@ def test_gated_commands_are_answered_40_before_login(target: CaseContext) -> Non
 
 @case("iggy/login/3", "IGG-LOGIN-3")
 def test_a_valid_login_answers_a_user_id_and_opens_the_gate(target: CaseContext) -> None:
-    """LOGIN_USER with the configured credentials is answered 0 and a u32 user id; GET_STREAMS then works.
+    """LOGIN_USER with valid credentials answers 0, a u32 user id; GET_STREAMS then works.
 
     IGG-LOGIN-3: "... with valid credentials is answered with status 0 and a u32 user id; gated
     commands sent afterwards on that connection are served."

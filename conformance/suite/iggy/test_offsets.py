@@ -25,7 +25,7 @@ def stocked(ctx: CaseContext, conn: Connection, base: str, count: int = 5) -> tu
 
 @case("iggy/offsets/1", "IGG-OFF-1")
 def test_a_stored_offset_is_answered_with_the_current_offset(target: CaseContext) -> None:
-    """STORE_CONSUMER_OFFSET 2 then GET_CONSUMER_OFFSET answers partition 0, current offset 4, stored 2.
+    """STORE_CONSUMER_OFFSET 2, then GET_CONSUMER_OFFSET answers partition 0, current 4, stored 2.
 
     IGG-OFF-1: "STORE_CONSUMER_OFFSET (121; Consumer, stream, topic, partition, u64 offset) is
     answered with status 0 and an empty payload; GET_CONSUMER_OFFSET (120) for the same consumer
@@ -45,7 +45,8 @@ def test_a_stored_offset_is_answered_with_the_current_offset(target: CaseContext
         require(
             have == (0, 4, 2),
             "IGG-OFF-1",
-            f"GET_CONSUMER_OFFSET answered partition {have[0]}, current {have[1]}, stored {have[2]},"
+            f"GET_CONSUMER_OFFSET answered partition {have[0]}, current {have[1]},"
+            f" stored {have[2]},"
             " expected 0, 4, 2",
             got.at("partition_id", "current_offset", "stored_offset"),
         )
@@ -110,11 +111,13 @@ def test_offsets_are_kept_per_consumer(target: CaseContext) -> None:
             require(
                 got.body["stored_offset"] == offset,
                 "IGG-OFF-4",
-                f"consumer {cid} reads stored offset {got.body['stored_offset']}, expected {offset}",
+                f"consumer {cid} reads stored offset {got.body['stored_offset']},"
+                f" expected {offset}",
                 got.at("stored_offset", asked=("consumer.value",)),
             )
         expect_empty(
-            target, conn, "get_consumer_offset", offset_body(target, sid, tid, 0, cid=23), "IGG-OFF-4",
+            target, conn, "get_consumer_offset", offset_body(target, sid, tid, 0, cid=23),
+            "IGG-OFF-4",
             "GET_CONSUMER_OFFSET of consumer 23, which stored nothing",
         )  # fmt: skip
 

@@ -167,7 +167,8 @@ def test_strategy_next_continues_after_the_stored_offset(target: CaseContext) ->
         require(
             offsets(fresh) == [0, 1],
             "IGG-POLL-6",
-            f"next with no stored offset returned offsets {offsets(fresh) or 'none'}, expected 0, 1",
+            f"next with no stored offset returned offsets {offsets(fresh) or 'none'},"
+            " expected 0, 1",
             fresh.at(*msg_fields(fresh, "offset")),
         )
         store = {**offset_body(target, sid, tid, 0, cid=2), "offset": 2}
@@ -194,7 +195,8 @@ def test_auto_commit_stores_the_last_offset_returned(target: CaseContext) -> Non
         sid, tid = five(target, conn, "autocommit")
         got = poll(target, conn, sid, tid, 0, OFFSET, 0, 3, auto_commit=True, cid=3)
         stored = expect_found(
-            target, conn, "get_consumer_offset", offset_body(target, sid, tid, 0, cid=3), "IGG-POLL-7",
+            target, conn, "get_consumer_offset", offset_body(target, sid, tid, 0, cid=3),
+            "IGG-POLL-7",
             "GET_CONSUMER_OFFSET after an auto-commit poll",
         )  # fmt: skip
         last = offsets(got)[-1] if polled(got) else None

@@ -39,7 +39,7 @@ def test_stats_count_the_streams_topics_and_clients(target: CaseContext) -> None
     """
     with target.connect() as conn:
         stream(target, conn, "stats")
-        for attempt in range(TRIES):
+        for _ in range(TRIES):
             before = expect_ok(target, conn, "get_streams", {}, "IGG-STREAM-4", "GET_STREAMS")
             clients = expect_ok(target, conn, "get_clients", {}, "IGG-SYS-4", "GET_CLIENTS")
             got = stats(target, conn, "GET_STATS")

@@ -86,7 +86,7 @@ def test_create_topic_in_an_unknown_stream_is_answered_1009(target: CaseContext)
 
 @case("iggy/topics/4", "IGG-TOPIC-4")
 def test_get_topic_answers_the_topic_and_its_partitions(target: CaseContext) -> None:
-    """GET_TOPIC answers a 2-partition topic with partitions 0 and 1; an unknown topic gets an empty reply.
+    """GET_TOPIC answers a 2-partition topic with partitions 0 and 1; an unknown topic, empty.
 
     IGG-TOPIC-4: "GET_TOPIC (300, stream and topic Identifiers) is answered with the Topic
     record followed by one Partition record per partition (with its current offset and message
@@ -107,7 +107,8 @@ def test_get_topic_answers_the_topic_and_its_partitions(target: CaseContext) -> 
             got.at("id", "name", "partitions", asked=("topic.value",)),
         )
         expect_empty(
-            target, conn, "get_topic", {"stream": ident(sid), "topic": ident(UNKNOWN)}, "IGG-TOPIC-4",
+            target, conn, "get_topic", {"stream": ident(sid), "topic": ident(UNKNOWN)},
+            "IGG-TOPIC-4",
             f"GET_TOPIC {sid}/{UNKNOWN} (no such topic)",
         )  # fmt: skip
 
