@@ -31,6 +31,7 @@ from conformance.suite.iggy.verify import (
     expect_status,
     require_ok,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 UNKNOWN = 4_000_000_000
@@ -102,7 +103,7 @@ def test_get_group_answers_the_group_and_its_members(target: CaseContext) -> Non
             got.body["id"] == gid and list(members) == [me] and sorted(members[me]) == [0, 1],
             "IGG-GROUP-2",
             f"GET_CONSUMER_GROUP {gid} answered group {got.body['id']} with members"
-            f" {list(members) or 'none'}, expected {gid} with member {me} holding partitions 0, 1",
+            f" {show_all(list(members))}, expected {gid} with member {me} holding partitions 0, 1",
             got.at("id", "members_count", "members"),
         )
         expect_empty(
@@ -131,7 +132,8 @@ def test_get_groups_lists_the_topics_groups_once_each(target: CaseContext) -> No
         require(
             ids == sorted([a, b]),
             "IGG-GROUP-3",
-            f"GET_CONSUMER_GROUPS lists groups {ids or 'none'}, expected {sorted([a, b])}",
+            f"GET_CONSUMER_GROUPS lists groups {show_all(ids)},"
+            f" expected {show_all(sorted([a, b]))}",
             listed.at("groups"),
         )
 
@@ -165,7 +167,7 @@ def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> 
         require(
             dealt == [0, 1, 2, 3],
             "IGG-GROUP-4",
-            f"the members hold partitions {dealt}, expected 0, 1, 2, 3 once each",
+            f"the members hold partitions {show_all(dealt)}, expected 0, 1, 2, 3 once each",
             got.at("members"),
         )
 
@@ -196,8 +198,9 @@ def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
         require(
             list(members) == [stays] and sorted(members[stays]) == [0, 1, 2, 3],
             "IGG-GROUP-5",
-            f"after a leave the group's members are {list(members) or 'none'} holding"
-            f" {sorted(p for ps in members.values() for p in ps)}, expected {stays} holding 0..3",
+            f"after a leave the group's members are {show_all(list(members))} holding"
+            f" {show_all(sorted(p for ps in members.values() for p in ps))},"
+            f" expected {stays} holding 0..3",
             got.at("members_count", "members"),
         )
         expect_status(
@@ -291,7 +294,7 @@ def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
                     not reply.body["messages"] or pid in mine,
                     "IGG-GROUP-8",
                     f"member {me} polled partition {pid}, not among its partitions"
-                    f" {mine or 'none'}",
+                    f" {show_all(mine)}",
                     got.at("members") + reply.at("partition_id"),
                 )
         body = poll_body(target, sid, tid, 0, OFFSET, 0, 10, cid=gid, kind=GROUP)
@@ -326,13 +329,13 @@ def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
             list(members) == [stays],
             "IGG-GROUP-9",
             f"{target.timeout:g}s after a member's connection closed the group's members are"
-            f" {list(members) or 'none'}, expected only {stays}",
+            f" {show_all(list(members))}, expected only {stays}",
             got.at("members_count", "members"),
         )
         require(
             sorted(members[stays]) == [0, 1],
             "IGG-GROUP-9",
-            f"the remaining member holds partitions {sorted(members[stays]) or 'none'},"
+            f"the remaining member holds partitions {show_all(sorted(members[stays]))},"
             " expected 0, 1",
             got.at("members"),
         )
@@ -357,7 +360,7 @@ def test_partitions_are_dealt_round_robin_in_join_order(target: CaseContext) -> 
         require(
             have == ([0, 2], [1, 3]),
             "IGG-GROUP-10",
-            f"the first member holds {have[0] or 'none'}, the second {have[1] or 'none'},"
+            f"the first member holds {show_all(have[0])}, the second {show_all(have[1])},"
             " expected 0, 2 and 1, 3",
             got.at("members"),
         )

@@ -25,6 +25,7 @@ from conformance.suite.iggy.verify import (
     require_status,
     send_raw,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 
@@ -151,7 +152,7 @@ def test_ids_are_assigned_from_0_in_creation_order(target: CaseContext) -> None:
         require(
             parts == [0, 1, 2],
             "IGG-ID-2",
-            f"a 3-partition topic has partitions {parts}, expected 0, 1, 2",
+            f"a 3-partition topic has partitions {show_all(parts)}, expected 0, 1, 2",
             r0.at("partitions"),
         )
         g0, q0 = create_group(target, conn, second, t0, "g-a")

@@ -7,6 +7,7 @@ from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import ident, stream, stream_topic
 from conformance.suite.iggy.verify import Reply, classic, expect_empty, expect_found, expect_status
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 UNKNOWN = 4_000_000_000
@@ -46,7 +47,8 @@ def test_create_partitions_adds_them_after_the_existing_ones(target: CaseContext
         require(
             parts == [0, 1, 2] and got.body["partitions_count"] == 3,
             "IGG-PART-1",
-            f"after CREATE_PARTITIONS 2 on 1 partition, GET_TOPIC lists partitions {parts}"
+            f"after CREATE_PARTITIONS 2 on 1 partition, GET_TOPIC lists partitions"
+            f" {show_all(parts)}"
             f" (partitions_count {got.body['partitions_count']}), expected 0, 1, 2",
             got.at("partitions_count", "partitions"),
         )
@@ -81,7 +83,8 @@ def test_delete_partitions_removes_the_last_ones(target: CaseContext) -> None:
         require(
             parts == [0, 1],
             "IGG-PART-2",
-            f"after DELETE_PARTITIONS 2 of 4, GET_TOPIC lists partitions {parts}, expected 0, 1",
+            f"after DELETE_PARTITIONS 2 of 4, GET_TOPIC lists partitions {show_all(parts)},"
+            " expected 0, 1",
             got.at("partitions"),
         )
         expect_status(

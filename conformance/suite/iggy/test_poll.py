@@ -24,6 +24,7 @@ from conformance.suite.iggy.steps import (
     to_partition,
 )
 from conformance.suite.iggy.verify import both, classic, expect_found, expect_ok
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 FIVE = [b"m0", b"m1", b"m2", b"m3", b"m4"]
@@ -72,7 +73,7 @@ def test_strategy_offset_returns_from_that_offset(target: CaseContext) -> None:
         require(
             offsets(got) == [2, 3] and payloads(got) == FIVE[2:4],
             "IGG-POLL-2",
-            f"offset 2 count 2 returned offsets {offsets(got) or 'none'}, expected 2, 3",
+            f"offset 2 count 2 returned offsets {show_all(offsets(got))}, expected 2, 3",
             got.at(*msg_fields(got, "offset"), asked=("strategy.value", "count")),
         )
         past = poll(target, conn, sid, tid, 0, OFFSET, 9, 10)
@@ -123,7 +124,7 @@ def test_strategy_first_returns_from_the_first_offset(target: CaseContext) -> No
         require(
             offsets(got) == [0, 1, 2],
             "IGG-POLL-4",
-            f"first count 3 returned offsets {offsets(got) or 'none'}, expected 0, 1, 2",
+            f"first count 3 returned offsets {show_all(offsets(got))}, expected 0, 1, 2",
             got.at(*msg_fields(got, "offset"), asked=("strategy.kind",)),
         )
 
@@ -141,14 +142,14 @@ def test_strategy_last_returns_the_last_count_messages(target: CaseContext) -> N
         require(
             offsets(got) == [3, 4],
             "IGG-POLL-5",
-            f"last count 2 returned offsets {offsets(got) or 'none'}, expected 3, 4",
+            f"last count 2 returned offsets {show_all(offsets(got))}, expected 3, 4",
             got.at(*msg_fields(got, "offset"), asked=("strategy.kind", "count")),
         )
         more = poll(target, conn, sid, tid, 0, LAST, 0, 9)
         require(
             offsets(more) == [0, 1, 2, 3, 4],
             "IGG-POLL-5",
-            f"last count 9 of five returned offsets {offsets(more) or 'none'}, expected 0..4",
+            f"last count 9 of five returned offsets {show_all(offsets(more))}, expected 0..4",
             more.at(*msg_fields(more, "offset"), asked=("count",)),
         )
 
@@ -167,7 +168,7 @@ def test_strategy_next_continues_after_the_stored_offset(target: CaseContext) ->
         require(
             offsets(fresh) == [0, 1],
             "IGG-POLL-6",
-            f"next with no stored offset returned offsets {offsets(fresh) or 'none'},"
+            f"next with no stored offset returned offsets {show_all(offsets(fresh))},"
             " expected 0, 1",
             fresh.at(*msg_fields(fresh, "offset")),
         )
@@ -179,7 +180,7 @@ def test_strategy_next_continues_after_the_stored_offset(target: CaseContext) ->
         require(
             offsets(got) == [3, 4],
             "IGG-POLL-6",
-            f"next after stored offset 2 returned offsets {offsets(got) or 'none'}, expected 3, 4",
+            f"next after stored offset 2 returned offsets {show_all(offsets(got))}, expected 3, 4",
             got.at(*msg_fields(got, "offset"), asked=("strategy.kind",)),
         )
 

@@ -27,6 +27,7 @@ from conformance.suite.iggy.steps import (
     to_partition,
 )
 from conformance.suite.iggy.verify import Reply, both, expect_status
+from conformance.suite.shown import show, show_all
 from conformance.suite.target import CaseContext
 
 UNKNOWN = 4_000_000_000
@@ -123,7 +124,7 @@ def test_balanced_partitioning_is_round_robin(target: CaseContext) -> None:
             require(
                 len(held) < 2 or int(held[1][1:]) - int(held[0][1:]) == 3,
                 "IGG-SEND-3",
-                f"partition {pid} holds sends {held[0]!r} and {held[1]!r}, not three apart",
+                f"partition {pid} holds sends {show(held[0])} and {show(held[1])}, not three apart",
                 got.at(*msg_fields(got, "payload")),
             )
 
@@ -193,7 +194,8 @@ def test_offsets_are_consecutive_and_ids_are_kept_or_assigned(target: CaseContex
         require(
             offsets(got) == [0, 1, 2, 3, 4],
             "IGG-SEND-5",
-            f"five messages sent in two batches have offsets {offsets(got)}, expected 0..4",
+            f"five messages sent in two batches have offsets {show_all(offsets(got))},"
+            " expected 0..4",
             got.at(*msg_fields(got, "offset")),
         )
         ids = [int(m["id"]) for m in polled(got)]

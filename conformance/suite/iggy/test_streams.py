@@ -15,6 +15,7 @@ from conformance.suite.iggy.verify import (
     require_ok,
     require_status,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 UNKNOWN_STREAM = 4_000_000_000
@@ -92,7 +93,7 @@ def test_get_stream_answers_the_stream_and_its_topics(target: CaseContext) -> No
         require(
             names == want and got.body["topics_count"] == 2,
             "IGG-STREAM-3",
-            f"GET_STREAM {sid} lists topics {', '.join(names) or 'none'} (topics_count"
+            f"GET_STREAM {sid} lists topics {show_all(names)} (topics_count"
             f" {got.body['topics_count']}), expected {', '.join(want)}",
             got.at("topics_count", "topics"),
         )

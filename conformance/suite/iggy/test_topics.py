@@ -12,6 +12,7 @@ from conformance.suite.iggy.verify import (
     expect_ok,
     expect_status,
 )
+from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
 UNKNOWN = 4_000_000_000
@@ -43,7 +44,7 @@ def test_create_topic_answers_the_topic_and_its_partitions(target: CaseContext) 
         require(
             parts == [0, 1, 2],
             "IGG-TOPIC-1",
-            f"CREATE_TOPIC of 3 partitions answered partitions {parts or 'none'}, expected 0, 1, 2",
+            f"CREATE_TOPIC of 3 partitions answered partitions {show_all(parts)}, expected 0, 1, 2",
             reply.at("partitions"),
         )
 
@@ -103,7 +104,7 @@ def test_get_topic_answers_the_topic_and_its_partitions(target: CaseContext) -> 
             got.body["id"] == tid and got.body["name"] == created.body["name"] and parts == [0, 1],
             "IGG-TOPIC-4",
             f"GET_TOPIC {sid}/{tid} answered topic {got.body['id']} '{got.body['name']}' with"
-            f" partitions {parts or 'none'}, expected {tid} '{created.body['name']}' with 0, 1",
+            f" partitions {show_all(parts)}, expected {tid} '{created.body['name']}' with 0, 1",
             got.at("id", "name", "partitions", asked=("topic.value",)),
         )
         expect_empty(
@@ -131,7 +132,7 @@ def test_get_topics_lists_the_streams_topics_once_each(target: CaseContext) -> N
         require(
             ids == sorted([a, b]),
             "IGG-TOPIC-5",
-            f"GET_TOPICS {sid} lists topics {ids or 'none'}, expected {sorted([a, b])}",
+            f"GET_TOPICS {sid} lists topics {show_all(ids)}, expected {show_all(sorted([a, b]))}",
             listed.at("topics"),
         )
 
