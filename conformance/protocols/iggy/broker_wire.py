@@ -4,8 +4,9 @@ framing the shared length-prefix deframer cannot express.
 :class:`RequestDeframer` hands out ``code + payload`` like ``codec.new_deframer("request")``
 with two differences, both to keep serving where the real server does (FACTS.md section 1):
 
-* a length below 4 is a frame of its own: :class:`Refused` (status 3), four bytes
-  consumed, no payload read; the next bytes are the next frame (SV/tcp/connection_handler.rs);
+* a length below 4 is a frame of its own: :class:`Refused` (status 3) once the whole
+  8-byte header (length, code) is in, no payload read; the next bytes are the next frame
+  (SV/tcp/connection_handler.rs reads the header whole before it judges the length);
 * a control request (any code but SEND_MESSAGES) announcing more than 10 MiB of payload
   is :class:`Refused` from its 8-byte header alone, and its payload is then skipped as it
   arrives, never buffered.  The real server leaves that payload unread, so its stream
@@ -82,8 +83,10 @@ class RequestDeframer:
                         return frames
                     (length,) = _U32.unpack_from(buf, pos)
                     if length < 4:
+                        if len(buf) - pos < 8:
+                            return frames
                         frames.append(Refused.of(b"", f"length {length} is below 4"))
-                        pos += 4
+                        pos += 8
                         continue
                     if length > self.max_frame:
                         self._error = IggyFrameTooLarge(length, self.max_frame)
