@@ -342,25 +342,29 @@ def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
 
 
 @case("iggy/groups/10", "IGG-GROUP-10")
-def test_partitions_are_dealt_round_robin_in_join_order(target: CaseContext) -> None:
-    """With two members on 4 partitions, the first to join holds 0 and 2, the second 1 and 3.
+def test_partitions_are_dealt_round_robin_in_listed_order(target: CaseContext) -> None:
+    """With two members on 4 partitions, the first member GET_CONSUMER_GROUP lists holds 0
+    and 2, the second 1 and 3.
 
-    IGG-GROUP-10: "partitions are dealt round-robin over the members in join order (partition i
-    to the (i mod m)-th member), again after every join and every leave."
+    IGG-GROUP-10: "partitions are dealt round-robin over the members in the order
+    GET_CONSUMER_GROUP lists them (partition i to the (i mod m)-th listed member)".
     """
     with target.connect() as one, target.connect() as two:
         sid, tid = stream_topic(target, one, "roundrobin", 4)
         gid, _ = create_group(target, one, sid, tid, "roundrobin")
         join(target, one, sid, tid, gid, "IGG-GROUP-4")
         join(target, two, sid, tid, gid, "IGG-GROUP-4")
-        first, second = member_ids(target, one), member_ids(target, two)
         got = get_group(target, one, sid, tid, gid, "IGG-GROUP-4")
         members = assignment(got)
-        have = (sorted(members.get(first, [])), sorted(members.get(second, [])))
+        listed = list(members)
+        want = {m: [p for p in range(4) if p % len(listed) == i] for i, m in enumerate(listed)}
+        have = {m: sorted(parts) for m, parts in members.items()}
         require(
-            have == ([0, 2], [1, 3]),
+            have == want,
             "IGG-GROUP-10",
-            f"the first member holds {show_all(have[0])}, the second {show_all(have[1])},"
-            " expected 0, 2 and 1, 3",
+            "the listed members hold "
+            + "; ".join(f"{m}: {show_all(have[m])}" for m in listed)
+            + ", expected "
+            + "; ".join(f"{m}: {show_all(want[m])}" for m in listed),
             got.at("members"),
         )
