@@ -347,7 +347,7 @@ def test_partitions_are_dealt_round_robin_in_listed_order(target: CaseContext) -
     and 2, the second 1 and 3.
 
     IGG-GROUP-10: "partitions are dealt round-robin over the members in the order
-    GET_CONSUMER_GROUP lists them (partition i to the (i mod m)-th listed member)".
+    GET_CONSUMER_GROUP lists them (partition i to the (i mod m)-th listed member)."
     """
     with target.connect() as one, target.connect() as two:
         sid, tid = stream_topic(target, one, "roundrobin", 4)
