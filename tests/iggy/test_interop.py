@@ -21,7 +21,9 @@ it exposes sends GET_CONSUMER_OFFSET), nor one that sends raw requests, so the s
 and the refusal of a wrong password are also read on a plain socket here, with the classic
 framing of FACTS.md section 1 (``_Wire``): that part is the broker's answer as bytes, not the
 client's.  A wrong password must be refused as the real server refuses it: status 42
-(InvalidCredentials) with no payload, the connection kept and still not logged in.
+(InvalidCredentials) with no payload, the connection kept and still not logged in.  The
+GET_CLUSTER_METADATA the client sends after each login is checked on the socket too: the client
+goes on whatever the answer, the real server answers it.
 
 What the binding cannot exercise (proven by vectors instead): message headers, user message
 ids, balanced and messages-key partitioning, GET_CONSUMER_OFFSET, LOGOUT_USER.
@@ -605,3 +607,34 @@ def test_wrong_password_is_refused_as_the_server_does(
     status, body = wire.request(_Wire.LOGIN_USER, _Wire.login_body(USER, PASSWORD))
     assert (status, len(body)) == (0, 4), f"the right password then: {status}, {body.hex()}"
     assert wire.request(_Wire.GET_STREAMS)[0] == 0, "GET_STREAMS once logged in"
+
+
+def test_cluster_metadata_the_client_asks_for_after_login(
+    served: iggy_serve.Served, authed_wire: _Wire
+) -> None:
+    """The client sends GET_CLUSTER_METADATA (12) right after each login (its leader check,
+    core/sdk/src/leader_aware.rs at f5350d999; captured as tests/iggy/captured/04-*).  It goes on
+    whatever the answer, so here it is the broker's answer that is checked: the real server,
+    clustering off, answers status 0 with one node, itself (core/server/src/shard/system/
+    cluster.rs: name, then u32 node count; per node name, ip, u16 tcp/quic/http/websocket
+    ports, u8 role 0 = leader, u8 status 0 = healthy;
+    core/binary_protocol/src/responses/system/get_cluster_metadata.rs)."""
+    reply = authed_wire.exchange(12)
+    status, length = struct.unpack("<II", reply[:8])
+    assert status == 0, f"GET_CLUSTER_METADATA answered {reply.hex()}, not status 0"
+    body, pos = reply[8:], 0
+
+    def text() -> str:
+        nonlocal pos
+        (n,) = struct.unpack_from("<I", body, pos)
+        pos += 4 + n
+        return body[pos - n : pos].decode()
+
+    text()  # the cluster's name
+    (nodes,) = struct.unpack_from("<I", body, pos)
+    pos += 4
+    assert nodes == 1, f"{nodes} nodes; a single broker is one"
+    text(), text()  # the node's name and ip
+    tcp, _quic, _http, _ws, role, health = struct.unpack_from("<HHHHBB", body, pos)
+    assert pos + 10 == len(body) == length, f"reply {body.hex()} is not one node's"
+    assert (tcp, role, health) == (served.port, 0, 0), "tcp port, role leader, status healthy"
