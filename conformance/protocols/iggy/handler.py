@@ -104,9 +104,11 @@ class IggyFrontend:
         self.registry.drop_stale(engine)
         self.stalled = False  # stall-on-unknown-code has fired: nothing is served any more
         self.address = ""
+        self.host, self.port = "127.0.0.1", 0
 
     def set_address(self, host: str, port: int) -> None:
         self.address = f"{host}:{port}"
+        self.host, self.port = host, port
 
     def new_deframer(self) -> RequestDeframer:
         return RequestDeframer()
@@ -387,6 +389,23 @@ class IggySession:
     def get_me(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.client_record(self.client)
 
+    def get_cluster_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One node, this broker, leading: what the real server answers without clustering
+        (core/server/src/shard/system/cluster.rs: cluster "single-node", node "iggy-node",
+        role 0 leader, status 0 healthy); the 0.8 client asks after every login."""
+        front = self.frontend
+        node = {
+            "name": "iggy-node",
+            "ip": front.host,
+            "tcp_port": front.port,
+            "quic_port": 0,
+            "http_port": 0,
+            "websocket_port": 0,
+            "role": 0,
+            "status": 0,
+        }
+        return {"name": "single-node", "nodes": [node]}
+
     def get_client(self, body: dict[str, Any]) -> dict[str, Any] | None:
         client = self.registry.clients.get(body["client_id"])
         return None if client is None else self.client_record(client)
@@ -615,6 +634,7 @@ _COMMANDS: dict[str, Handler] = {
     "ping": IggySession.ping,
     "get_stats": IggySession.get_stats,
     "get_me": IggySession.get_me,
+    "get_cluster_metadata": IggySession.get_cluster_metadata,
     "get_client": IggySession.get_client,
     "get_clients": IggySession.get_clients,
     "login_user": IggySession.login_user,

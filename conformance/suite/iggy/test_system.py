@@ -168,3 +168,35 @@ def test_get_clients_lists_every_client_once(target: CaseContext) -> None:
             "IGG-SYS-4",
             f"GET_CLIENT {UNKNOWN_CLIENT} (no such client)",
         )
+
+
+@case("iggy/system/6", "IGG-SYS-5")
+def test_cluster_metadata_names_this_node_as_leader(target: CaseContext) -> None:
+    """GET_CLUSTER_METADATA answers at least one node, a healthy leader on the port the
+    client connected to.
+
+    IGG-SYS-5: "GET_CLUSTER_METADATA (12, empty payload), which the 0.8 client sends after every
+    login to find the leader, is answered with status 0 and the cluster"
+    """
+    with target.connect() as conn:
+        got = expect_found(
+            target, conn, "get_cluster_metadata", {}, "IGG-SYS-5", "GET_CLUSTER_METADATA"
+        )
+        nodes = list(got.body["nodes"])
+        require(nodes != [], "IGG-SYS-5", "GET_CLUSTER_METADATA lists no node", got.at("nodes"))
+        here = [n for n in nodes if int(n["tcp_port"]) == target.target.port]
+        require(
+            len(here) == 1,
+            "IGG-SYS-5",
+            f"GET_CLUSTER_METADATA lists tcp ports {[int(n['tcp_port']) for n in nodes]}, none"
+            f" of them once the port {target.target.port} this connection reached",
+            got.at("nodes"),
+        )
+        node = here[0]
+        require(
+            (int(node["role"]), int(node["status"])) == (0, 0),
+            "IGG-SYS-5",
+            f"the node on port {target.target.port} has role {node['role']} and status"
+            f" {node['status']}, expected 0 (leader) and 0 (healthy) on a single node",
+            got.at("nodes"),
+        )
