@@ -101,6 +101,10 @@ class Blame:
     """A partial frame followed by a half-close is closed (a HANG on one)."""
     unanswered: Callable[[bytes], str]
     """The requirement of a whole request payload left unanswered (a HANG on it)."""
+    serving_of: Callable[[Sequence[bytes]], str] | None = None
+    """The requirement of a CRASH, STOPPED or LEAK read from the whole request payloads
+    of the case that showed it (Iggy: an unknown code's requirement when one was sent);
+    None: ``serving``."""
 
 
 class Fuzzing(Protocol):
@@ -137,6 +141,24 @@ class Fuzzing(Protocol):
     def canary_consume(self, offset: int) -> bytes: ...
 
     def canary_values(self, reply: bytes) -> list[bytes]: ...
+
+
+OPTIONAL_HOOKS = ("own_options", "case_prelude", "canary_readback")
+"""Members a fuzzing part may have, for a protocol whose cases may run outside the
+session a client opens (Iggy's login gate) or whose produce reply names no offset:
+
+* ``own_options`` -- a mapping of option values laid over the campaign's for the
+  fuzzer's own connections (set-up, canary, probe), so that they open the session a
+  client would even when a case's connection does not (Iggy: ``{"login": "after"}``);
+* ``case_prelude(rng) -> bytes`` -- bytes put before a case's first write, drawn from the
+  case's own ``random.Random`` after everything else (Iggy ``--login both``: a valid
+  LOGIN_USER frame in half the cases), so that a finding replays from its bytes alone;
+* ``canary_readback() -> Sequence[bytes]`` -- requests sent after the canary's produce
+  on its connection; :meth:`Fuzzing.canary_acked` then reads the reply of the last of
+  them, not the produce's (Iggy: SEND_MESSAGES answers an empty OK, the offset is found
+  by polling the partition's last messages for the value just written).
+
+A part without them (Cursus, Kafka) behaves as before."""
 
 
 @dataclass
@@ -208,8 +230,27 @@ class FuzzProtocol:
         return self.part.canary_values(reply)
 
     def opening(self) -> Opening | None:
-        """A fresh session opener for a new connection, or None."""
+        """A fresh session opener for a case's new connection, or None."""
         return self.plugin.open(self.options, self.revision or self.plugin.default_revision)
+
+    def own_opening(self) -> Opening | None:
+        """A fresh session opener for one of the fuzzer's own connections (set-up, canary,
+        probe): the case's, unless the part lays ``own_options`` over the options."""
+        own: Mapping[str, Any] = getattr(self.part, "own_options", None) or {}
+        if not own:
+            return self.opening()
+        values = {**self.options, **own}
+        return self.plugin.open(values, self.revision or self.plugin.default_revision)
+
+    def case_prelude(self, rng: random.Random) -> bytes:
+        """Bytes to put before a case's first write (the part's ``case_prelude``; none)."""
+        hook = getattr(self.part, "case_prelude", None)
+        return b"" if hook is None else bytes(hook(rng))
+
+    def canary_readback(self) -> list[bytes]:
+        """Requests sent after the canary's produce (the part's ``canary_readback``; none)."""
+        hook = getattr(self.part, "canary_readback", None)
+        return [] if hook is None else list(hook())
 
     def annotate(self, payload: bytes) -> list[FieldSpan]:
         """A request payload's fields (the minimizer's structural cuts come from them)."""
@@ -230,7 +271,12 @@ class FuzzProtocol:
         if finding == "CORRUPTION":
             return blame.corruption
         if finding in ("CRASH", "STOPPED", "LEAK"):
-            return blame.serving
+            if blame.serving_of is None:
+                return blame.serving
+            try:
+                return blame.serving_of(self.new_deframer().feed(case.sent))
+            except ProtocolError:  # a prefix over the limit: no whole frame to read
+                return blame.serving
         if finding == "BAD_REPLY":
             return blame.bad_reply
         deframer = self.new_deframer()

@@ -180,10 +180,11 @@ class _Replies:
         return self.ready.pop(0)
 
 
-def open_on(proto: FuzzProtocol, sock: socket.socket, deadline: float) -> None:
-    """Run the protocol's session opener on ``sock`` (nothing when it has none).
+def open_on(proto: FuzzProtocol, sock: socket.socket, deadline: float, own: bool = False) -> None:
+    """Run the protocol's session opener on ``sock`` (nothing when it has none): a case's,
+    or with ``own`` the one of the fuzzer's own connections (:meth:`FuzzProtocol.own_opening`).
     TimeoutError, ConnectionError/OSError, ProtocolError or SessionRefused if it fails."""
-    opening = proto.opening()
+    opening = proto.own_opening() if own else proto.opening()
     if opening is not None:
         open_session(opening, sock.sendall, _Replies(proto, sock, deadline))
 
@@ -261,7 +262,7 @@ def _look(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
         return REFUSED
     with sock:
         try:
-            open_on(proto, sock, timeout)
+            open_on(proto, sock, timeout, own=True)
             sock.sendall(proto.frame(proto.probe_payload))
             sock.settimeout(timeout)
             return SERVING if sock.recv(1) else DROPPED
@@ -402,7 +403,7 @@ def exchange(
 ) -> list[bytes]:
     """Send each payload framed on one connection and return the replies (one each)."""
     with contextlib.closing(_connect(host, port, deadline)) as sock:
-        open_on(proto, sock, deadline)
+        open_on(proto, sock, deadline, own=True)
         sock.sendall(b"".join(proto.frame(p) for p in payloads))
         deframer = proto.new_reply_deframer()
         out: list[bytes] = []
@@ -445,11 +446,16 @@ class Canary:
             value = f"canary {self.tag} #{self.checks}".encode()
             try:
                 produce = self.proto.canary_produce([value])
-                (reply,) = exchange(self.proto, self.host, self.port, [produce], self.deadline)
-                offset = self.proto.canary_acked(reply)
+                readback = self.proto.canary_readback()
+                sent = [produce, *readback]
+                replies = exchange(self.proto, self.host, self.port, sent, self.deadline)
+                offset = self.proto.canary_acked(replies[-1])
                 if offset is None:
-                    said = self.proto.describe(reply, [produce])
-                    return f"the canary write was refused: {said}"
+                    said = self.proto.describe(replies[0], [produce])
+                    if not readback:
+                        return f"the canary write was refused: {said}"
+                    read = self.proto.describe(replies[-1], readback[-1:])
+                    return f"the canary write ({said}) is not in what was read back: {read}"
                 self.acked[offset] = value
                 return self._verify()
             except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:

@@ -169,6 +169,10 @@ def generate(proto: FuzzProtocol, pool: Pool, seed: int, index: int) -> FuzzCase
         else:
             writes, gap = proto.frame_mutators[name](rng, proto, pool)
             case = FuzzCase(index, name, "frame", writes, gap)
+    prelude = proto.case_prelude(rng)  # drawn last: cases without one are unchanged
+    if prelude:
+        writes = (prelude + case.writes[0], *case.writes[1:])
+        case = FuzzCase(index, case.mutator, case.mode, writes, case.gap_s, case.abandon)
     return _spare_canary(proto, case)
 
 
