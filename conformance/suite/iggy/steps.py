@@ -8,7 +8,7 @@ a flag and a u32, messages carry 64-byte headers and user headers); ``doc`` the 
 consumer groups are u32 ids, a message is an id and a payload).  Every step checks what it
 relies on and blames the requirement that covers it, so that a target breaking one
 requirement fails that requirement's cases and no others.  Identifiers are numeric
-everywhere (only the IGG-ID-1 cases use names).
+everywhere (only the IGG-ID-1 and IGG-ID-4 cases use names).
 """
 
 from __future__ import annotations

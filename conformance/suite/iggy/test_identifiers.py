@@ -1,10 +1,10 @@
 """Iggy identifiers: numeric and string identifiers, ids the server assigns (SPEC.md,
-area "identifiers").  Only the IGG-ID-1 cases use string identifiers."""
+area "identifiers").  Only the IGG-ID-1 and IGG-ID-4 cases use string identifiers."""
 
 from __future__ import annotations
 
 from conformance.protocols.iggy.messages import CODES
-from conformance.suite.case import case, require, unsupported
+from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import (
     FIRST,
     create_group,
@@ -18,7 +18,6 @@ from conformance.suite.iggy.steps import (
     to_partition,
 )
 from conformance.suite.iggy.verify import (
-    classic,
     expect_found,
     expect_ok,
     read,
@@ -33,9 +32,9 @@ from conformance.suite.target import CaseContext
 def test_a_stream_and_topic_are_found_by_name_as_by_number(target: CaseContext) -> None:
     """GET_STREAM and GET_TOPIC by string identifiers answer what the numeric ones answer.
 
-    IGG-ID-1: "wherever a request carries an Identifier, a stream or topic (classic: also a
-    consumer group) is found alike by a numeric Identifier (kind 1, length 4, u32 value) and by
-    a string one (kind 2, length 1..255, its UTF-8 name)."
+    IGG-ID-1: "wherever a request carries an Identifier, a stream or topic is found alike by a
+    numeric Identifier (kind 1, length 4, u32 value) and by a string one (kind 2, length
+    1..255, its UTF-8 name)."
     """
     with target.connect() as conn:
         sid, created = create_stream(target, conn, "named")
@@ -95,15 +94,13 @@ def test_messages_are_sent_and_polled_by_names(target: CaseContext) -> None:
         )
 
 
-@case("iggy/identifiers/3", "IGG-ID-1")
+@case("iggy/identifiers/3", "IGG-ID-4")
 def test_a_group_is_found_by_name_as_by_number(target: CaseContext) -> None:
     """GET_CONSUMER_GROUP by the group's name answers the group its number answers.
 
-    IGG-ID-1: "wherever a request carries an Identifier, a stream or topic (classic: also a
-    consumer group) is found alike by a numeric Identifier ..."
+    IGG-ID-4: "a consumer group is found alike by a numeric Identifier (its id) and by a string
+    one (its name) in every consumer-group command"
     """
-    if not classic(target):
-        unsupported("doc's consumer-group commands take a u32 group id, no Identifier", "IGG-ID-1")
     with target.connect() as conn:
         sid = stream(target, conn, "gnamed")
         tid, _ = create_topic(target, conn, sid, "gnamed")
@@ -112,16 +109,16 @@ def test_a_group_is_found_by_name_as_by_number(target: CaseContext) -> None:
         by_id = expect_found(
             target, conn, "get_consumer_group",
             {"stream": ident(sid), "topic": ident(tid), "group": ident(gid)},
-            "IGG-ID-1", f"GET_CONSUMER_GROUP {gid}",
+            "IGG-ID-4", f"GET_CONSUMER_GROUP {gid}",
         )  # fmt: skip
         by_name = expect_found(
             target, conn, "get_consumer_group",
             {"stream": ident(sid), "topic": ident(tid), "group": ident(gname)},
-            "IGG-ID-1", f"GET_CONSUMER_GROUP '{gname}'",
+            "IGG-ID-4", f"GET_CONSUMER_GROUP '{gname}'",
         )  # fmt: skip
         require(
             by_name.body["id"] == by_id.body["id"] == gid,
-            "IGG-ID-1",
+            "IGG-ID-4",
             f"the group by name is {by_name.body['id']}, by number {by_id.body['id']},"
             f" expected {gid}",
             by_id.at("id") + by_name.at("id", asked=("group.value",)),
