@@ -121,7 +121,7 @@ def _messages(revision: str, i: int) -> list[dict[str, Any]]:
     kinds = list(HEADER_KINDS)
     out = []
     for j, p in enumerate(payloads):
-        picked = [kinds[(i * 3 + j + k) % len(kinds)] for k in range(i % 4)]
+        picked = [kinds[(9 * i + 3 * j + k) % len(kinds)] for k in range(3 if (i + j) % 4 else 0)]
         headers = header_block(sorted(set(picked))) if picked else b""
         out.append(
             {

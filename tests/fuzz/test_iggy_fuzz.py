@@ -1,0 +1,320 @@
+"""Iggy's fuzzing part: its pool decodes and covers every command, its mutators lie where
+they say, its login modes, its canary, and campaigns against the reference broker: clean
+ones find nothing, each fault quirk is found, minimized and replayed."""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance import fuzz
+from conformance.fuzz import campaign, harness
+from conformance.fuzz.case import FuzzCase, Pool
+from conformance.fuzz.mutators import generate
+from conformance.fuzz.target import External
+from conformance.protocols.iggy import codec
+from conformance.protocols.iggy.batch import USER_HEADERS
+from conformance.protocols.iggy.errors import IggyError
+from conformance.protocols.iggy.fuzzing import (
+    CANARY,
+    HEADER_KINDS,
+    SENTINEL,
+    IggyFuzzing,
+    login_frame,
+)
+from conformance.protocols.iggy.messages import CODES
+from tests.support import broker
+from tests.support.cli import conformance
+
+REVISIONS = ("classic", "doc")
+TRIES = 300
+U32 = struct.Struct("<I")
+
+
+def decodes(payload: bytes, revision: str) -> tuple[str, dict[str, Any]] | None:
+    try:
+        return codec.decode_request(payload, revision)
+    except IggyError:
+        return None
+
+
+# ------------------------------------------------------------------ the pool
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_every_pool_payload_decodes_and_every_command_is_there(revision: str) -> None:
+    part = IggyFuzzing({}, revision)
+    pool = part.pool(0)
+    names = set()
+    for payload, (name, body) in zip(pool.payloads, pool.requests, strict=True):
+        got = decodes(payload, revision)
+        assert got is not None, (name, body)
+        assert got[0] == name
+        names.add(name)
+    assert names == set(codec.tables(revision)[0])
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_the_pool_sends_every_partitioning_and_polls_every_strategy(revision: str) -> None:
+    bodies = [codec.decode_request(p, revision) for p in IggyFuzzing({}, revision).pool(3).payloads]
+    sends = [b for n, b in bodies if n == "send_messages"]
+    assert {b["partitioning"]["kind"] for b in sends} == {1, 2, 3}
+    polls = [b for n, b in bodies if n == "poll_messages"]
+    assert {b["strategy"]["kind"] for b in polls} == {1, 2, 3, 4, 5}
+    assert {b["consumer"]["kind"] for b in polls} == {1, 2}
+    kinds = {b["stream"]["kind"] for n, b in bodies if "stream" in b}
+    assert kinds == {1, 2}  # numeric and string identifiers
+
+
+def test_classic_sends_user_headers_of_every_kind() -> None:
+    bodies = [codec.decode_request(p) for p in IggyFuzzing({}).pool(0).payloads]
+    blocks = [m["headers"] for n, b in bodies if n == "send_messages" for m in b["messages"]]
+    entries = [e for h in blocks if h for e in USER_HEADERS.decode(h, 0)["entries"]]
+    assert {(e["value_kind"], e["value"]) for e in entries} == set(HEADER_KINDS.values())
+    assert any(not h for h in blocks)  # and messages without headers
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_no_pool_payload_names_the_canary_and_destroys_by_name_only(revision: str) -> None:
+    pool = IggyFuzzing({}, revision).pool(0)
+    assert not any(CANARY.encode() in p for p in pool.payloads)
+    for name, body in pool.requests:
+        if name in ("delete_stream", "delete_topic", "delete_partitions"):
+            stream = body["stream"]
+            assert stream["kind"] == 2 or stream["value"] > 2**31, (name, body)
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_setup_payloads_decode(revision: str) -> None:
+    made = [
+        codec.decode_request(p, revision)[0] for p in IggyFuzzing({}, revision).setup_payloads()
+    ]
+    assert made.count("create_stream") == 2 and made.count("create_topic") == 3
+
+
+# ------------------------------------------------------------------ mutators
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_every_mutator_is_deterministic_and_makes_bytes(revision: str) -> None:
+    part = IggyFuzzing({}, revision)
+    pool = part.pool(0)
+    for name, mutate in part.structure_mutators.items():
+        for i in range(50):
+            one = mutate(random.Random(f"{name}:{i}"), pool)
+            assert one == mutate(random.Random(f"{name}:{i}"), pool)
+            assert len(one) >= 4, name
+            assert SENTINEL.encode() not in one, name
+
+
+@pytest.mark.parametrize(
+    ("mutator", "refused_at_least"),
+    [
+        ("identifier", 0.4),
+        ("partitioning", 0.6),
+        ("batch", 0.8),
+        ("cut", 0.95),  # doc: a cut between messages still decodes
+        ("unknown-code", 1.0),
+    ],
+)
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_structure_mutators_mostly_make_what_does_not_decode(
+    revision: str, mutator: str, refused_at_least: float
+) -> None:
+    part = IggyFuzzing({}, revision)
+    pool = part.pool(0)
+    mutate = part.structure_mutators[mutator]
+    bad = sum(decodes(mutate(random.Random(f"t{i}"), pool), revision) is None for i in range(TRIES))
+    assert bad >= refused_at_least * TRIES
+
+
+def test_identifier_lies_include_a_string_running_past_the_payload() -> None:
+    part = IggyFuzzing({})
+    ours = [(p, r) for p, r in zip(*vars(part.pool(0)).values(), strict=True)]
+    gets = [(p, r) for p, r in ours if r[0] == "get_stream"]
+    pool = Pool([p for p, _ in gets], [r for _, r in gets])
+    seen = 0
+    for i in range(TRIES):
+        payload = part.structure_mutators["identifier"](random.Random(f"id{i}"), pool)
+        if U32.unpack_from(payload)[0] == CODES["get_stream"]:
+            kind, length = payload[4], payload[5]
+            seen += kind == 2 and length > len(payload) - 6
+    assert seen > 0
+
+
+def test_headers_lie_inside_a_block_whose_lengths_are_true() -> None:
+    part = IggyFuzzing({})
+    pool = part.pool(0)
+    for i in range(100):
+        got = decodes(part.structure_mutators["headers"](random.Random(f"h{i}"), pool), "classic")
+        assert got is not None and got[0] == "send_messages"  # the lie is in the block
+
+
+def test_unknown_codes_are_not_in_the_table() -> None:
+    for revision in REVISIONS:
+        part = IggyFuzzing({}, revision)
+        mutate = part.structure_mutators["unknown-code"]
+        table = set(codec.tables(revision)[0])
+        for i in range(100):
+            code = U32.unpack_from(mutate(random.Random(f"u{i}"), part.pool(0)))[0]
+            assert {n for n, c in CODES.items() if c == code}.isdisjoint(table)
+
+
+# ------------------------------------------------------------------ login modes
+
+
+def test_login_both_puts_a_login_frame_before_about_half_the_cases() -> None:
+    proto = fuzz.protocol("iggy", {"login": "both"})
+    pool = proto.pool(0)
+    login = login_frame("iggy", "iggy")
+    cases = [generate(proto, pool, 0, i) for i in range(400)]
+    logged = sum(c.writes[0].startswith(login) for c in cases)
+    assert 150 < logged < 250
+    assert proto.opening() is None  # the case's own bytes log in
+    assert proto.own_opening() is not None  # set-up, canary and probe log in
+
+
+@pytest.mark.parametrize(("login", "opened"), [("after", True), ("before", False)])
+def test_login_after_opens_each_case_and_before_never_logs_in(login: str, opened: bool) -> None:
+    proto = fuzz.protocol("iggy", {"login": login})
+    assert (proto.opening() is not None) is opened
+    assert proto.own_opening() is not None
+    assert not any(proto.case_prelude(random.Random(i)) for i in range(200))
+
+
+def test_doc_has_no_login() -> None:
+    proto = fuzz.protocol("iggy", {"login": "both"}, "doc")
+    assert proto.opening() is None and proto.own_opening() is None
+    assert "login" not in proto.structure_mutators
+
+
+# ------------------------------------------------------------------ requirements
+
+
+def test_requirements_of_findings() -> None:
+    proto = fuzz.protocol("iggy", {"login": "before"})
+
+    def case(*payloads: bytes) -> FuzzCase:
+        return FuzzCase(0, "t", "structure", (b"".join(proto.frame(p) for p in payloads),))
+
+    ping, unknown = U32.pack(1), U32.pack(999)
+    get_stream = U32.pack(CODES["get_stream"]) + b"\x01\x04\0\0\0\0"
+    short = U32.pack(CODES["get_stream"]) + b"\x02\xff"
+    assert proto.requirement("HANG", case(ping)) == "IGG-SYS-1"
+    assert proto.requirement("HANG", case(unknown)) == "IGG-FRAME-7"
+    assert proto.requirement("HANG", case(short)) == "IGG-FRAME-8"
+    assert proto.requirement("HANG", case(get_stream)) == "IGG-LOGIN-2"  # before login
+    below_4 = FuzzCase(0, "t", "frame", (U32.pack(1) + b"\x01",))  # length 1: no code
+    assert proto.requirement("HANG", below_4) == "IGG-FRAME-5"
+    assert proto.requirement("STOPPED", case(ping, unknown)) == "IGG-FRAME-7"
+    assert proto.requirement("CRASH", case(short)) == "IGG-FRAME-8"
+    assert proto.requirement("CORRUPTION", case(ping)) == "IGG-POLL-9"
+    assert proto.requirement("BAD_REPLY", case(ping)) == "IGG-FRAME-2"
+    after = fuzz.protocol("iggy", {"login": "after"})
+    assert after.requirement("HANG", case(get_stream)) == "IGG-STREAM-3"
+    assert all(proto.owes_reply(p) for p in (ping, unknown, short, b""))
+
+
+# ------------------------------------------------------------------ against the broker
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[broker.Broker]:
+    b = broker.start(protocol="iggy")
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize("login", ["after", "before", "both"])
+def test_canary_round_trips_in_every_login_mode(served: broker.Broker, login: str) -> None:
+    proto = fuzz.protocol("iggy", {"login": login})
+    campaign.setup(proto, External(served.host, served.port), 2.0)
+    canary = harness.Canary(proto, served.host, served.port, login, 2.0)
+    assert canary.check() == ""
+    assert canary.check() == ""  # both values read back at the offsets found
+    assert len(canary.acked) == 2
+    assert harness.serves(proto, served.host, served.port, 2.0)
+
+
+@pytest.mark.parametrize("login", ["after", "before", "both"])
+def test_a_short_campaign_finds_nothing(served: broker.Broker, login: str) -> None:
+    proto = fuzz.protocol("iggy", {"login": login})
+    _finds_nothing(proto, External(served.host, served.port))
+
+
+def test_a_short_doc_campaign_finds_nothing() -> None:
+    doc = broker.start("--revision", "doc", protocol="iggy")
+    try:
+        _finds_nothing(fuzz.protocol("iggy", {}, "doc"), External(doc.host, doc.port))
+    finally:
+        doc.stop()
+
+
+def _finds_nothing(proto: fuzz.FuzzProtocol, target: External) -> None:
+    campaign.setup(proto, target, 2.0)
+    options = campaign.Options(deadline=1.0, canary_every=100, connections=8)
+    rows = campaign.run_range(proto, target, 7, 0, 400, options)
+    assert len(rows) == 400
+    assert [r for r in rows if r.finding or r.canary == "lost"] == []
+    assert sum(r.canary == "ok" for r in rows) == 4
+
+
+# ------------------------------------------------------------------ fault quirks
+
+BUDGET = 2000
+
+
+@pytest.mark.parametrize(
+    ("quirk", "finding", "requirement", "login"),
+    [
+        ("crash-on-short-identifier", "CRASH", "IGG-FRAME-8", "after"),
+        ("stall-on-unknown-code", "STOPPED", "IGG-FRAME-7", "before"),
+    ],
+)
+def test_each_fault_quirk_is_found_minimized_and_replayed(
+    tmp_path: Path, quirk: str, finding: str, requirement: str, login: str
+) -> None:
+    proc = conformance(
+        tmp_path,
+        "fuzz",
+        "-q",
+        "--protocol",
+        "iggy",
+        "--login",
+        login,
+        "--deadline",
+        "0.3",
+        "--cases",
+        str(BUDGET),
+        "--quirk",
+        quirk,
+        timeout=400,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert f"{finding}:{requirement}" in proc.stderr
+    paths = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
+    found = {p: yaml.safe_load(p.read_text()) for p in paths}
+    ours = [(p, f) for p, f in found.items() if f["finding"] == finding]
+    assert ours, found
+    path, repro = ours[0]
+    assert repro["broker_quirks"] == [quirk]
+    assert repro["minimized"] is True
+    assert repro["size"]["writes"] == 1 and repro["size"]["bytes"] <= 64
+    replay = conformance(tmp_path, "replay", str(path), timeout=120)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "REPRODUCES" in replay.stdout
+    clean = broker.start(protocol="iggy")
+    try:
+        replay = conformance(tmp_path, "replay", str(path), "--target", clean.address)
+    finally:
+        clean.stop()
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "does not reproduce" in replay.stdout
