@@ -269,7 +269,8 @@ def _finds_nothing(proto: fuzz.FuzzProtocol, target: External) -> None:
 
 # ------------------------------------------------------------------ fault quirks
 
-BUDGET = 2000
+BUDGET = 400
+"""Cases within which each fault quirk must be found (seed 0 finds both in the first 30)."""
 
 
 @pytest.mark.parametrize(
