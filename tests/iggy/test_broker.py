@@ -338,6 +338,26 @@ def test_send_refusals() -> None:
     assert c.call("send_messages", {**body, "stream": S0, "messages": []})[0] == 4009
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        b"\x00\x01\0\0\0k\x02\x01\0\0\0v",  # key kind 0
+        b"\x02\x01\0\0\0k\x10\x01\0\0\0v",  # value kind 16
+        b"\x02\x00\0\0\0\x02\x01\0\0\0v",  # an empty key
+        b"\x02\x01\0\0\0k",  # a key without its value
+        b"\x02\x01\0\0\0k\x02\x09\0\0\0v",  # a value running past the block
+    ],
+)
+def test_a_malformed_header_block_is_refused_4_and_nothing_stored(block: bytes) -> None:
+    c = logged(frontend())
+    setup(c, 1)
+    good = b"\x02\x01\0\0\0k\x02\x01\0\0\0v"
+    assert send(c, to_partition(0), b"a", headers=block) == 4
+    assert payloads(poll(c, 3)[1]) == []  # strategy first: nothing was stored
+    assert send(c, to_partition(0), b"a", headers=good) == 0
+    assert payloads(poll(c, 3)[1]) == [b"a"]
+
+
 def test_poll_strategies() -> None:
     c = logged(frontend())
     setup(c, 1)

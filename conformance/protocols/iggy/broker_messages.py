@@ -8,9 +8,12 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   (InvalidMessagesCount, CM messages_batch_mut.rs ``validate``), a payload over
   64,000,000 bytes 4022, a user-header block over 100,000 bytes 4017 (same file).  An
   empty payload is stored: the server's batch validation has no lower bound (the 4025 of
-  FACTS.md is the client-side builder's).  The user-header block is stored as sent and
-  not validated: the server's send path does not call ``validate_user_headers``
-  (SV/binary/handlers/messages/send_messages_handler.rs reads the batch raw).  Id 0 ->
+  FACTS.md is the client-side builder's).  A user-header block that is not a sequence of
+  whole ``kind, u32 length, bytes`` entries in pairs, kinds 1..15, lengths 1..255, is
+  refused with 4 (InvalidFormat) and nothing of the batch is stored: the rule of
+  ``validate_user_headers`` (BP/primitives/user_headers.rs), which the real server's send
+  path does not call (it stores such a block as sent); SPEC.md IGG-HDR-2 makes refusing
+  it this broker's convention (MAY).  Id 0 ->
   a random non-zero u128; the server timestamp is µs; the reply is empty.
 * poll (SV/streaming/partitions/ops.rs ``poll_messages``, SV/shard/handlers.rs): offset
   (nothing past the current offset), timestamp (the first message at or after the value,
@@ -77,6 +80,31 @@ def _new_id() -> int:
 # ------------------------------------------------------------------ send
 
 
+HEADER_KINDS = range(1, 16)
+"""raw, string, bool, int8..int128, uint8..uint128, float32, float64 (FACTS.md section 4)."""
+
+
+def header_block_problem(block: bytes) -> str | None:
+    """Why ``block`` is not a well-formed user-header block, or None (an empty block is)."""
+    pos, fields = 0, 0
+    while pos < len(block):
+        kind = block[pos]
+        if kind not in HEADER_KINDS:
+            return f"kind {kind} at byte {pos} (kinds are 1..15)"
+        if len(block) - pos < 5:
+            return f"a field at byte {pos} is cut before its length"
+        length = int.from_bytes(block[pos + 1 : pos + 5], "little")
+        if not 1 <= length <= 255:
+            return f"a field of {length} bytes at byte {pos} (1..255)"
+        if pos + 5 + length > len(block):
+            return f"a field of {length} bytes at byte {pos} runs past the block"
+        pos += 5 + length
+        fields += 1
+    if fields % 2:
+        return f"{fields} fields: a key without its value"
+    return None
+
+
 def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic = session.topic(body)
     messages = body.get("messages") or []
@@ -87,6 +115,9 @@ def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
             raise Refusal(TOO_BIG_MESSAGE_PAYLOAD, "a payload over 64,000,000 bytes")
         if len(m.get("headers", b"")) > MAX_USER_HEADERS:
             raise Refusal(TOO_BIG_USER_HEADERS, "a user-header block over 100,000 bytes")
+        problem = header_block_problem(bytes(m.get("headers", b"")))
+        if problem is not None:
+            raise Refusal(st.INVALID_FORMAT, f"a malformed user-header block: {problem}")
     partition = _choose_partition(session, topic, body["partitioning"])
     ts = now_us()
     records = [
