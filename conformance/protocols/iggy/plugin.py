@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.options import Option
 from conformance.plugin import Annotation, ErrorCodes, Opening, Plugin, ServeConfig, SessionRefused
 from conformance.protocols.iggy import codec
+from conformance.protocols.iggy.errors import INVALID_COMMAND
 from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.messages import CODES
 from conformance.protocols.iggy.quirks import QUIRKS
@@ -79,6 +80,11 @@ def login_request(username: str, password: str) -> bytes:
 def _login(username: str, password: str) -> Opening:
     reply = yield login_request(username, password)
     status, payload = codec.split_reply(reply)
+    if status == INVALID_COMMAND:
+        raise SessionRefused(
+            f"LOGIN_USER was answered status {status} (INVALID_COMMAND): the target does not "
+            "know it; if it speaks the document's revision, which has no login, use --revision doc"
+        )
     if status != 0:
         name = STATUS_NAMES.get(status, "unknown status")
         raise SessionRefused(f"LOGIN_USER as {username!r} was answered status {status} ({name})")
