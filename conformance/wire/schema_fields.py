@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.errors import ProtocolError, TrailingBytes, Truncated
 from conformance.plugin import FieldSpan
-from conformance.wire.schema_types import Ctx, In, Type, join, length_span, past, rest
+from conformance.wire.schema_types import Ctx, In, Linked, Type, join, length_span, past, rest
 from conformance.wire.varint import uvarint
 
 UNKNOWN_TAGS = "_unknown_tags"
@@ -86,6 +86,7 @@ class Field:
     default: Any = None
     flexible: Versions | None = None
     doc: str = ""
+    inline: bool = False
 
     def default_at(self, version: int) -> Any:
         if self.default is not None:
@@ -110,8 +111,11 @@ def f(
     default: Any = None,
     flexible: str | None = None,
     doc: str = "",
+    inline: bool = False,
 ) -> Field:
-    """A field, with version ranges spelled as in Kafka's message definitions."""
+    """A field, with version ranges spelled as in Kafka's message definitions;
+    ``inline``: a struct (or sized struct) whose fields are its parent's in the value
+    (see :mod:`.schema_linked`)."""
     return Field(
         name=name,
         type=type,
@@ -122,6 +126,7 @@ def f(
         default=default,
         flexible=None if flexible is None else Versions.parse(flexible),
         doc=doc,
+        inline=inline,
     )
 
 
@@ -139,6 +144,10 @@ class Struct(Type):
         names = [fl.name for fl in self.fields]
         if len(names) != len(set(names)):
             raise ValueError(f"{name}: a field name is used twice")
+        self.linked = tuple(fl for fl in self.fields if isinstance(fl.type, Linked))
+        self.hidden = frozenset(_hidden(self))
+        """Names computed from other fields, left out of the value (links, derived)."""
+        _check_links(self)
 
     def default(self, nullable: bool) -> Any:
         return None if nullable else {}
@@ -149,9 +158,18 @@ class Struct(Type):
     def encode(self, out: bytearray, value: Any, ctx: Ctx) -> None:
         value = value if value is not None else {}
         version, flexible = ctx.version, ctx.flexible
+        if self.linked and isinstance(value, Mapping):
+            value = dict(value)
+            for fl in self.linked:
+                if version in fl.versions:
+                    assert isinstance(fl.type, Linked)
+                    fl.type.prepare(value, fl.name, ctx, self)
         tagged: list[tuple[int, bytes]] = []
         for fl in self.fields:
             if version not in fl.versions:
+                continue
+            if fl.inline:
+                _encode_field(out, fl, value, fl.ctx_in(ctx))
                 continue
             v = value.get(fl.name, fl.default_at(version)) if isinstance(value, Mapping) else None
             if flexible and version in fl.tagged:
@@ -185,9 +203,26 @@ class Struct(Type):
                 tagged[fl.tag] = fl
                 out[fl.name] = fl.default_at(version)
                 continue
-            out[fl.name] = _decode_field(r, fl, fl.ctx_in(ctx), join(path, fl.name))
+            at = join(path, fl.name)
+            if isinstance(fl.type, Linked):
+                out[fl.name] = fl.type.decode_linked(r, fl.ctx_in(ctx), at, path, out)
+            elif fl.inline:
+                mark = len(r.spans) if r.spans is not None else 0
+                try:
+                    out.update(_decode_field(r, fl, fl.ctx_in(ctx), at) or {})
+                finally:
+                    _inlined(r, at, path, mark)
+            else:
+                out[fl.name] = _decode_field(r, fl, fl.ctx_in(ctx), at)
         if flexible:
             self._decode_tags(r, ctx, path, tagged, out)
+        if self.linked:
+            for fl in self.linked:
+                if version in fl.versions and not r.tolerant:
+                    assert isinstance(fl.type, Linked)
+                    fl.type.finish(out, fl.name, ctx, join(path, fl.name), self)
+            for hidden in self.hidden:
+                out.pop(hidden, None)
         return out
 
     read = decode  # a struct's spans are its fields'
@@ -342,6 +377,49 @@ class Repeated(Array):
 
     def min_size(self, ctx: Ctx) -> int:
         return 0
+
+
+def _hidden(struct: Struct) -> list[str]:
+    out: list[str] = []
+    for fl in struct.linked:
+        assert isinstance(fl.type, Linked)
+        out += fl.type.hidden(fl.name)
+    return out
+
+
+def inlined_struct(fl: Field) -> Struct | None:
+    """The struct an ``inline`` field holds (itself or sized), None if it is not inline."""
+    if not fl.inline:
+        return None
+    typ = getattr(fl.type, "inner", fl.type)
+    if not isinstance(typ, Struct):
+        raise ValueError(f"{fl.name}: only a struct or a sized struct can be inline")
+    return typ
+
+
+def _check_links(struct: Struct) -> None:
+    """A linked field names an earlier field (one of an earlier inline struct's too)."""
+    seen: set[str] = set()
+    for fl in struct.fields:
+        links = fl.type.earlier() if isinstance(fl.type, Linked) else ()
+        missing = [n for n in links if n not in seen]
+        if missing:
+            raise ValueError(f"{struct.name}.{fl.name}: {missing[0]!r} is no earlier field")
+        seen.add(fl.name)
+        inner = inlined_struct(fl)
+        if inner is not None:
+            seen.update(x.name for x in inner.fields)
+
+
+def _inlined(r: In, at: str, path: str, mark: int) -> None:
+    """The spans of an inline field's fields named as its parent's (``at size`` stays)."""
+    if r.spans is None:
+        return
+    prefix = at + "."
+    for i in range(mark, len(r.spans)):
+        span = r.spans[i]
+        if span.name.startswith(prefix):
+            r.spans[i] = replace(span, name=join(path, span.name.removeprefix(prefix)))
 
 
 def _encode_field(out: bytearray, fl: Field, value: Any, ctx: Ctx) -> None:

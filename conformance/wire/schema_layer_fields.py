@@ -318,3 +318,43 @@ FIXED: dict[tuple[str, str], Callable[[str, Any], sf.Field[Any, Any]]] = {
     ("little", "f"): _le_single,
 }
 """The scapy field of each (byte order, fixed-width struct format)."""
+
+
+class GroupSizeField(sf.Field[int, int]):
+    """The size in bytes of the fields ``of`` (an inline sized struct's), computed when
+    None, written as is otherwise; dissecting reads it and goes on with those fields."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, name: str, of: tuple[str, ...], fmt: str) -> None:
+        super().__init__(name, None, fmt)
+        self.of = of
+
+    def i2m(self, pkt: Packet | None, x: int | None) -> int:
+        if x is not None or pkt is None:
+            return int(x or 0)
+        total = 0
+        for name in self.of:
+            fld, val = pkt.getfield_and_val(name)
+            total += len(fld.addfield(pkt, b"", val))
+        return total
+
+
+class DerivedListField(ListField):
+    """An array computed (when None) from the packet it is in by ``compute``, written as
+    is otherwise (a derived field of :mod:`.schema_linked`)."""
+
+    __slots__ = ("compute",)
+
+    def __init__(
+        self, name: str, cls: Any, count_name: str, compute: Callable[[Packet], list[Any]]
+    ) -> None:
+        super().__init__(name, [], cls, count_name, False)
+        self.default = None
+        self.compute = compute
+
+    def any2i(self, pkt: Packet | None, x: Any) -> Any:
+        return None if x is None else super().any2i(pkt, x)
+
+    def addfield(self, pkt: Packet, s: bytes, val: Any) -> bytes:
+        return super().addfield(pkt, s, self.compute(pkt) if val is None else val)

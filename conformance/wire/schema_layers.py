@@ -34,6 +34,12 @@ What each schema field becomes (the scapy fields are in :mod:`.schema_layer_fiel
   ``KIND``), holding the variant as ``value`` (``Raw`` when dissecting a kind the union
   does not have).  The kind is computed from that class, like a length: put another
   variant's packet in ``x`` and the kind follows, set ``x_kind`` and it lies;
+* linked fields (:mod:`.schema_linked`): a ``SizedBy`` field ``x`` is its bytes alone,
+  the sibling length it names a :class:`LenField` of it; a ``CountedBy`` array is its
+  list alone, the sibling count a :class:`LenField` of it; a ``Derived`` (counted) array
+  is a :class:`DerivedListField`, computed from the bytes its sibling's items build;
+* an ``inline`` struct's fields are its parent's, a sized one's preceded by its
+  :class:`GroupSizeField` ``x_size`` (the bytes of those fields);
 * a struct in a flexible version ends in ``tagged_fields_count`` (uvarint) and
   ``tagged_fields``, packets of ``tag`` (uvarint), ``value_len`` (uvarint) and
   ``value``: a packet of the tagged field's own fields (``Raw`` for a tag the struct
@@ -85,9 +91,12 @@ from conformance.wire.schema import (
     Varint,
     Wide,
 )
+from conformance.wire.schema_fields import inlined_struct
 from conformance.wire.schema_layer_fields import (
     FIXED,
     NULL,
+    DerivedListField,
+    GroupSizeField,
     LenField,
     ListField,
     NullList,
@@ -101,6 +110,7 @@ from conformance.wire.schema_layer_fields import (
     WideField,
     ZigZagField,
 )
+from conformance.wire.schema_linked import CountedBy, Derived, SizedBy
 
 __all__ = ["NULL", "NullList", "layer", "packet", "scapy_name", "struct_layer"]
 
@@ -214,12 +224,48 @@ def _struct_fields(struct: Struct, ctx: Ctx) -> list[Any]:
     version, flexible = ctx.version, ctx.flexible
     for fl in struct.fields:
         if version in fl.versions and not (flexible and version in fl.tagged):
-            out += _fields(fl, fl.ctx_in(ctx))
+            out += _inline_fields(fl, fl.ctx_in(ctx)) if fl.inline else _fields(fl, fl.ctx_in(ctx))
+    for fl in struct.linked:  # the sibling a linked field names is computed from it
+        if version in fl.versions and isinstance(fl.type, SizedBy | CountedBy):
+            how = "length" if isinstance(fl.type, SizedBy) else "count"
+            link = scapy_name(fl.type.earlier()[0])
+            at = next(i for i, x in enumerate(out) if x.name == link)
+            out[at] = LenField(link, scapy_name(fl.name), out[at].fmt, how)
     if flexible:
         tag_cls = _tag_layer(struct, ctx)
         out.append(UVarintLenField(TAGGED_COUNT, TAGGED, "count", plus=0))
         out.append(ListField(TAGGED, [], tag_cls, TAGGED_COUNT, compact=False))
     return out
+
+
+def _inline_fields(fl: Field, ctx: Ctx) -> list[Any]:
+    """An inline struct's fields, in its parent's packet; a sized one's size first."""
+    inner = inlined_struct(fl)
+    assert inner is not None
+    fields = _struct_fields(inner, ctx)
+    if not isinstance(fl.type, Sized):
+        return fields
+    prefix = fl.type.prefix
+    if prefix == "uvarint":
+        raise TypeError(f"{fl.name}: an inline struct's size must be fixed-width")
+    of = tuple(x.name for x in fields)
+    size = scapy_name(f"{fl.name}_size")
+    return [GroupSizeField(size, of, ctx.encoding.order + FORMATS[prefix]), *fields]
+
+
+def _derived_field(fl: Field, typ: Derived, ctx: Ctx) -> Any:
+    """A derived array, computed from the sizes its sibling's items build."""
+    inner = typ.inner
+    if not isinstance(inner, CountedBy):
+        raise TypeError(f"{fl.name}: a derived field in a layer must be a counted array")
+    of = scapy_name(typ.of)
+
+    def compute(pkt: Packet) -> list[Any]:
+        sizes = [len(bytes(p)) for p in pkt.getfieldval(of) or ()]
+        return cast(list[Any], _to_scapy(inner, typ.compute(sizes), ctx, False))
+
+    cls = _item_layer(inner.element, ctx)
+    return DerivedListField(scapy_name(fl.name), cls, scapy_name(inner.count), compute)
 
 
 def _tag_layer(struct: Struct, ctx: Ctx) -> type[Packet]:
@@ -279,6 +325,13 @@ def _fields(fl: Field, ctx: Ctx) -> list[Any]:
             _prefix_field(lname, name, prefix, ctx, "length"),
             SizedField(name, default, lname, ctx.flexible),
         ]
+    if isinstance(typ, SizedBy):
+        return [SizedField(name, default, scapy_name(typ.length), False)]
+    if isinstance(typ, Derived):
+        return [_derived_field(fl, typ, ctx)]
+    if isinstance(typ, CountedBy):
+        cls = _item_layer(typ.element, ctx)
+        return [ListField(name, default, cls, scapy_name(typ.count), False)]
     if isinstance(typ, Repeated):
         return [RestListField(name, default, _item_layer(typ.element, ctx))]
     if isinstance(typ, Array):
@@ -318,13 +371,20 @@ def packet(message: Message, version: int, value: Mapping[str, Any]) -> Packet:
     return cls(**_struct_values(message.body, value, message.ctx(version)))
 
 
-def _struct_values(struct: Struct, value: Any, ctx: Ctx) -> dict[str, Any]:
+def _struct_values(
+    struct: Struct, value: Any, ctx: Ctx, hidden: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     tagged: list[tuple[int, Packet]] = []
     version, flexible = ctx.version, ctx.flexible
     value = {} if value is None else value  # as Struct.encode: a null element is {}
+    hidden = hidden | struct.hidden  # computed: left None
     for fl in struct.fields:
-        if version not in fl.versions:
+        if version not in fl.versions or fl.name in hidden:
+            continue
+        inner = inlined_struct(fl)
+        if inner is not None:
+            out.update(_struct_values(inner, value, fl.ctx_in(ctx), hidden))
             continue
         v = value.get(fl.name, fl.default_at(version)) if isinstance(value, Mapping) else None
         fx = fl.ctx_in(ctx)
@@ -360,6 +420,8 @@ def _to_scapy(typ: Type, v: Any, ctx: Ctx, nullable: bool) -> Any:
         return None if v is None else str(v).encode("utf-8")
     if isinstance(typ, Bytes):
         return None if v is None else bytes(v)
+    if isinstance(typ, SizedBy):
+        return _to_scapy(typ.kind, v, ctx, False)
     if isinstance(typ, Array):
         if v is None:
             return [] if isinstance(typ, Repeated) else NullList()

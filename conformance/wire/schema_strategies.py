@@ -9,10 +9,14 @@ out of the tagged section) and sometimes not.  What each type draws:
   boundaries by itself); ``float64`` and ``float32``: finite floats of that width;
   ``bool``; ``uuid``: canonical strings;
 * ``string``: short text, mostly ASCII, sometimes any UTF-8 (no lone surrogates: they
-  have no UTF-8 form); ``bytes`` and ``records``: up to 32 bytes;
+  have no UTF-8 form); ``bytes`` and ``records``: up to 32 bytes; a
+  :class:`~.schema_linked.SizedBy` field: those of its kind;
 * arrays: 0 to ``max_items`` elements; structs: a dict of their fields;
 * a sized value: its inner type's values; a union: ``{"kind": k, "value": v}``, every
-  kind drawn, each with its variant's values.
+  kind drawn, each with its variant's values;
+* a field computed from others (the length or count a linked field names, a derived
+  field: :mod:`.schema_linked`) is not drawn; an inline struct's fields are drawn into
+  its parent's dict.
 
 Lengths are drawn short enough for the narrowest prefix an encoding offers (a u8), so
 the values suit every protocol's :class:`~conformance.wire.encoding.Encoding`.
@@ -58,6 +62,7 @@ from conformance.wire.schema import (
     Varint,
     Wide,
 )
+from conformance.wire.schema_linked import SizedBy
 
 __all__ = ["field_values", "type_values", "values"]
 
@@ -205,9 +210,9 @@ def _base(
         if typ.signed:
             return st.integers(-(1 << (typ.bits - 1)), (1 << (typ.bits - 1)) - 1)
         return st.integers(0, (1 << typ.bits) - 1)
-    if isinstance(typ, String):
+    if isinstance(typ, String) or (isinstance(typ, SizedBy) and isinstance(typ.kind, String)):
         return _TEXT
-    if isinstance(typ, Bytes):
+    if isinstance(typ, Bytes | SizedBy):
         return _BYTES
     if isinstance(typ, Array):
         element = _type(typ.element, version, flexible, False, path, opts)
@@ -231,18 +236,30 @@ def _base(
 def _struct(
     typ: Struct, version: int, flexible: bool, path: str, opts: _Options
 ) -> SearchStrategy[dict[str, Any]]:
+    present = [fl for fl in typ.fields if version in fl.versions and fl.name not in typ.hidden]
     fields = {
         fl.name: _field(fl, version, flexible, _join(path, fl.name), opts)
-        for fl in typ.fields
-        if version in fl.versions
+        for fl in present
+        if not fl.inline
     }
     plain = st.fixed_dictionaries(fields)
+    inline = [_field(fl, version, flexible, path, opts) for fl in present if fl.inline]
+    if inline:  # an inline struct's fields are this one's (its computed ones left out)
+        hidden = typ.hidden
+        plain = st.builds(lambda *parts: _merged(parts, hidden), plain, *inline)
     if not (flexible and opts.unknown_tags):
         return plain
     declared = [fl.tag for fl in typ.fields if fl.tag is not None]
     first = max(declared, default=-1) + 1
     unknown = st.dictionaries(st.integers(first, first + 1000), _BYTES, max_size=2)
     return st.builds(_with_unknown, plain, st.one_of(st.just({}), unknown))
+
+
+def _merged(parts: tuple[dict[str, Any], ...], hidden: frozenset[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in parts:
+        out.update(part)
+    return {k: v for k, v in out.items() if k not in hidden}
 
 
 def _with_unknown(value: dict[str, Any], unknown: dict[int, bytes]) -> dict[str, Any]:

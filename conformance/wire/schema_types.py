@@ -415,3 +415,32 @@ VARLONG = Varint("varlong", 64, True)
 UVARINT = Varint("uvarint", 32, False)
 STRING = String()
 BYTES = Bytes()
+
+
+class Linked(Type):
+    """A type framed by an earlier sibling field of its struct, or derived from a sibling
+    (the rules are in :mod:`.schema_linked`).  A :class:`~.schema_fields.Struct` calls
+    these hooks, with itself as ``struct``, instead of :meth:`decode` alone."""
+
+    def earlier(self) -> tuple[str, ...]:
+        """The siblings that must come before this field."""
+        return ()
+
+    def hidden(self, name: str) -> tuple[str, ...]:
+        """The fields (this one, held as ``name``, or siblings) computed from others and
+        left out of the value."""
+        return ()
+
+    def prepare(self, value: dict[str, Any], name: str, ctx: Ctx, struct: Any) -> None:
+        """Before the struct is encoded: put what is computed into its ``value``."""
+
+    def decode_linked(
+        self, r: In, ctx: Ctx, path: str, parent: str, siblings: dict[str, Any]
+    ) -> Any:
+        """The value at ``r`` given the siblings decoded so far (``parent``: the
+        struct's path, under which the siblings' spans are named)."""
+        raise NotImplementedError
+
+    def finish(self, siblings: dict[str, Any], name: str, ctx: Ctx, path: str, struct: Any) -> None:
+        """After the struct is decoded (not in a tolerant walk): a check across its
+        fields, a ProtocolError when it fails."""
