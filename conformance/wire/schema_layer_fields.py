@@ -340,21 +340,36 @@ class GroupSizeField(sf.Field[int, int]):
         return total
 
 
+class ComputedList(list[Any]):
+    """A derived array left to be computed: empty (so that scapy can walk it)."""
+
+    def copy(self) -> ComputedList:
+        return ComputedList()
+
+    def __deepcopy__(self, memo: Any) -> ComputedList:
+        return ComputedList()
+
+
 class DerivedListField(ListField):
-    """An array computed (when None) from the packet it is in by ``compute``, written as
-    is otherwise (a derived field of :mod:`.schema_linked`)."""
+    """An array computed by ``compute`` from the packet it is in while it is a
+    :class:`ComputedList` (its default; ``None`` assigned turns into one), written as is
+    otherwise (a derived field of :mod:`.schema_linked`)."""
 
     __slots__ = ("compute",)
 
     def __init__(
         self, name: str, cls: Any, count_name: str, compute: Callable[[Packet], list[Any]]
     ) -> None:
-        super().__init__(name, [], cls, count_name, False)
-        self.default = None
+        super().__init__(name, ComputedList(), cls, count_name, False)
         self.compute = compute
 
     def any2i(self, pkt: Packet | None, x: Any) -> Any:
-        return None if x is None else super().any2i(pkt, x)
+        return ComputedList() if x is None or isinstance(x, ComputedList) else super().any2i(pkt, x)
+
+    def do_copy(self, x: Any) -> Any:
+        return ComputedList() if isinstance(x, ComputedList) else super().do_copy(x)
 
     def addfield(self, pkt: Packet, s: bytes, val: Any) -> bytes:
-        return super().addfield(pkt, s, self.compute(pkt) if val is None else val)
+        if val is None or isinstance(val, ComputedList):
+            val = self.compute(pkt)
+        return super().addfield(pkt, s, val)

@@ -121,7 +121,9 @@ def test_a_malformed_request_is_followed_as_far_as_it_goes() -> None:
         _check_spans(got.fields, end)
     cut = annotate(frame[: len(frame) - 3], "request")
     names = [s.name for s in cut.fields]
-    assert "messages[1].payload length" in names and names[-1] == "messages[1].headers"
+    # the payload's length runs past the data: the rest is the payload's, the walk stops
+    assert "messages[1].payload length" in names and names[-1] == "messages[1].payload"
+    assert cut.fields[-1].end == len(frame) - 3
     # a string identifier whose length runs past the data: the rest is its value
     short = struct.pack("<I", CODES["get_stream"]) + bytes.fromhex("02 09 6162")
     fields = annotate(short, "request").fields

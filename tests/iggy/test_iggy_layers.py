@@ -29,8 +29,7 @@ def test_a_request_layer_builds_the_codec_bytes(
     body = data.draw(strategies.request_values(name, revision))
     wire = codec.encode_request(name, body, revision)
     assert bytes(layers.request_packet(name, body, revision)) == wire
-    if not codec.batched(name, "request", revision):
-        assert bytes(layers.request_layer(name, revision)(wire)) == wire
+    assert bytes(layers.request_layer(name, revision)(wire)) == wire
 
 
 @pytest.mark.parametrize(("name", "revision"), REPLIES, ids=[f"{r}-{n}" for n, r in REPLIES])
@@ -44,8 +43,7 @@ def test_a_reply_layer_builds_the_codec_bytes(
     if name in OPTIONAL_REPLIES and not wire:
         return
     assert bytes(layers.reply_packet(name, body, revision)) == wire
-    if not codec.batched(name, "reply", revision):
-        assert bytes(layers.reply_layer(name, revision)(wire)) == wire
+    assert bytes(layers.reply_layer(name, revision)(wire)) == wire
 
 
 def test_a_length_set_by_hand_lies() -> None:
@@ -71,6 +69,48 @@ def test_doc_send_messages_dissects_message_by_message() -> None:
     assert [m.payload_ for m in pkt.messages] == [b"a", b"bc"]
     pkt.messages[1].payload_len = 7
     assert bytes(pkt)[-6:-2] == struct.pack("<I", 7)
+
+
+CLASSIC_SEND = {
+    "stream": {"kind": 1, "value": 1},
+    "topic": {"kind": 2, "value": "t"},
+    "partitioning": {"kind": 2, "value": 0},
+    "messages": [
+        {"id": 7, "payload": b"abc", "headers": b"\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v"},
+        {"id": 8, "payload": b"de", "origin_timestamp": 5},
+    ],
+}
+
+
+def test_classic_send_messages_is_a_layer_to_its_last_byte() -> None:
+    wire = codec.encode_request("send_messages", CLASSIC_SEND)
+    pkt = layers.request_layer("send_messages")(wire)
+    assert [m.id for m in pkt.messages] == [7, 8]
+    assert [m.payload_ for m in pkt.messages] == [b"abc", b"de"]
+    assert pkt.messages_count == 2 and [e.position for e in pkt.index] == [64 + 15, 64 + 15 + 66]
+    built = layers.request_packet("send_messages", CLASSIC_SEND)
+    del built.messages[0]  # count, index and metadata size follow: still valid
+    short = {**CLASSIC_SEND, "messages": CLASSIC_SEND["messages"][1:]}
+    assert codec.decode_request_payload(
+        "send_messages", bytes(built)
+    ) == codec.decode_request_payload("send_messages", codec.encode_request("send_messages", short))
+    built.messages[0].payload_ = b"longer payload"  # its length and the index follow
+    assert codec.decode_request_payload("send_messages", bytes(built))["messages"][0][
+        "payload"
+    ] == (b"longer payload")
+    built.messages[0].payload_length = 1  # set: it lies (and the index no longer agrees)
+    with pytest.raises(codec.IggyError):
+        codec.decode_request_payload("send_messages", bytes(built))
+
+
+def test_a_poll_reply_is_a_layer_to_its_last_byte() -> None:
+    body = {"partition_id": 1, "current_offset": 9, "messages": CLASSIC_SEND["messages"]}
+    wire = codec.encode_reply("poll_messages", body)
+    pkt = layers.reply_layer("poll_messages")(wire)
+    assert pkt.messages_count == 2 and pkt.messages[0].user_headers_length == 12
+    reply = layers.reply_packet("poll_messages", body)
+    reply.messages[0].headers = b""  # its length follows
+    assert codec.decode_reply("poll_messages", bytes(reply))["messages"][0]["headers"] == b""
 
 
 @pytest.mark.parametrize("revision", codec.REVISIONS)

@@ -9,7 +9,8 @@ prefix is ``<field> length`` (``name length``, ``messages[0].payload length``), 
 prefix ``<field> size`` (``partitioning.value size``), a count ``<array> count``
 (``messages count``, whose ``items`` are the messages' spans), SEND_MESSAGES' index table
 ``index[i].position``... and a user-header block's entries
-``messages[i].headers.entries[j].key``.
+``messages[i].headers.entries[j].key``.  All of it comes from the declarations
+(:meth:`conformance.wire.schema.Message.annotate`).
 
 The annotator cannot know the revision: a request is read as ``classic`` and, when
 classic does not decode the whole payload, as ``doc``; when neither does, the classic
@@ -22,14 +23,14 @@ status has no payload fields (a payload an error reply should not carry is one s
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from conformance.errors import ProtocolError
 from conformance.plugin import Annotation, FieldSpan
-from conformance.protocols.iggy import batch, codec
+from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.messages import NAMES, VERSION
 from conformance.wire.schema_types import shown
@@ -138,53 +139,9 @@ def _spans(
     if direction == "reply" and len(payload) == 4:
         return []
     spans: list[FieldSpan] = []
-    value: dict[str, Any] | None = None
-    end = len(payload)
-    try:
-        value, end = declaration.decode_at(payload, VERSION, 4, spans, tolerant=tolerant)
-    except ProtocolError:
-        value = None
-    spans.sort(key=lambda s: (s.start, s.end > s.start, -s.end))
-    if not codec.batched(name, direction, revision):
-        return spans
-    if direction == "request":
-        spans = [_unwrapped(s) for s in spans]
-        count = _count(value, "metadata", "messages_count")
-        return _counted(spans, payload, end, count, index=True)
-    count = _count(value, "messages_count")
-    return _counted(spans, payload, end, count, index=False)
-
-
-def _count(value: Any, *path: str) -> int:
-    """The count at ``path`` in a (maybe partly) decoded value, 0 when it is not there."""
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value if isinstance(value, int) else 0
-
-
-def _unwrapped(span: FieldSpan) -> FieldSpan:
-    """SEND_MESSAGES' ``metadata.stream...`` named as the decoded body has it
-    (``stream...``); its ``metadata size`` stays."""
-    if span.name.startswith("metadata."):
-        return replace(span, name=span.name.removeprefix("metadata."))
-    return span
-
-
-def _counted(
-    spans: list[FieldSpan], payload: bytes, end: int, count: int, *, index: bool
-) -> list[FieldSpan]:
-    """``spans`` with the messages after ``end`` and ``messages_count`` renamed
-    ``messages count``, listing the messages' spans as its items."""
-    tail: list[FieldSpan] = []
-    pos = batch.annotate_index(payload, end, count, tail) if index else end
-    items = batch.annotate_messages(payload, pos, count, tail)
-    out = [
-        replace(s, name="messages count", items=items, order="little")
-        if s.name == "messages_count"
-        else s
-        for s in spans
-    ]
-    return out + tail
+    with contextlib.suppress(ProtocolError):
+        declaration.decode_at(payload, VERSION, 4, spans, tolerant=tolerant)
+    return sorted(spans, key=lambda s: (s.start, s.end > s.start, -s.end))
 
 
 # ------------------------------------------------------------------ summaries

@@ -16,15 +16,15 @@ Frames (all little-endian; FACTS.md section 1):
 * reply: ``[u32 status][u32 length = payload][payload]``; a reply deframer hands out
   ``status + payload`` (the length dropped), split by :func:`split_reply`.
 
-Payloads come from the declarations of :mod:`.messages` (and :mod:`.batch` for the
-messages of SEND_MESSAGES and POLL_MESSAGES).  Every decoder returns a value or raises
+Payloads come from the declarations of :mod:`.messages` (SEND_MESSAGES and the
+POLL_MESSAGES reply whole, their index table checked against their messages), one per
+command, encoded and decoded by the schema machinery alone.  Every decoder returns a value or raises
 :class:`~.errors.IggyError`; encoders raise ValueError for a value that does not fit.
 Decoding is strict by default: bytes after a payload are an IggyError, where the real
 server only logs them and goes on (FACTS.md section 1, "payload decode failure"); a
 broker that mimics it decodes with ``strict=False`` (:func:`decode_request`).
 
-Revisions (:func:`tables`): ``classic`` (:mod:`.messages`, the messages of SEND/POLL
-in :mod:`.batch`) and ``doc`` (:mod:`.doc`, declared whole).
+Revisions (:func:`tables`): ``classic`` (:mod:`.messages`) and ``doc`` (:mod:`.doc`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.errors import ProtocolError
-from conformance.protocols.iggy import batch, doc
+from conformance.protocols.iggy import batch as batch  # re-exported: codec.batch.encode_message
+from conformance.protocols.iggy import doc
 from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
 from conformance.protocols.iggy.messages import (
     NAMES,
@@ -128,13 +129,6 @@ def tables(revision: str) -> tuple[Mapping[str, Message], Mapping[str, Message]]
     return REQUESTS, REPLIES
 
 
-def batched(name: str, direction: str, revision: str) -> bool:
-    """Whether the messages of this payload are :mod:`.batch`'s (classic SEND_MESSAGES
-    and POLL_MESSAGES reply); doc declares its messages whole."""
-    wanted = "send_messages" if direction == "request" else "poll_messages"
-    return revision == "classic" and name == wanted
-
-
 def _name_of(code: int, revision: str) -> str:
     name = NAMES.get(code)
     if name is None or name not in tables(revision)[0]:
@@ -161,15 +155,8 @@ def _decode(declaration: Message, data: bytes, whole: bool) -> tuple[dict[str, A
 
 def encode_request(name: str, body: Mapping[str, Any], revision: str = "classic") -> bytes:
     """The request payload of command ``name`` (no frame).  SEND_MESSAGES takes
-    ``stream``, ``topic``, ``partitioning`` and ``messages`` (see :mod:`.batch`)."""
-    declaration = _declared(tables(revision)[0], name)
-    if batched(name, "request", revision):
-        messages = list(body.get("messages", ()))
-        metadata = {k: body.get(k) for k in ("stream", "topic", "partitioning")}
-        metadata["messages_count"] = len(messages)
-        head = declaration.encode({"metadata": metadata}, VERSION)
-        return head + batch.encode_send_tail(messages)
-    return declaration.encode(body, VERSION)
+    ``stream``, ``topic``, ``partitioning`` and ``messages`` (:data:`~.messages.MESSAGE`)."""
+    return _declared(tables(revision)[0], name).encode(body, VERSION)
 
 
 def decode_request(
@@ -190,14 +177,7 @@ def decode_request_payload(
 ) -> dict[str, Any]:
     """The body of command ``name``'s request ``payload`` (``strict``: see
     :func:`decode_request`)."""
-    declaration = _declared(tables(revision)[0], name)
-    if batched(name, "request", revision):
-        head, end = _decode(declaration, payload, whole=False)
-        metadata = head["metadata"]
-        count = metadata.pop("messages_count")
-        messages = batch.decode_send_tail(payload, end, count, whole=strict)
-        return {**metadata, "messages": messages}
-    return _decode(declaration, payload, whole=strict)[0]
+    return _decode(_declared(tables(revision)[0], name), payload, whole=strict)[0]
 
 
 def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "classic") -> bytes:
@@ -208,10 +188,6 @@ def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "cla
         if name not in OPTIONAL_REPLIES:
             raise ValueError(f"{name} has no empty reply")
         return b""
-    if batched(name, "reply", revision):
-        messages = list(body.get("messages", ()))
-        head = {**body, "messages_count": len(messages)}
-        return declaration.encode(head, VERSION) + batch.encode_polled(messages)
     return declaration.encode(body, VERSION)
 
 
@@ -221,8 +197,4 @@ def decode_reply(name: str, payload: bytes, revision: str = "classic") -> dict[s
     declaration = _declared(tables(revision)[1], name)
     if name in OPTIONAL_REPLIES and not payload:
         return None
-    if batched(name, "reply", revision):
-        head, end = _decode(declaration, payload, whole=False)
-        count = head.pop("messages_count")
-        return {**head, "messages": batch.decode_polled(payload, end, count)}
     return _decode(declaration, payload, whole=True)[0]

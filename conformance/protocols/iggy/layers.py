@@ -5,10 +5,10 @@ the declarations (:mod:`conformance.wire.schema_layers`) for the structure-aware
 a command's payload (after the code or status); ``request_packet`` / ``reply_packet``: one
 built from a body as :mod:`.codec` takes it, so that ``bytes(request_packet(n, b, r)) ==
 codec.encode_request(n, b, r)``.  Lengths, sizes, counts and union kinds are computed
-unless set (a set one lies on the wire).  Doc's messages are declared, so its
-SEND_MESSAGES and POLL_MESSAGES are layers to the last byte; classic's messages are not
-(:mod:`.batch`: lengths far from what they count), so there the layer covers the declared
-head and the index table and messages follow as ``Raw`` bytes (lengths not computed).
+unless set (a set one lies on the wire).  Every payload is a layer to its last byte:
+classic SEND_MESSAGES' metadata size, message count and index table, and each message's
+``payload_length`` and ``user_headers_length``, are computed from what they describe
+(the linked types, :mod:`conformance.wire.schema_linked`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet
 
-from conformance.protocols.iggy import batch, codec
+from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.messages import VERSION
 from conformance.wire.schema_layers import layer, packet
 
@@ -35,20 +35,9 @@ def reply_layer(name: str, revision: str = "classic") -> type[Packet]:
 
 def request_packet(name: str, body: Mapping[str, Any], revision: str = "classic") -> Packet:
     """A request payload of ``name`` carrying ``body`` (see the module doc)."""
-    declaration = codec.tables(revision)[0][name]
-    if not codec.batched(name, "request", revision):
-        return packet(declaration, VERSION, body)
-    messages = list(body.get("messages", ()))
-    metadata = {k: body.get(k) for k in ("stream", "topic", "partitioning")}
-    head = packet(declaration, VERSION, {"metadata": {**metadata, "messages_count": len(messages)}})
-    return head / Raw(batch.encode_send_tail(messages))
+    return packet(codec.tables(revision)[0][name], VERSION, body)
 
 
 def reply_packet(name: str, body: Mapping[str, Any], revision: str = "classic") -> Packet:
     """A reply payload of ``name`` (status 0) carrying ``body`` (see the module doc)."""
-    declaration = codec.tables(revision)[1][name]
-    if not codec.batched(name, "reply", revision):
-        return packet(declaration, VERSION, body)
-    messages = list(body.get("messages", ()))
-    head = packet(declaration, VERSION, {**body, "messages_count": len(messages)})
-    return head / Raw(batch.encode_polled(messages))
+    return packet(codec.tables(revision)[1][name], VERSION, body)

@@ -6,18 +6,20 @@ has the one version ``0`` (:data:`VERSION`).  Sources are ``apache/iggy`` at f53
 
 * :data:`CODES`: every command code of the SDK (BP/codes.rs), by snake_case name.
 * :data:`REQUESTS`: the request payload of each command the 0.8 binding sends (FACTS.md
-  section 2, "Py" column, and the frames in ``tests/iggy/captured``).  SEND_MESSAGES is
-  declared up to its message count; its index table and messages follow in a layout the
-  machinery cannot express (lengths far from what they count) and are the business of
-  :mod:`.batch`.
+  section 2, "Py" column, and the frames in ``tests/iggy/captured``), SEND_MESSAGES whole:
+  its metadata block (inline: its fields are the body's), the index table (derived from
+  the messages' sizes, checked on decoding) and the messages (:data:`MESSAGE`, whose
+  lengths sit in its 64-byte header far from what they count), all through the linked
+  types of :mod:`conformance.wire.schema_linked`.
 * :data:`REPLIES`: the reply payload (after ``[u32 status][u32 length]``) of each of
-  them.  POLL_MESSAGES is declared up to its message count, the messages are :mod:`.batch`'s.
+  them, POLL_MESSAGES' messages declared the same way.
   :data:`OPTIONAL_REPLIES`: the replies that are empty (status 0, length 0) when the
   thing asked for does not exist; the codec gives ``None`` for them.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,12 +27,14 @@ from conformance.wire import schema
 from conformance.wire.encoding import Encoding
 from conformance.wire.schema import (
     BOOL,
+    BYTES,
     FLOAT32,
     STRING,
     UINT8,
     UINT16,
     UINT32,
     UINT64,
+    UINT128,
     Repeated,
     Sized,
     String,
@@ -39,6 +43,7 @@ from conformance.wire.schema import (
     f,
     struct_of,
 )
+from conformance.wire.schema_linked import CountedBy, Derived, SizedBy
 
 IGGY = Encoding(
     name="iggy",
@@ -143,6 +148,58 @@ OPTIONAL_PARTITION = [
 ]
 """``u8 flag`` + ``u32 id``; flag 1 = Some(id), any other = None, the u32 always there."""
 
+# ------------------------------------------------------------------ messages
+
+USER_HEADERS = message(
+    "UserHeaders",
+    [
+        f(
+            "entries",
+            Repeated(
+                struct_of(
+                    "UserHeader",
+                    f("key_kind", UINT8),
+                    f("key", schema.Bytes("key", prefix="u32")),
+                    f("value_kind", UINT8),
+                    f("value", schema.Bytes("value", prefix="u32")),
+                )
+            ),
+        )
+    ],
+    "A message's user-header block: entries of u8 kind, u32 length, bytes for the key and"
+    " the value, to the end of the block (CM/wire_conversions.rs, BP/primitives/user_headers.rs)",
+)
+"""The user-header block.  A message keeps it raw (``headers``: bytes, so that a block
+that does not parse still travels); the annotation shows its entries."""
+MESSAGE = struct_of(
+    "Message",
+    f("checksum", UINT64, doc="0 from a client; XXH3-64 of bytes 8.. from the server"),
+    f("id", UINT128, doc="0: the server assigns one"),
+    f("offset", UINT64),
+    f("timestamp", UINT64, doc="µs"),
+    f("origin_timestamp", UINT64, doc="µs, the client's clock"),
+    f("user_headers_length", UINT32),
+    f("payload_length", UINT32),
+    f("reserved", UINT64),
+    f("payload", SizedBy("payload_length")),
+    f("headers", SizedBy("user_headers_length", BYTES, shows=USER_HEADERS.body)),
+)
+"""A 64-byte header, then the payload, then the user-header block (payload BEFORE
+headers), both lengths in the header (BP/message_layout.rs; FACTS.md section 4).  A
+message is a dict of the ints (0 when left out), ``payload`` and ``headers`` (bytes)."""
+INDEX_ENTRY = struct_of(
+    "IndexEntry", f("zero", UINT32), f("position", UINT32), f("reserved", UINT64)
+)
+"""SEND_MESSAGES' index: ``u32 0``, ``u32`` the cumulative end of the messages so far
+(this one included), ``u64 0``, per message (BP/requests/messages/send_messages.rs)."""
+
+
+def index_of(sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """The index table of messages of these sizes (their cumulative ends)."""
+    ends = itertools.accumulate(sizes)
+    return [{"zero": 0, "position": end, "reserved": 0} for end in ends]
+
+
 # ------------------------------------------------------------------ requests
 
 EMPTY = message("Empty", [], "No payload.")
@@ -211,10 +268,14 @@ REQUESTS: dict[str, schema.Message] = {
                     ),
                     "u32",
                 ),
-            )
+                inline=True,
+                doc="u32 metadata_length = the bytes of stream, topic, partitioning, count",
+            ),
+            f("index", Derived(CountedBy("messages_count", INDEX_ENTRY), "messages", index_of)),
+            f("messages", CountedBy("messages_count", MESSAGE)),
         ],
-        "BP/requests/messages/send_messages.rs, up to the message count: the index table"
-        " and the messages follow (conformance.protocols.iggy.batch)",
+        "BP/requests/messages/send_messages.rs (SendMessagesEncoder): body ``stream``,"
+        " ``topic``, ``partitioning``, ``messages``",
     ),
     "poll_messages": message(
         "PollMessages",
@@ -398,9 +459,14 @@ REPLIES: dict[str, schema.Message] = {
     "send_messages": EMPTY,
     "poll_messages": message(
         "PolledMessages",
-        [f("partition_id", UINT32), f("current_offset", UINT64), f("messages_count", UINT32)],
-        "BP/responses/messages/poll_messages.rs, up to the count: the messages follow"
-        " (conformance.protocols.iggy.batch)",
+        [
+            f("partition_id", UINT32),
+            f("current_offset", UINT64),
+            f("messages_count", UINT32),
+            f("messages", CountedBy("messages_count", MESSAGE)),
+        ],
+        "BP/responses/messages/poll_messages.rs: body ``partition_id``, ``current_offset``,"
+        " ``messages`` (as stored)",
     ),
     "get_consumer_offset": message(
         "ConsumerOffsetInfo",

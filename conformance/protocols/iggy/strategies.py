@@ -3,8 +3,8 @@ derived from the declarations (:func:`conformance.wire.schema_strategies.values`
 
 * :func:`request_values` / :func:`reply_values`: bodies that :mod:`.codec` encodes for
   command ``name`` in ``revision`` (the body shape :func:`.codec.decode_request` gives
-  back); classic SEND_MESSAGES and the POLL_MESSAGES reply take their messages from
-  :data:`MESSAGES` (:mod:`.batch`'s dicts), doc's come from its declarations.
+  back), all drawn from the declarations; a classic message's ``headers`` are drawn from
+  :data:`HEADER_BLOCKS` (:data:`OVERRIDES`), so that they hold entries of every kind.
 * :data:`PARTITIONINGS`: every partitioning kind (1 balanced, 2 partition id, 3 messages
   key of 1..255 bytes; FACTS.md section 3); :func:`header_entries` and
   :data:`HEADER_BLOCKS`: user headers of every kind of FACTS.md section 4 (codes 1..15,
@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from conformance.protocols.iggy import codec
-from conformance.protocols.iggy.batch import USER_HEADERS
-from conformance.protocols.iggy.messages import VERSION
+from conformance.protocols.iggy.messages import USER_HEADERS, VERSION
 from conformance.wire.schema_strategies import values
 
 HEADER_SIZES: dict[int, tuple[int, int]] = {
@@ -83,23 +82,8 @@ def header_block(entries: list[dict[str, Any]]) -> bytes:
 HEADER_BLOCKS = header_entries().map(header_block)
 """User-header blocks (empty among them: no headers)."""
 
-U64 = st.integers(0, 2**64 - 1)
-MESSAGES = st.lists(
-    st.fixed_dictionaries(
-        {
-            "checksum": U64,
-            "id": st.integers(0, 2**128 - 1),
-            "offset": U64,
-            "timestamp": U64,
-            "origin_timestamp": U64,
-            "reserved": U64,
-            "payload": st.binary(max_size=16),
-            "headers": HEADER_BLOCKS,
-        }
-    ),
-    max_size=3,
-)
-"""Classic messages (:mod:`.batch`'s dicts) with user headers of every kind."""
+OVERRIDES = {"messages.headers": HEADER_BLOCKS}
+"""What the declarations cannot say: a message's header block holds valid entries."""
 
 PARTITIONINGS = st.one_of(
     st.just({"kind": 1, "value": {}}),
@@ -118,26 +102,9 @@ def send_messages(revision: str = "classic") -> SearchStrategy[dict[str, Any]]:
 
 def request_values(name: str, revision: str = "classic") -> SearchStrategy[dict[str, Any]]:
     """Bodies of command ``name``'s request in ``revision``."""
-    declaration = codec.tables(revision)[0][name]
-    drawn = values(declaration, VERSION)
-    if not codec.batched(name, "request", revision):
-        return drawn
-
-    def body(head: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-        metadata = {k: v for k, v in head["metadata"].items() if k != "messages_count"}
-        return {**metadata, "messages": messages}
-
-    return st.builds(body, drawn, MESSAGES)
+    return values(codec.tables(revision)[0][name], VERSION, overrides=OVERRIDES)
 
 
 def reply_values(name: str, revision: str = "classic") -> SearchStrategy[dict[str, Any]]:
     """Bodies of command ``name``'s reply (status 0, not the empty one) in ``revision``."""
-    declaration = codec.tables(revision)[1][name]
-    drawn = values(declaration, VERSION)
-    if not codec.batched(name, "reply", revision):
-        return drawn
-
-    def body(head: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-        return {**{k: v for k, v in head.items() if k != "messages_count"}, "messages": messages}
-
-    return st.builds(body, drawn, MESSAGES)
+    return values(codec.tables(revision)[1][name], VERSION, overrides=OVERRIDES)
