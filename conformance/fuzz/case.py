@@ -38,6 +38,10 @@ class FuzzCase:
     """Pause between two writes (slow drip)."""
     abandon: tuple[bytes, ...] = ()
     """Bytes sent on extra connections, one each, that are then closed without reading."""
+    session: bool = True
+    """Whether the case's connection is opened by the protocol's session opener first
+    (False: drawn so by a part with ``session_choice``; the session is never part of
+    ``writes``, so credentials stay out of the case)."""
 
     @property
     def sent(self) -> bytes:
@@ -54,6 +58,8 @@ class FuzzCase:
             out["gap_s"] = self.gap_s
         if self.abandon:
             out["abandon"] = [a.hex() for a in self.abandon]
+        if not self.session:
+            out["session"] = False
         return out
 
     @classmethod
@@ -65,6 +71,7 @@ class FuzzCase:
             writes=tuple(bytes.fromhex(w) for w in d["writes"]),
             gap_s=float(d.get("gap_s", 0.0)),
             abandon=tuple(bytes.fromhex(a) for a in d.get("abandon", ())),
+            session=bool(d.get("session", True)),
         )
 
 
@@ -105,6 +112,9 @@ class Blame:
     """The requirement of a CRASH, STOPPED or LEAK read from the whole request payloads
     of the case that showed it (Iggy: an unknown code's requirement when one was sent);
     None: ``serving``."""
+    unopened: Callable[[bytes], str] | None = None
+    """``unanswered`` for a case whose connection was not opened (``FuzzCase.session``
+    False: Iggy's login gate); None: ``unanswered``."""
 
 
 class Fuzzing(Protocol):
@@ -143,16 +153,19 @@ class Fuzzing(Protocol):
     def canary_values(self, reply: bytes) -> list[bytes]: ...
 
 
-OPTIONAL_HOOKS = ("own_options", "case_prelude", "canary_readback")
+OPTIONAL_HOOKS = ("own_options", "session_choice", "canary_readback")
 """Members a fuzzing part may have, for a protocol whose cases may run outside the
 session a client opens (Iggy's login gate) or whose produce reply names no offset:
 
 * ``own_options`` -- a mapping of option values laid over the campaign's for the
   fuzzer's own connections (set-up, canary, probe), so that they open the session a
   client would even when a case's connection does not (Iggy: ``{"login": "after"}``);
-* ``case_prelude(rng) -> bytes`` -- bytes put before a case's first write, drawn from the
-  case's own ``random.Random`` after everything else (Iggy ``--login both``: a valid
-  LOGIN_USER frame in half the cases), so that a finding replays from its bytes alone;
+* ``session_choice`` -- True: each case draws, from its own ``random.Random`` after
+  everything else, whether its connection opens the session (``FuzzCase.session``, half
+  the cases); one that does is opened as the fuzzer's own connections are, one that does
+  not opens nothing (Iggy ``--login both``).  The session comes from the plug-in's
+  opener at run time with the campaign's credentials, never from the case's bytes, so a
+  reproducer holds no secret and replays with the credentials given again;
 * ``canary_readback() -> Sequence[bytes]`` -- requests sent after the canary's produce
   on its connection; :meth:`Fuzzing.canary_acked` then reads the reply of the last of
   them, not the produce's (Iggy: SEND_MESSAGES answers an empty OK, the offset is found
@@ -229,23 +242,30 @@ class FuzzProtocol:
     def canary_values(self, reply: bytes) -> list[bytes]:
         return self.part.canary_values(reply)
 
-    def opening(self) -> Opening | None:
-        """A fresh session opener for a case's new connection, or None."""
-        return self.plugin.open(self.options, self.revision or self.plugin.default_revision)
+    @property
+    def session_choice(self) -> bool:
+        """Whether each case draws if its connection opens the session (the part's
+        ``session_choice``; no)."""
+        return bool(getattr(self.part, "session_choice", False))
+
+    def opening(self, session: bool = True) -> Opening | None:
+        """A fresh session opener for a case's new connection, or None (``session``: the
+        case's :attr:`FuzzCase.session`; with ``session_choice`` a case that opens the
+        session is opened as the fuzzer's own connections are)."""
+        if not session:
+            return None
+        if self.session_choice:
+            return self.own_opening()
+        return self._open(self.options)
 
     def own_opening(self) -> Opening | None:
         """A fresh session opener for one of the fuzzer's own connections (set-up, canary,
-        probe): the case's, unless the part lays ``own_options`` over the options."""
+        probe): a case's, unless the part lays ``own_options`` over the options."""
         own: Mapping[str, Any] = getattr(self.part, "own_options", None) or {}
-        if not own:
-            return self.opening()
-        values = {**self.options, **own}
-        return self.plugin.open(values, self.revision or self.plugin.default_revision)
+        return self._open({**self.options, **own})
 
-    def case_prelude(self, rng: random.Random) -> bytes:
-        """Bytes to put before a case's first write (the part's ``case_prelude``; none)."""
-        hook = getattr(self.part, "case_prelude", None)
-        return b"" if hook is None else bytes(hook(rng))
+    def _open(self, values: Mapping[str, Any]) -> Opening | None:
+        return self.plugin.open(values, self.revision or self.plugin.default_revision)
 
     def canary_readback(self) -> list[bytes]:
         """Requests sent after the canary's produce (the part's ``canary_readback``; none)."""
@@ -285,5 +305,8 @@ class FuzzProtocol:
         except ProtocolError:
             return blame.oversize
         if answered < len(frames):
-            return blame.unanswered(frames[answered])
+            unanswered = blame.unanswered
+            if not case.session and blame.unopened is not None:
+                unanswered = blame.unopened
+            return unanswered(frames[answered])
         return blame.oversize if deframer.error is not None else blame.partial

@@ -12,8 +12,8 @@ closes the connection.  Exceptions and their own rules:
 * connections opened with a partial frame and abandoned owe nothing; the case's own
   connection must still be served;
 * where the protocol has a session opener (a login), every connection -- the case's, the
-  probe's, the canary's -- runs it first; its replies are owed like any other (silence
-  is a HANG), and a refusal is a BAD_REPLY.
+  probe's, the canary's -- runs it first (a case's only if its ``session`` says so); its
+  replies are owed like any other (silence is a HANG), and a refusal is a BAD_REPLY.
 
 Findings, by class:
 
@@ -180,11 +180,18 @@ class _Replies:
         return self.ready.pop(0)
 
 
-def open_on(proto: FuzzProtocol, sock: socket.socket, deadline: float, own: bool = False) -> None:
-    """Run the protocol's session opener on ``sock`` (nothing when it has none): a case's,
-    or with ``own`` the one of the fuzzer's own connections (:meth:`FuzzProtocol.own_opening`).
-    TimeoutError, ConnectionError/OSError, ProtocolError or SessionRefused if it fails."""
-    opening = proto.own_opening() if own else proto.opening()
+def open_on(
+    proto: FuzzProtocol,
+    sock: socket.socket,
+    deadline: float,
+    own: bool = False,
+    session: bool = True,
+) -> None:
+    """Run the protocol's session opener on ``sock`` (nothing when it has none): a case's
+    (``session``: its :attr:`FuzzCase.session`), or with ``own`` the one of the fuzzer's
+    own connections (:meth:`FuzzProtocol.own_opening`).  TimeoutError,
+    ConnectionError/OSError, ProtocolError or SessionRefused if it fails."""
+    opening = proto.own_opening() if own else proto.opening(session)
     if opening is not None:
         open_session(opening, sock.sendall, _Replies(proto, sock, deadline))
 
@@ -297,7 +304,9 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
     except OSError as exc:
         return Result(REFUSED, 0, time.monotonic() - start, f"connect: {exc}")
     with contextlib.closing(sock):
-        result = _opened(proto, sock, deadline) or _converse(proto, sock, case, deadline)
+        result = _opened(proto, sock, deadline, case.session) or _converse(
+            proto, sock, case, deadline
+        )
     if result.outcome in (CLOSED, HANG):
         seen = probe(proto, host, port, deadline)
         if seen == REFUSED:
@@ -333,11 +342,14 @@ def shows(
     return False, detail
 
 
-def _opened(proto: FuzzProtocol, sock: socket.socket, deadline: float) -> Result | None:
-    """None once the session is open, else the outcome of the failed opening."""
+def _opened(
+    proto: FuzzProtocol, sock: socket.socket, deadline: float, session: bool
+) -> Result | None:
+    """None once the session is open (or a case that opens none), else the outcome of
+    the failed opening."""
     t0 = time.monotonic()
     try:
-        open_on(proto, sock, deadline)
+        open_on(proto, sock, deadline, session=session)
     except TimeoutError:
         return Result(HANG, 0, time.monotonic() - t0, "the session opener got no reply")
     except SessionRefused as exc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 from conformance.fuzz.case import FrameMutator, FuzzCase, FuzzProtocol, Pool
 
@@ -169,10 +170,8 @@ def generate(proto: FuzzProtocol, pool: Pool, seed: int, index: int) -> FuzzCase
         else:
             writes, gap = proto.frame_mutators[name](rng, proto, pool)
             case = FuzzCase(index, name, "frame", writes, gap)
-    prelude = proto.case_prelude(rng)  # drawn last: cases without one are unchanged
-    if prelude:
-        writes = (prelude + case.writes[0], *case.writes[1:])
-        case = FuzzCase(index, case.mutator, case.mode, writes, case.gap_s, case.abandon)
+    if proto.session_choice:  # drawn last: the cases of other protocols are unchanged
+        case = replace(case, session=rng.random() < 0.5)
     return _spare_canary(proto, case)
 
 
@@ -182,13 +181,10 @@ def _spare_canary(proto: FuzzProtocol, case: FuzzCase) -> FuzzCase:
     if not any(name in w for w in (*case.writes, *case.abandon)):
         return case
     other = name[:-1] + (b"X" if name[-1:] != b"X" else b"Y")
-    return FuzzCase(
-        case.index,
-        case.mutator,
-        case.mode,
-        tuple(w.replace(name, other) for w in case.writes),
-        case.gap_s,
-        tuple(a.replace(name, other) for a in case.abandon),
+    return replace(
+        case,
+        writes=tuple(w.replace(name, other) for w in case.writes),
+        abandon=tuple(a.replace(name, other) for a in case.abandon),
     )
 
 

@@ -26,7 +26,6 @@ from conformance.protocols.iggy.fuzzing import (
     HEADER_KINDS,
     SENTINEL,
     IggyFuzzing,
-    login_frame,
 )
 from conformance.protocols.iggy.messages import CODES
 from tests.support import broker
@@ -169,15 +168,21 @@ def test_unknown_codes_are_not_in_the_table() -> None:
 # ------------------------------------------------------------------ login modes
 
 
-def test_login_both_puts_a_login_frame_before_about_half_the_cases() -> None:
-    proto = fuzz.protocol("iggy", {"login": "both"})
+def test_login_both_logs_in_about_half_the_cases_by_the_opener_not_their_bytes() -> None:
+    proto = fuzz.protocol("iggy", {"login": "both", "password": "pw-s3cr3t"})
     pool = proto.pool(0)
-    login = login_frame("iggy", "iggy")
     cases = [generate(proto, pool, 0, i) for i in range(400)]
-    logged = sum(c.writes[0].startswith(login) for c in cases)
-    assert 150 < logged < 250
-    assert proto.opening() is None  # the case's own bytes log in
+    assert 150 < sum(c.session for c in cases) < 250
+    assert not any(b"pw-s3cr3t" in c.sent for c in cases)
+    assert proto.opening(session=False) is None
+    assert proto.opening(session=True) is not None  # the plug-in's opener logs in
     assert proto.own_opening() is not None  # set-up, canary and probe log in
+    unopened = next(c for c in cases if not c.session)
+    assert unopened.as_dict()["session"] is False
+    assert FuzzCase.from_dict(unopened.as_dict()) == unopened
+    opened = next(c for c in cases if c.session)
+    assert "session" not in opened.as_dict()  # older reproducers read as opened
+    assert FuzzCase.from_dict(opened.as_dict()) == opened
 
 
 @pytest.mark.parametrize(("login", "opened"), [("after", True), ("before", False)])
@@ -185,7 +190,8 @@ def test_login_after_opens_each_case_and_before_never_logs_in(login: str, opened
     proto = fuzz.protocol("iggy", {"login": login})
     assert (proto.opening() is not None) is opened
     assert proto.own_opening() is not None
-    assert not any(proto.case_prelude(random.Random(i)) for i in range(200))
+    pool = proto.pool(0)
+    assert all(generate(proto, pool, 0, i).session for i in range(100))
 
 
 def test_doc_has_no_login() -> None:
@@ -218,6 +224,10 @@ def test_requirements_of_findings() -> None:
     assert proto.requirement("BAD_REPLY", case(ping)) == "IGG-FRAME-2"
     after = fuzz.protocol("iggy", {"login": "after"})
     assert after.requirement("HANG", case(get_stream)) == "IGG-STREAM-3"
+    both = fuzz.protocol("iggy", {"login": "both"})
+    assert both.requirement("HANG", case(get_stream)) == "IGG-STREAM-3"  # logged in
+    unopened = FuzzCase(0, "t", "structure", case(get_stream).writes, session=False)
+    assert both.requirement("HANG", unopened) == "IGG-LOGIN-2"
     assert all(proto.owes_reply(p) for p in (ping, unknown, short, b""))
 
 
@@ -270,6 +280,7 @@ def _finds_nothing(proto: fuzz.FuzzProtocol, target: External) -> None:
 # ------------------------------------------------------------------ fault quirks
 
 BUDGET = 400
+SECRET = "pw-s3cr3t-0451"
 """Cases within which each fault quirk must be found (seed 0 finds both in the first 30)."""
 
 
@@ -278,6 +289,7 @@ BUDGET = 400
     [
         ("crash-on-short-identifier", "CRASH", "IGG-FRAME-8", "after"),
         ("stall-on-unknown-code", "STOPPED", "IGG-FRAME-7", "before"),
+        ("crash-on-short-identifier", "CRASH", "IGG-FRAME-8", "both"),
     ],
 )
 def test_each_fault_quirk_is_found_minimized_and_replayed(
@@ -291,6 +303,8 @@ def test_each_fault_quirk_is_found_minimized_and_replayed(
         "iggy",
         "--login",
         login,
+        "--password",
+        SECRET,
         "--deadline",
         "0.3",
         "--cases",
@@ -306,10 +320,17 @@ def test_each_fault_quirk_is_found_minimized_and_replayed(
     ours = [(p, f) for p, f in found.items() if f["finding"] == finding]
     assert ours, found
     path, repro = ours[0]
+    for p in paths:  # the session is the opener's: no login, no password in a reproducer
+        text = p.read_text()
+        assert SECRET not in text and SECRET.encode().hex() not in text, p
+        for c in found[p]["cases"]:
+            sent = b"".join(bytes.fromhex(w) for w in c["writes"])
+            frames = fuzz.protocol("iggy").new_deframer().feed(sent)
+            assert not any(U32.unpack_from(f)[0] == CODES["login_user"] for f in frames), p
     assert repro["broker_quirks"] == [quirk]
     assert repro["minimized"] is True
     assert repro["size"]["writes"] == 1 and repro["size"]["bytes"] <= 64
-    replay = conformance(tmp_path, "replay", str(path), timeout=120)
+    replay = conformance(tmp_path, "replay", str(path), "--password", SECRET, timeout=120)
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "REPRODUCES" in replay.stdout
     clean = broker.start(protocol="iggy")

@@ -25,10 +25,13 @@ fields out of range), ``unknown-code`` (a code the revision does not have) and `
 frame mutators apply.
 
 Login (classic, ``--login``): ``after`` -- the plug-in's opener logs each case's
-connection in; ``before`` -- no case logs in (the gate is fuzzed); ``both`` -- half the
-cases begin with a valid LOGIN_USER frame of their own (:meth:`IggyFuzzing.case_prelude`),
-so a finding replays from its bytes.  The fuzzer's own connections (set-up, canary,
-probe) always log in (``own_options``).  Doc has no login.
+connection in; ``before`` -- no case logs in (the gate is fuzzed); ``both`` -- each case
+draws whether its connection logs in (``session_choice``: ``FuzzCase.session``, half
+the cases), and one that does is logged in by the plug-in's opener with the campaign's
+credentials at run time, so neither that LOGIN_USER nor the password is ever in a
+case's bytes or a reproducer (a replay is given ``--password`` again; the pool's own
+LOGIN_USER requests carry fixed credentials).  The fuzzer's own connections
+(set-up, canary, probe) always log in (``own_options``).  Doc has no login.
 
 Canary: stream and topic ``__conformance_canary`` (1 partition), named by string only.
 SEND_MESSAGES is answered an empty OK, with no offset: the canary's write is followed on
@@ -95,11 +98,6 @@ def header_block(kinds: Sequence[str]) -> bytes:
 def request(name: str, body: Mapping[str, Any], revision: str) -> bytes:
     """``code + payload`` of a request (what the generic code frames)."""
     return U32.pack(CODES[name]) + codec.encode_request(name, body, revision)
-
-
-def login_frame(username: str, password: str) -> bytes:
-    body = {"username": username, "password": password, "version": SDK_VERSION, "context": ""}
-    return codec.frame_request(CODES["login_user"], codec.encode_request("login_user", body))
 
 
 # ------------------------------------------------------------------ the pool
@@ -610,6 +608,7 @@ def blame(revision: str, login: str) -> Blame:
         partial="IGG-FRAME-4",
         unanswered=unanswered(revision, login),
         serving_of=serving_of(revision),
+        unopened=unanswered(revision, "before"),  # a case not logged in (--login both)
     )
 
 
@@ -618,7 +617,7 @@ def blame(revision: str, login: str) -> Blame:
 
 class IggyFuzzing:
     """The fuzzing part (:class:`conformance.fuzz.case.Fuzzing`) of Iggy at one revision,
-    with the ``fuzz`` option values (``login``, ``username``, ``password``)."""
+    with the ``fuzz`` option values (``login``; the credentials are the opener's)."""
 
     canary_topic = CANARY
     frame_mutators: Mapping[str, FrameMutator] = FRAME_MUTATORS  # length-prefixed
@@ -628,12 +627,12 @@ class IggyFuzzing:
         self.revision = revision
         self.classic = revision == "classic"
         self.login = str(options.get("login") or "both") if self.classic else "none"
-        self.username = str(options.get("username") or "iggy")
-        self.password = str(options.get("password") or "")
         self.structure_mutators: Mapping[str, StructureMutator] = make_mutators(revision)
         self.blame = blame(revision, self.login)
         self.own_options: Mapping[str, Any] = {"login": "after"}
         """The fuzzer's own connections log in whatever ``--login`` says (classic)."""
+        self.session_choice = self.login == "both"
+        """``--login both``: each case draws whether its connection logs in."""
         self._written = b""
         self._read_from = 0
 
@@ -642,12 +641,6 @@ class IggyFuzzing:
 
     def owes_reply(self, payload: bytes) -> bool:
         return True  # every request is answered, an unknown code with status 3
-
-    def case_prelude(self, rng: random.Random) -> bytes:
-        """``--login both``: a valid LOGIN_USER frame before half the cases."""
-        if self.login != "both" or rng.random() < 0.5:
-            return b""
-        return login_frame(self.username, self.password)
 
     def _request(self, name: str, body: Mapping[str, Any]) -> bytes:
         return request(name, body, self.revision)
