@@ -25,6 +25,12 @@ the policies of groups.py, whose docstring explains the one group model); the gr
 methods here hand each call to it.  Session times are not durable: after a restart every
 session member's session starts again at the moment of recovery, and every member bound
 to a connection is gone (no connection survives a restart).
+
+Front-end metadata (``put_meta``, ``meta``): a small durable key-value store, journaled like
+everything else (PutMeta), where a front-end keeps what its protocol knows and the engine has
+no field for.  The engine names no protocol and never reads the values; by convention a
+front-end's keys start with its own prefix (``iggy/``).  Each ``put_meta`` is one journal
+record: after a crash a write is there whole or not at all, and writes come back in order.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from conformance.engine.ops import (
     CreateTopic,
     DeleteTopic,
     Op,
+    PutMeta,
     RemovePartitions,
 )
 from conformance.engine.records import (
@@ -328,6 +335,19 @@ class Engine:
                 self._listeners.remove(callback)
 
         return remove
+
+    # ------------------------------------------------------------ front-end metadata
+
+    def put_meta(self, key: str, value: bytes | None) -> None:
+        """Set metadata ``key`` (not empty) to ``value``; None removes it.  Setting a key
+        to what it holds, or removing one that is not there, writes nothing."""
+        _need_name("metadata key", key)
+        if self._state.meta.get(key) != value:
+            self._write(PutMeta(key, None if value is None else bytes(value)))
+
+    def meta(self, prefix: str = "") -> dict[str, bytes]:
+        """Every metadata key starting with ``prefix``, with its value (a copy)."""
+        return {k: v for k, v in self._state.meta.items() if k.startswith(prefix)}
 
     # ------------------------------------------------ groups and offsets (coordinator.py)
 

@@ -15,6 +15,11 @@ AddPartitions (type 10) and RemovePartitions (type 11) grow a topic by new empty
 partitions after its last one, or drop its last ones with their records (and the offsets
 committed to them).
 
+A PutMeta (type 12) sets or removes one key of the front-ends' metadata store: a key
+(string) and a value (bytes; length 0xFFFFFFFF: None, the key is removed).  The engine
+does not read the values; a front-end keeps there what its protocol knows and the engine
+has no field for (names, ids, creation times).
+
 A GroupState is written as type 8: type 5's fields, then the group's assignor and the
 members bound to their connection.  Type 5 is still read: its group uses the engine's
 assignor and all its members have sessions (the only kind there was).  A DeleteGroup is
@@ -104,6 +109,14 @@ class ProducerSnapshot:
     ranges: tuple[SeqRange, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class PutMeta:
+    """Metadata key ``key`` is now ``value``; None removes it."""
+
+    key: str
+    value: bytes | None
+
+
 Op = (
     CreateTopic
     | DeleteTopic
@@ -114,6 +127,7 @@ Op = (
     | ProducerSnapshot
     | AddPartitions
     | RemovePartitions
+    | PutMeta
 )
 
 _CREATE, _DELETE, _APPEND, _COMMIT = 1, 2, 3, 4
@@ -124,6 +138,7 @@ _GROUP = 8
 _DELETE_GROUP = 9
 _ADD_PARTITIONS = 10
 _REMOVE_PARTITIONS = 11
+_PUT_META = 12
 
 _U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
@@ -174,6 +189,10 @@ def encode(op: Op) -> bytes:
         return b"".join(parts)
     if isinstance(op, DeleteGroup):
         return _U8.pack(_DELETE_GROUP) + _text(op.name)
+    if isinstance(op, PutMeta):
+        value = op.value
+        n = _U32.pack(_NULL if value is None else len(value))
+        return _U8.pack(_PUT_META) + _text(op.key) + n + (value or b"")
     parts = [_U8.pack(_PRODUCER), _text(op.topic), _U32.pack(op.partition), _text(op.producer_id)]
     parts += [_I64.pack(op.epoch), _U32.pack(len(op.ranges))]
     parts += [
@@ -276,6 +295,9 @@ def decode(payload: bytes) -> Op:
             op = GroupState(name, generation, counter, subscriptions, members, assignor, bound)
     elif kind == _DELETE_GROUP:
         op = DeleteGroup(r.text())
+    elif kind == _PUT_META:
+        key = r.text()
+        op = PutMeta(key, r.nullable(r.u32()))
     elif kind in (_PRODUCER, _PRODUCER_V1):
         topic, partition, producer_id, epoch = r.text(), r.u32(), r.text(), r.i64()
         ranges = tuple(_seq_range(r, kind, epoch) for _ in range(r.u32()))

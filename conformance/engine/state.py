@@ -2,7 +2,8 @@
 
 Live requests and recovery both go through ``apply``, so a replayed journal rebuilds exactly
 the state that was acknowledged.  ``snapshot`` gives the operations that rebuild the current
-state, which is how the journal is compacted.
+state, which is how the journal is compacted.  ``meta`` is the front-ends' key-value store
+(PutMeta): only its live keys are in a snapshot.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from conformance.engine.ops import (
     GroupState,
     Op,
     ProducerSnapshot,
+    PutMeta,
     RemovePartitions,
 )
 
@@ -68,6 +70,7 @@ class State:
         self.clock = clock
         self.topics: dict[str, Topic] = {}
         self.groups: dict[str, Group] = {}
+        self.meta: dict[str, bytes] = {}
 
     def apply(self, op: Op) -> None:
         if isinstance(op, Append):
@@ -82,6 +85,11 @@ class State:
             self._apply_group(op)
         elif isinstance(op, DeleteGroup):
             del self.groups[op.name]
+        elif isinstance(op, PutMeta):
+            if op.value is None:
+                self.meta.pop(op.key, None)
+            else:
+                self.meta[op.key] = op.value
         elif isinstance(op, CreateTopic):
             if op.name in self.topics:
                 raise Inconsistent(f"topic {op.name!r} created twice")
@@ -124,7 +132,7 @@ class State:
     def dead_ops(self, kinds: Counter[type]) -> int:
         """How many of the replayed non-append operations a snapshot would not need."""
         replayed = kinds.total() - kinds[Append]
-        live = len(self.topics) + len(self.groups)
+        live = len(self.topics) + len(self.groups) + len(self.meta)
         live += sum(len(g.offsets) for g in self.groups.values())
         live += sum(len(log.producers) for t in self.topics.values() for log in t.logs)
         return replayed - live
@@ -143,3 +151,5 @@ class State:
             yield group_state(g)
             for topic, offsets in g.offsets.items():
                 yield Commit(g.name, topic, tuple(sorted(offsets.items())))
+        for key, value in self.meta.items():
+            yield PutMeta(key, value)
