@@ -21,12 +21,9 @@ from conformance.fuzz.target import External
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.batch import USER_HEADERS
 from conformance.protocols.iggy.errors import IggyError
-from conformance.protocols.iggy.fuzzing import (
-    CANARY,
-    HEADER_KINDS,
-    SENTINEL,
-    IggyFuzzing,
-)
+from conformance.protocols.iggy.fuzz_mutators import SENTINEL
+from conformance.protocols.iggy.fuzz_pool import CANARY, FUZZ, GROUP, IDS, pool
+from conformance.protocols.iggy.fuzzing import IggyFuzzing
 from conformance.protocols.iggy.messages import CODES
 from tests.support import broker
 from tests.support.cli import conformance
@@ -75,8 +72,26 @@ def test_classic_sends_user_headers_of_every_kind() -> None:
     bodies = [codec.decode_request(p) for p in IggyFuzzing({}).pool(0).payloads]
     blocks = [m["headers"] for n, b in bodies if n == "send_messages" for m in b["messages"]]
     entries = [e for h in blocks if h for e in USER_HEADERS.decode(h, 0)["entries"]]
-    assert {(e["value_kind"], e["value"]) for e in entries} == set(HEADER_KINDS.values())
+    assert {e["value_kind"] for e in entries} == set(range(1, 16))
     assert any(not h for h in blocks)  # and messages without headers
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_the_pool_is_drawn_per_seed_and_aimed_mostly_at_the_fuzz_set_up(revision: str) -> None:
+    one, again, other = pool.__wrapped__(revision, 5), pool(revision, 5), pool(revision, 6)
+    assert one.payloads == again.payloads  # a pure function of the seed
+    assert one.payloads != other.payloads  # drawn: another seed, other values
+    first = IDS[revision][0]
+    ours = ({"kind": 1, "value": first}, {"kind": 2, "value": FUZZ})
+    streams = [b["stream"] for n, b in one.requests if "stream" in b and "delete" not in n]
+    aimed = sum(s in ours for s in streams)
+    assert 0.7 * len(streams) < aimed < len(streams)  # and some drawn ones
+    groups = [
+        b["consumer"]["value"] for n, b in one.requests if b.get("consumer", {}).get("kind") == 2
+    ]
+    assert groups and all(
+        g in (first, {"kind": 1, "value": first}, {"kind": 2, "value": GROUP}) for g in groups
+    )
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
@@ -87,6 +102,11 @@ def test_no_pool_payload_names_the_canary_and_destroys_by_name_only(revision: st
         if name in ("delete_stream", "delete_topic", "delete_partitions"):
             stream = body["stream"]
             assert stream["kind"] == 2 or stream["value"] > 2**31, (name, body)
+        if name == "delete_stream":
+            assert body["stream"]["value"] not in ("fuzz", CANARY), body
+        if name == "delete_topic":
+            assert body["topic"]["value"] not in ("fuzz", "fuzz-scratch"), body
+            assert body["topic"]["kind"] == 2 or body["topic"]["value"] > 2**31, body
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
@@ -120,6 +140,8 @@ def test_every_mutator_is_deterministic_and_makes_bytes(revision: str) -> None:
         ("batch", 0.8),
         ("cut", 0.95),  # doc: a cut between messages still decodes
         ("unknown-code", 1.0),
+        ("layer-field", 0.2),
+        ("scapy-fuzz", 0.02),
     ],
 )
 @pytest.mark.parametrize("revision", REVISIONS)
@@ -153,6 +175,19 @@ def test_headers_lie_inside_a_block_whose_lengths_are_true() -> None:
     for i in range(100):
         got = decodes(part.structure_mutators["headers"](random.Random(f"h{i}"), pool), "classic")
         assert got is not None and got[0] == "send_messages"  # the lie is in the block
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_layer_mutators_change_one_field_of_the_layer_and_keep_the_code(revision: str) -> None:
+    part = IggyFuzzing({}, revision)
+    pool_ = part.pool(0)
+    valid = set(pool_.payloads)
+    for name in ("layer-field", "scapy-fuzz"):
+        mutate = part.structure_mutators[name]
+        outs = [mutate(random.Random(f"{name}{i}"), pool_) for i in range(200)]
+        codes = {U32.unpack_from(o)[0] for o in outs}
+        assert codes <= {CODES[n] for n, _ in pool_.requests}  # the request's own code
+        assert sum(o not in valid for o in outs) > 150, name  # mutated, mostly
 
 
 def test_unknown_codes_are_not_in_the_table() -> None:
