@@ -473,12 +473,98 @@ def test_a_handler_bug_becomes_an_error_reply(monkeypatch: pytest.MonkeyPatch) -
     assert c.call("ping")[0] == 0
 
 
-def test_stale_engine_topics_of_a_previous_run_are_dropped() -> None:
+# ------------------------------------------------------------------ recovery
+
+
+def read_everything(c: Conn) -> dict[str, Any]:
+    """What a client can read of streams, topics, groups, messages and stored offsets."""
+    out: dict[str, Any] = {"streams": c.ok("get_streams")}
+    for s in out["streams"]["streams"]:
+        sid = ident(s["id"])
+        for t in c.ok("get_topics", {"stream": sid})["topics"]:
+            where = {"stream": sid, "topic": ident(t["id"])}
+            out[f"{s['id']}/{t['id']}"] = c.ok("get_topic", where)
+            out[f"{s['id']}/{t['id']}/groups"] = c.ok("get_consumer_groups", where)
+            for p in range(t["partitions_count"]):
+                body = {**where, "partition_flag": 1, "partition_id": p, "count": 100}
+                first = {"kind": 3, "value": 0}
+                out[f"{s['id']}/{t['id']}/{p}"] = c.ok(
+                    "poll_messages", {**body, "consumer": consumer(0), "strategy": first}
+                )
+                for who in (consumer(1), consumer("reader"), consumer(0, kind=2)):
+                    got = c.call("get_consumer_offset", {**body, "consumer": who})
+                    out[f"{s['id']}/{t['id']}/{p}/{who}"] = got
+    return out
+
+
+def durable_history(c: Conn) -> None:
+    setup(c, 2)
+    c.ok("create_stream", {"name": "second"})
+    c.ok("create_topic", topic_body("other", 1, stream=ident("second")))
+    c.ok("create_topic", topic_body("gone", 1))
+    headers = b"\x02\x01\0\0\0k\x0d\x10\0\0\0" + bytes(range(16))
+    send(c, to_partition(0), b"a", id=77, origin_timestamp=123, headers=headers)
+    send(c, {"kind": 1, "value": b""}, b"b", b"c")
+    send(c, {"kind": 1, "value": b""}, b"d")
+    c.ok("create_partitions", {"stream": S0, "topic": T0, "partitions_count": 2})
+    c.ok("delete_partitions", {"stream": S0, "topic": T0, "partitions_count": 1})
+    c.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": "g"})
+    c.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": "dropped"})
+    c.ok("store_consumer_offset", offset_body(0, offset=1))
+    c.ok("store_consumer_offset", offset_body(1, who=consumer("reader"), offset=0))
+    c.ok("store_consumer_offset", offset_body(0, who=consumer(0, kind=2), offset=0))
+    c.ok("store_consumer_offset", offset_body(0, who=consumer(1, kind=2), offset=0))
+    c.ok("delete_consumer_group", {**GROUP, "group": ident(1)})
+    c.ok("store_consumer_offset", offset_body(1, who=consumer(5), offset=0))
+    c.ok("delete_consumer_offset", offset_body(1, who=consumer(5)))
+    c.ok("delete_topic", {"stream": S0, "topic": ident("gone")})
+    c.ok("join_consumer_group", GROUP)
+
+
+def test_a_frontend_on_the_same_engine_rebuilds_everything_but_members() -> None:
+    """The registry is written through to the engine's metadata: a new front-end on the
+    same engine (as after a restart) reads back every record, message and stored offset;
+    the group's member left with its connection; the balanced counter goes on."""
+    fe = frontend()
+    c = logged(fe)
+    durable_history(c)
+    before = read_everything(c)
+    assert before["0/0/groups"]["groups"][0]["members_count"] == 1
+    c.close()  # as a restart ends every connection
+    again = logged(IggyFrontend(fe.engine, fe.config), "127.0.0.1:40001")
+    after = read_everything(again)
+    before["0/0/groups"]["groups"][0]["members_count"] = 0
+    assert after == before
+    send(again, {"kind": 1, "value": b""}, b"e")  # the counter was 2: partition 2
+    assert payloads(poll(again, 3, partition=2)[1]) == [b"e"]
+    # the dropped group's offsets and the deleted ones stayed gone, the ids are free again
+    assert sorted(k for k in fe.engine.meta("iggy/") if "/o/" in k) == [
+        "iggy/0/0/o/1/0/n1",
+        "iggy/0/0/o/1/1/sreader",
+        "iggy/0/0/o/2/0/n0",
+    ]
+    assert again.ok("create_topic", topic_body("new", 1))["id"] == 1
+
+
+def test_what_a_crash_left_without_its_key_is_removed() -> None:
+    """An engine topic, group or partition without its metadata key (created, crashed
+    before the key) and a key whose stream is gone (deleted, crashed before the rest) are
+    removed when the registry is rebuilt; other protocols' topics are not touched."""
     engine = Engine()
-    engine.create_topic("iggy/0/0", 1)
+    c = logged(IggyFrontend(engine))
+    setup(c, 1)
+    engine.create_topic("iggy/0/7", 1)
     engine.create_topic("other", 1)
+    engine.create_group("iggy/0/0/3", "iggy/0/0")
+    engine.add_partitions("iggy/0/0", 2)
+    engine.put_meta("iggy/5/0", b'{"name": "orphan"}')
+    engine.put_meta("iggy/5/0/o/1/0/n1", b"3")
+    engine.put_meta("iggy/not-a-key", b"?")
     IggyFrontend(engine)
-    assert [t.name for t in engine.list_topics()] == ["other"]
+    assert [t.name for t in engine.list_topics()] == ["iggy/0/0", "other"]
+    assert engine.topic("iggy/0/0").partitions == 1
+    assert engine.list_groups() == []
+    assert sorted(engine.meta("iggy/")) == ["iggy/0", "iggy/0/0", "iggy/not-a-key"]
 
 
 # ------------------------------------------------------------------ quirks

@@ -14,7 +14,8 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   ``validate_user_headers`` (BP/primitives/user_headers.rs), which the real server's send
   path does not call (it stores such a block as sent); SPEC.md IGG-HDR-2 makes refusing
   it this broker's convention (MAY).  Id 0 ->
-  a random non-zero u128; the server timestamp is µs; the reply is empty.
+  a random non-zero u128; the server timestamp is µs; the reply is empty.  A balanced send
+  writes the topic's counter through after its append.
 * poll (SV/streaming/partitions/ops.rs ``poll_messages``, SV/shard/handlers.rs): offset
   (nothing past the current offset), timestamp (the first message at or after the value,
   µs), first (0), last (the last ``count``), next (the stored offset + 1, or 0 when none
@@ -23,7 +24,8 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   member (kind 2) without one reads its partitions in turn, one per poll; a partition not
   its own, or none dealt to it, is the empty reply ``partition 0, offset 0, count 0``
   (SV/shard/system/messages.rs); a non-member is 5006, an unknown group 5000.
-* offsets: kept per (consumer kind, consumer id or group id, partition); a group's
+* offsets: kept per (consumer kind, consumer id or group id, partition), durable (each
+  store, auto-commit and delete is written through: broker_state.py); a group's
   offset on a named partition needs no membership (the binding's ``IggyConsumer``
   stores and reads them so), without a partition the member's current one; store past the
   partition's current offset, or on a partition that never had a message, is 4100
@@ -118,6 +120,7 @@ def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
         problem = header_block_problem(bytes(m.get("headers", b"")))
         if problem is not None:
             raise Refusal(st.INVALID_FORMAT, f"a malformed user-header block: {problem}")
+    balanced = topic.balanced
     partition = _choose_partition(session, topic, body["partitioning"])
     ts = now_us()
     records = [
@@ -131,6 +134,8 @@ def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
         for m in messages
     ]
     session.engine.append(engine_topic(stream.id, topic.id), partition, records)
+    if topic.balanced != balanced:
+        session.registry.save_balanced(stream, topic)
     topic.sizes[partition] += sum(
         64 + len(m.get("payload", b"")) + len(m.get("headers", b"")) for m in messages
     )
@@ -239,6 +244,7 @@ def poll_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     records = session.engine.read(name, p, start, count) if count and start < hwm else []
     if body.get("auto_commit") and records:
         topic.offsets[key] = records[-1].offset
+        session.registry.save_offset(stream, topic, key)
     polled = [_polled(session, from_record(r)) for r in records]
     return {"partition_id": p, "current_offset": current, "messages": polled}
 
@@ -291,6 +297,7 @@ def store_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[st
             st.INVALID_OFFSET, f"offset {offset} is past partition {p}'s current {hwm - 1}"
         )
     topic.offsets[key] = offset
+    session.registry.save_offset(stream, topic, key)
     return {}
 
 
@@ -304,8 +311,9 @@ def get_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str,
 
 
 def delete_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
-    _, topic, _, key = _target(session, body, advance=False)
+    stream, topic, _, key = _target(session, body, advance=False)
     if key is None or key not in topic.offsets:
         raise Refusal(CONSUMER_OFFSET_NOT_FOUND, "no offset stored for this consumer")
     del topic.offsets[key]
+    session.registry.save_offset(stream, topic, key)
     return {}

@@ -18,10 +18,21 @@ has no field for.  This registry holds that, in memory:
 Engine names (:func:`engine_topic`, :func:`engine_group`): ``iggy/<stream id>/<topic id>``
 and ``iggy/<stream id>/<topic id>/<group id>``, by ids, so a name never needs escaping.
 
-Not durable: the registry lives in memory; with ``serve --data-dir`` the engine keeps its
-records, but a restarted broker has no streams, and :meth:`Registry.drop_stale` deletes
-the engine topics and groups under ``iggy/`` a previous run left, before the first
-request.  Stored consumer offsets (both consumer kinds) live here too, not in the engine's
+Durable with ``serve --data-dir``: every change to a stream, topic, group or stored offset
+is written through at once to the engine's metadata store (:meth:`Engine.put_meta`), one
+small key per item (:data:`LAYOUT`), and a broker started on the same directory rebuilds
+the registry from those keys and the engine's ``iggy/`` topics and groups
+(:meth:`Registry.recover`).  The partition sizes are not stored: recovery adds them up
+from the records.  Not durable: clients, group membership (a member leaves when its
+connection ends; the engine's recovery drops every connection-bound member), a member's
+turn among its partitions, and the broker's start time.  Without ``--data-dir`` the
+engine keeps the same keys in memory.
+
+Writes go in the order that leaves a crash between two of them harmless: the engine's
+topic or group before the key naming it, and on deletion the key before the rest, so what
+recovery finds without its key (an engine topic, group or partition, or a key whose
+stream, topic or group has gone) was never acknowledged, or was deleted: it is removed.
+Stored consumer offsets (both consumer kinds) are keys of their own, not the engine's
 committed offsets: Iggy deletes them (DELETE_CONSUMER_OFFSET), which the engine has no
 operation for.
 
@@ -34,16 +45,32 @@ and the user-header block as the client sent it.
 
 from __future__ import annotations
 
+import json
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import xxhash
 
 from conformance.engine import Creation, Engine, GroupPolicy, MemberIds, NewRecord, Reaping
 from conformance.engine import Record as EngineRecord
 
+log = logging.getLogger("conformance.iggy")
+
 ID, ORIGIN, TIMESTAMP, USER_HEADERS = "iggy.id", "iggy.origin_ts", "iggy.ts_us", "iggy.headers"
 PREFIX = "iggy/"
+LAYOUT = {
+    "iggy/<stream>": 'stream, JSON {"name", "created_at"}',
+    "iggy/<stream>/<topic>": "topic, JSON: name, created_at, compression, message_expiry, "
+    "max_topic_size, replication_factor, partitions (runs of [created_at, count])",
+    "iggy/<stream>/<topic>/balanced": "the balanced-partitioning counter, decimal",
+    "iggy/<stream>/<topic>/g/<group>": 'group, JSON {"name"}',
+    "iggy/<stream>/<topic>/o/<kind>/<partition>/<n|s><id>": "a stored offset, decimal; "
+    "the consumer's id numeric (n) or a string (s)",
+}
+"""The metadata keys (ids in decimal) and their values."""
 ROOT_USER_ID = 0
 """The root user's id (CM/http/users/defaults.rs ``DEFAULT_ROOT_USER_ID``)."""
 TCP = 1
@@ -192,18 +219,153 @@ class ClientEntry:
 
 @dataclass
 class Registry:
+    engine: Engine
     streams: dict[int, StreamEntry] = field(default_factory=dict)
     clients: dict[int, ClientEntry] = field(default_factory=dict)
     started_us: int = field(default_factory=now_us)
 
-    def drop_stale(self, engine: Engine) -> None:
-        """Delete what a previous run left under ``iggy/`` (see the module doc)."""
+    # ------------------------------------------------------------ writing through
+
+    def _put(self, key: str, value: object) -> None:
+        raw = value if value is None or isinstance(value, bytes) else _json(value)
+        self.engine.put_meta(key, raw)
+
+    def _drop_under(self, key: str) -> None:
+        """Remove ``key`` first, then every key under it."""
+        self.engine.put_meta(key, None)
+        for k in self.engine.meta(key + "/"):
+            self.engine.put_meta(k, None)
+
+    def save_stream(self, s: StreamEntry) -> None:
+        self._put(f"{PREFIX}{s.id}", {"name": s.name, "created_at": s.created_at})
+
+    def save_topic(self, s: StreamEntry, t: TopicEntry) -> None:
+        runs: list[list[int]] = []
+        for created in t.partitions:
+            if runs and runs[-1][0] == created:
+                runs[-1][1] += 1
+            else:
+                runs.append([created, 1])
+        fields = ("name", "created_at", "compression", "message_expiry", "max_topic_size")
+        value = {f: getattr(t, f) for f in (*fields, "replication_factor")}
+        self._put(f"{PREFIX}{s.id}/{t.id}", {**value, "partitions": runs})
+
+    def save_balanced(self, s: StreamEntry, t: TopicEntry) -> None:
+        self._put(f"{PREFIX}{s.id}/{t.id}/balanced", b"%d" % t.balanced)
+
+    def save_group(self, s: StreamEntry, t: TopicEntry, g: GroupEntry) -> None:
+        self._put(f"{PREFIX}{s.id}/{t.id}/g/{g.id}", {"name": g.name})
+
+    def save_offset(self, s: StreamEntry, t: TopicEntry, key: OffsetKey) -> None:
+        """Write ``t.offsets[key]``, or remove the key when there is none."""
+        kind, who, p = key
+        tag = f"n{who}" if isinstance(who, int) else f"s{who}"
+        stored = t.offsets.get(key)
+        self._put(
+            f"{PREFIX}{s.id}/{t.id}/o/{kind}/{p}/{tag}", None if stored is None else b"%d" % stored
+        )
+
+    def forget_stream(self, s: StreamEntry) -> None:
+        self._drop_under(f"{PREFIX}{s.id}")
+
+    def forget_topic(self, s: StreamEntry, t: TopicEntry) -> None:
+        self._drop_under(f"{PREFIX}{s.id}/{t.id}")
+
+    def forget_group(self, s: StreamEntry, t: TopicEntry, g: GroupEntry) -> None:
+        """The group's key, then its offsets (removed from ``t.offsets`` too)."""
+        self._put(f"{PREFIX}{s.id}/{t.id}/g/{g.id}", None)
+        self._forget_offsets(s, t, lambda k: k[:2] == (2, g.id))
+
+    def forget_partitions_from(self, s: StreamEntry, t: TopicEntry, left: int) -> None:
+        """The offsets stored on partitions ``left`` and after."""
+        self._forget_offsets(s, t, lambda k: k[2] >= left)
+
+    def _forget_offsets(
+        self, s: StreamEntry, t: TopicEntry, gone: Callable[[OffsetKey], bool]
+    ) -> None:
+        for key in [k for k in t.offsets if gone(k)]:
+            del t.offsets[key]
+            self.save_offset(s, t, key)
+
+    # ------------------------------------------------------------ recovery
+
+    def recover(self) -> None:
+        """Rebuild streams, topics, groups and offsets from the engine's metadata, then
+        remove what has no key (see the module doc) and add up the partition sizes."""
+        items = [(_parse(k[len(PREFIX) :]), k, v) for k, v in self.engine.meta(PREFIX).items()]
+        items.sort(key=lambda item: (len(item[0]), item[0][:5]))  # parents first
+        for path, key, value in items:
+            try:
+                kept = self._restore(path, value)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("iggy: metadata key %r is unreadable (%s); left as it is", key, exc)
+                continue
+            if not kept:
+                self.engine.put_meta(key, None)
+        self._reconcile()
+
+    def _restore(self, path: tuple[Any, ...], raw: bytes) -> bool:
+        """Install one key's item; False if what it belongs to is gone."""
+        if not path:
+            raise ValueError("not a key of this layout")
+        stream = self.streams.get(path[0])
+        if len(path) == 2:  # (stream, value)
+            self.streams[path[0]] = StreamEntry(path[0], **json.loads(raw))
+            return True
+        topic = None if stream is None else stream.topics.get(path[1])
+        if len(path) == 3 and path[2] == "" and stream is not None:  # (stream, topic, "")
+            v = json.loads(raw)
+            runs = v.pop("partitions")
+            created = [c for c, n in runs for _ in range(n)]
+            stream.topics[path[1]] = TopicEntry(path[1], **v, partitions=created)
+            return True
+        if topic is None:
+            return False
+        what = path[2]
+        if what == "balanced":
+            topic.balanced = int(raw)
+        elif what == "g":
+            topic.groups[path[3]] = GroupEntry(path[3], json.loads(raw)["name"])
+        else:  # ("o", kind, partition, who)
+            kind, p, who = path[3], path[4], path[5]
+            if p >= len(topic.partitions) or (kind == 2 and who not in topic.groups):
+                return False
+            topic.offsets[(kind, who, p)] = int(raw)
+        return True
+
+    def _reconcile(self) -> None:
+        engine = self.engine
+        topics = {
+            engine_topic(s.id, t.id): (s, t)
+            for s in self.streams.values()
+            for t in s.topics.values()
+        }
+        groups = {
+            engine_group(s.id, t.id, g.id): (s, t)
+            for s, t in topics.values()
+            for g in t.groups.values()
+        }
         for g in engine.list_groups():
-            if g.name.startswith(PREFIX):
+            if g.name.startswith(PREFIX) and g.name not in groups:
                 engine.delete_group(g.name)
-        for t in engine.list_topics():
-            if t.name.startswith(PREFIX):
-                engine.delete_topic(t.name)
+        for info in engine.list_topics():
+            if info.name.startswith(PREFIX) and info.name not in topics:
+                engine.delete_topic(info.name)
+        for name, (s, t) in topics.items():
+            if not engine.has_topic(name):  # cannot happen in the write order: kept empty
+                engine.create_topic(name, len(t.partitions), min_partitions=0)
+            extra = engine.topic(name).partitions - len(t.partitions)
+            if extra > 0:  # added, not acknowledged; or deleted, key written first
+                engine.remove_partitions(name, extra)
+            elif extra < 0:
+                del t.partitions[extra:]
+                self.save_topic(s, t)
+                self.forget_partitions_from(s, t, len(t.partitions))
+            t.sizes = [_size(engine, name, p) for p in range(len(t.partitions))]
+        known = {g.name for g in engine.list_groups()}
+        for name, (s, t) in groups.items():
+            if name not in known:  # cannot happen in the write order: made again
+                engine.create_group(name, engine_topic(s.id, t.id), policy=GROUP_POLICY)
 
     def add_client(self, address: str) -> ClientEntry:
         cid = xxhash.xxh32_intdigest(address.encode(), 0)
@@ -239,3 +401,37 @@ class Registry:
         if not names:
             return None
         return next((g for g in topic.groups.values() if g.name == value), None)
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _parse(rest: str) -> tuple[Any, ...]:
+    """A key's path after ``iggy/``, ids as ints: (stream, ""), (stream, topic, ""), (stream,
+    topic, "balanced"), (stream, topic, "g", group), (stream, topic, "o", kind, partition,
+    who); () for a key not of :data:`LAYOUT`."""
+    parts = rest.split("/", 5)
+    try:
+        ids = [int(x) for x in parts[:2]]
+        if len(parts) <= 2:
+            return (*ids, "")
+        if parts[2] == "balanced" and len(parts) == 3:
+            return (*ids, "balanced")
+        if parts[2] == "g" and len(parts) == 4:
+            return (*ids, "g", int(parts[3]))
+        if parts[2] == "o" and len(parts) == 6 and parts[5][:1] in ("n", "s"):
+            tag, who = parts[5][0], parts[5][1:]
+            return (*ids, "o", int(parts[3]), int(parts[4]), int(who) if tag == "n" else who)
+    except ValueError:
+        pass
+    return ()
+
+
+def _size(engine: Engine, name: str, p: int) -> int:
+    """Bytes stored in a partition as Iggy counts them (64 + payload + user headers)."""
+    total, offset = 0, 0
+    while batch := engine.read(name, p, offset, 1000):
+        total += sum(from_record(r).size for r in batch)
+        offset = batch[-1].offset + 1
+    return total

@@ -18,7 +18,11 @@ with classic's reply framing and records):
 
 Commands live in two modules: this one (system, login, streams, topics, partitions,
 groups) and broker_messages.py (send, poll, consumer offsets).  State is the registry of
-broker_state.py; quirks are consulted where they bend a rule (quirks.py).
+broker_state.py, durable on the engine: every change a command makes is written through
+(``registry.save_*`` / ``forget_*``, in the order broker_state.py gives) before its reply,
+and a front-end started on an engine that holds a previous run's state rebuilds the
+registry from it (``Registry.recover``); quirks are consulted where they bend a rule
+(quirks.py).
 """
 
 from __future__ import annotations
@@ -100,8 +104,8 @@ class IggyFrontend:
         self.engine = engine
         self.config = config or IggyConfig()
         codec.tables(self.config.revision)  # an unknown revision fails here
-        self.registry = Registry()
-        self.registry.drop_stale(engine)
+        self.registry = Registry(engine)
+        self.registry.recover()
         self.stalled = False  # stall-on-unknown-code has fired: nothing is served any more
         self.address = ""
         self.host, self.port = "127.0.0.1", 0
@@ -448,6 +452,7 @@ class IggySession:
         elif sid in reg.streams:  # doc: Iggy's historic StreamIdAlreadyExists (IGG-STREAM-6)
             raise Refusal(STREAM_ID_ALREADY_EXISTS, f"stream id {sid} is in use")
         reg.streams[sid] = StreamEntry(sid, name, now_us())
+        reg.save_stream(reg.streams[sid])
         return self.stream_record(reg.streams[sid])
 
     def get_stream(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -464,6 +469,7 @@ class IggySession:
 
     def delete_stream(self, body: dict[str, Any]) -> dict[str, Any]:
         stream = self.stream(body["stream"])
+        self.registry.forget_stream(stream)
         for topic in list(stream.topics.values()):
             self._drop_topic(stream, topic)
         del self.registry.streams[stream.id]
@@ -499,6 +505,7 @@ class IggySession:
         )
         self.engine.create_topic(engine_topic(stream.id, tid), count, min_partitions=0)
         stream.topics[tid] = topic
+        self.registry.save_topic(stream, topic)
         return self.topic_record(stream, topic)
 
     def get_topic(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -519,6 +526,7 @@ class IggySession:
         return {}
 
     def _drop_topic(self, stream: StreamEntry, topic: TopicEntry) -> None:
+        self.registry.forget_topic(stream, topic)
         for group in topic.groups.values():
             self.engine.delete_group(engine_group(stream.id, topic.id, group.id))
         self.engine.delete_topic(engine_topic(stream.id, topic.id))
@@ -540,6 +548,7 @@ class IggySession:
         self.engine.add_partitions(engine_topic(stream.id, topic.id), count)
         topic.partitions += [now_us()] * count
         topic.sizes += [0] * count
+        self.registry.save_topic(stream, topic)
         return {}
 
     def delete_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -550,11 +559,11 @@ class IggySession:
                 st.INVALID_PARTITIONS_COUNT,
                 f"{count} partitions to delete, topic {topic.id} has {len(topic.partitions)}",
             )
-        self.engine.remove_partitions(engine_topic(stream.id, topic.id), count)
         del topic.partitions[len(topic.partitions) - count :]
         del topic.sizes[len(topic.sizes) - count :]
-        left = len(topic.partitions)
-        topic.offsets = {k: v for k, v in topic.offsets.items() if k[2] < left}
+        self.registry.save_topic(stream, topic)  # the key first (see broker_state.py)
+        self.registry.forget_partitions_from(stream, topic, len(topic.partitions))
+        self.engine.remove_partitions(engine_topic(stream.id, topic.id), count)
         return {}
 
     # ------------------------------------------------------------ consumer groups
@@ -574,6 +583,7 @@ class IggySession:
             policy=GROUP_POLICY,
         )
         topic.groups[gid] = group
+        self.registry.save_group(stream, topic, group)
         return self.group_record(stream, topic, group)
 
     def get_consumer_group(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -593,9 +603,9 @@ class IggySession:
 
     def delete_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
         stream, topic, group = self.group(body)
-        self.engine.delete_group(engine_group(stream.id, topic.id, group.id))
+        self.registry.forget_group(stream, topic, group)
         del topic.groups[group.id]
-        topic.offsets = {k: v for k, v in topic.offsets.items() if k[:2] != (2, group.id)}
+        self.engine.delete_group(engine_group(stream.id, topic.id, group.id))
         return {}
 
     def join_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
