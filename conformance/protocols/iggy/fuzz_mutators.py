@@ -22,6 +22,9 @@ On the request's scapy layer (:mod:`.layers`), as Cursus and Kafka do:
 * ``scapy-fuzz`` -- scapy's ``fuzz()`` on the layer after a few fields are forgotten,
   with the module ``random`` seeded from the case (scapy draws from it).
 
+Neither takes a request that destroys (:data:`DESTROYING`): a boundary value of its
+stream id may be the canary stream's (classic: 1).
+
 The pool's requests are :mod:`.fuzz_pool`'s ``(name, body)`` pairs.
 """
 
@@ -42,6 +45,9 @@ from conformance.protocols.iggy.fuzz_pool import SDK_VERSION, U32, request
 from conformance.protocols.iggy.messages import CODES, NAMES, identifier
 
 U64 = struct.Struct("<Q")
+DESTROYING = ("delete_stream", "delete_topic", "delete_partitions")
+"""Requests whose identifiers keep to names and absent ids (a small number could name the
+canary's stream): the layer mutators leave them out, ``identifier`` plants no small id."""
 
 
 def header_entry(key: bytes, kind: int, value: bytes, key_kind: int = 2) -> bytes:
@@ -78,8 +84,9 @@ def _replace(payload: bytes, old: bytes, new: bytes, name: str, revision: str) -
     return out
 
 
-def _identifier_lie(rng: random.Random, after: int) -> bytes:
-    """A lying Identifier (``after``: the payload bytes that follow it)."""
+def _identifier_lie(rng: random.Random, after: int, destroys: bool = False) -> bytes:
+    """A lying Identifier (``after``: the payload bytes that follow it; ``destroys``: in
+    a request that destroys, where a small number could name the canary's stream)."""
     name = rng.choice([b"fuzz", b"a", b"x" * 255, b""])
     op = rng.randrange(7)
     if op == 0:  # an unknown kind
@@ -95,7 +102,8 @@ def _identifier_lie(rng: random.Random, after: int) -> bytes:
     if op == 4:  # bad UTF-8
         return b"\x02\x03\xc3\x28\xff"
     if op == 5:  # a numeric one at a boundary
-        return b"\x01\x04" + U32.pack(rng.choice(INTERESTING_U32))
+        picked = [v for v in INTERESTING_U32 if v >= 2**31 or not destroys]
+        return b"\x01\x04" + U32.pack(rng.choice(picked))
     return bytes([2, len(name)]) + name  # a name that may exist or not, or be empty
 
 
@@ -131,7 +139,9 @@ def make_mutators(revision: str) -> dict[str, StructureMutator]:
             return request(name, body, revision)
         payload = request(name, body, revision)
         after = len(payload) - payload.index(SENTINEL_BYTES) - len(SENTINEL_BYTES)
-        return _replace(payload, SENTINEL_BYTES, _identifier_lie(rng, after), name, revision)
+        return _replace(
+            payload, SENTINEL_BYTES, _identifier_lie(rng, after, name in DESTROYING), name, revision
+        )
 
     def partitioning(rng: random.Random, pool: Pool) -> bytes:
         name, body = _of(pool, rng, "send_messages")
@@ -343,7 +353,8 @@ def _value(rng: random.Random, pkt: Packet, fld: Any) -> Any:
 
 
 def _layered(rng: random.Random, pool: Pool, revision: str) -> tuple[str, Any, Packet]:
-    name, body = rng.choice([r for r in pool.requests if r[1]] or pool.requests)  # fields
+    requests = [r for r in pool.requests if r[1] and r[0] not in DESTROYING]  # fields
+    name, body = rng.choice(requests or pool.requests)
     return str(name), body, layers.request_packet(name, body, revision)
 
 
