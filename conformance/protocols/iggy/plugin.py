@@ -9,8 +9,8 @@ coming back (the length is the deframer's).
 Options: ``--username`` and ``--password`` (run, serve, fuzz; default ``iggy``/``iggy``,
 the real server's default root credentials) are what a classic session logs in with and
 what the reference broker accepts; ``--login`` (fuzz) says whether fuzz cases run after
-login, before it (the gate itself is fuzzed), or both.  In ``classic`` every connection
-opens with LOGIN_USER (:func:`opening`); ``doc`` has no login.
+login, before it (the gate itself is fuzzed), or both (each case draws which).  In
+``classic`` every connection opens with LOGIN_USER (:func:`opening`); ``doc`` has no login.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ OPTIONS = (
     Option(
         "--login",
         "fuzz cases after login (each connection logs in first), before it (the login gate "
-        "itself is fuzzed), or both, half each, the login being part of the case's bytes "
-        "(default both; doc has no login)",
+        "itself is fuzzed), or both: each case draws whether its connection logs in, and a "
+        "finding records it (default both; doc has no login)",
         ("fuzz",),
         default="both",
         choices=LOGIN_MODES,
@@ -92,9 +92,10 @@ def _login(username: str, password: str) -> Opening:
 
 
 def opening(values: Mapping[str, Any], revision: str) -> Opening | None:
-    """Classic: log in with ``--username``/``--password``; doc: nothing (no login).  A
-    fuzz campaign with ``--login before`` or ``both`` opens nothing: its cases log in
-    themselves or not at all (:mod:`.fuzzing`)."""
+    """Classic: log in with ``--username``/``--password``; doc: nothing (no login).  With a
+    fuzz campaign's ``--login before`` or ``both`` this opens nothing: the fuzzing part asks
+    for the login itself where it wants one (its own connections, and under ``both`` the
+    cases that drew a session; :mod:`.fuzzing`), so the password never enters a case's bytes."""
     if revision != "classic" or values.get("login", "after") != "after":
         return None
     return _login(str(values.get("username") or "iggy"), str(values.get("password") or ""))
