@@ -145,9 +145,20 @@ def test_undecodable_payloads_get_3_and_invalid_fields_4_even_before_login() -> 
     assert c.raw(codec.frame_request(200, b"\x01\x04\x00"))[0][0] == 3  # short
     assert c.raw(codec.frame_request(200, b"\x07\x04\0\0\0\0"))[0][0] == 3  # kind 7
     assert c.raw(codec.frame_request(200, b"\x01\x02\0\0"))[0][0] == 4  # numeric len 2
+    assert c.raw(codec.frame_request(200, b"\x01\x02"))[0][0] == 3  # len 2, value cut off
+    assert c.raw(codec.frame_request(200, b"\x01\x05\0\0"))[0][0] == 3  # len 5, cut off
     assert c.raw(codec.frame_request(202, b"\x00"))[0][0] == 4  # empty name
     assert c.raw(codec.frame_request(202, b"\x02\xff\xfe"))[0][0] == 3  # bad UTF-8
     assert c.raw(codec.frame_request(1, b""))[0][0] == 0
+
+
+@pytest.mark.parametrize("code", [100, 120, 121, 122])
+def test_an_unknown_consumer_kind_is_3_before_its_identifier_is_judged(code: int) -> None:
+    """WireConsumer::decode refuses the kind byte first: 3, though the numeric Identifier
+    after it (length 2) would be a validation failure (4)."""
+    c = Conn(frontend())
+    assert c.raw(codec.frame_request(code, b"\x09\x01\x02\0\0" + bytes(40)))[0][0] == 3
+    assert c.raw(codec.frame_request(code, b"\x01\x01\x02\0\0" + bytes(40)))[0][0] == 4
 
 
 # ------------------------------------------------------------------ login
@@ -218,6 +229,7 @@ def test_stats_me_and_clients_agree_with_the_state() -> None:
     assert ids == sorted([me["client_id"], b.ok("get_me")["client_id"]])
     assert a.ok("get_client", {"client_id": me["client_id"]})["address"] == "127.0.0.1:1"
     assert a.call("get_client", {"client_id": 12345}) == (0, None)
+    assert a.call("get_client", {"client_id": 0}) == (101, None)  # InvalidClientId
     b.close()
     assert len(a.ok("get_clients")["clients"]) == 1
 

@@ -60,11 +60,6 @@ if TYPE_CHECKING:
 
 MAX_PAYLOAD = 64_000_000
 MAX_USER_HEADERS = 100_000
-NO_PARTITIONS = 3008
-CONSUMER_OFFSET_NOT_FOUND = 3021
-INVALID_MESSAGES_COUNT = 4009
-TOO_BIG_USER_HEADERS = 4017
-TOO_BIG_MESSAGE_PAYLOAD = 4022
 OFFSET, TIMESTAMP, FIRST, LAST, NEXT = 1, 2, 3, 4, 5
 
 
@@ -111,12 +106,12 @@ def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic = session.topic(body)
     messages = body.get("messages") or []
     if not messages:
-        raise Refusal(INVALID_MESSAGES_COUNT, "a SEND_MESSAGES without messages")
+        raise Refusal(st.INVALID_MESSAGES_COUNT, "a SEND_MESSAGES without messages")
     for m in messages:
         if len(m.get("payload", b"")) > MAX_PAYLOAD:
-            raise Refusal(TOO_BIG_MESSAGE_PAYLOAD, "a payload over 64,000,000 bytes")
+            raise Refusal(st.TOO_BIG_MESSAGE_PAYLOAD, "a payload over 64,000,000 bytes")
         if len(m.get("headers", b"")) > MAX_USER_HEADERS:
-            raise Refusal(TOO_BIG_USER_HEADERS, "a user-header block over 100,000 bytes")
+            raise Refusal(st.TOO_BIG_USER_HEADERS, "a user-header block over 100,000 bytes")
         problem = header_block_problem(bytes(m.get("headers", b"")))
         if problem is not None:
             raise Refusal(st.INVALID_FORMAT, f"a malformed user-header block: {problem}")
@@ -151,7 +146,7 @@ def _choose_partition(session: IggySession, topic: TopicEntry, partitioning: Any
             raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {value}")
         return value
     if count == 0:
-        raise Refusal(NO_PARTITIONS, f"topic {topic.id} has no partitions")
+        raise Refusal(st.NO_PARTITIONS, f"topic {topic.id} has no partitions")
     if kind == 3:
         return session.quirks.key_partition(bytes(value or b""), count)
     chosen = topic.balanced % count
@@ -313,7 +308,7 @@ def get_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str,
 def delete_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic, _, key = _target(session, body, advance=False)
     if key is None or key not in topic.offsets:
-        raise Refusal(CONSUMER_OFFSET_NOT_FOUND, "no offset stored for this consumer")
+        raise Refusal(st.CONSUMER_OFFSET_NOT_FOUND, "no offset stored for this consumer")
     del topic.offsets[key]
     session.registry.save_offset(stream, topic, key)
     return {}

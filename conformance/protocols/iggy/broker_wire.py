@@ -144,20 +144,35 @@ SHORT, INVALID = "short", "invalid"
 def scan_identifiers(name: str, payload: bytes) -> str | None:
     """:data:`SHORT` when a string Identifier's length byte runs past the payload,
     :data:`INVALID` when one fails validation (numeric length not 4, empty string),
-    else None (including an Identifier too cut off to judge, or an unknown kind)."""
+    else None: the decode failure, if any, is 3.
+
+    In the order of ``WireIdentifier::decode`` (BP/primitives/identifier.rs): kind and
+    length, then the value bytes (cut off: UnexpectedEof, 3), then the length check (4)
+    or the UTF-8 check (3), then the kind (unknown: 3).  A request that starts with a
+    Consumer (POLL and the consumer-offset commands) has its kind checked first
+    (``WireConsumer::decode``, BP/primitives/consumer.rs): not 1 or 2 is 3."""
     where = _LEADING.get(name)
     if where is None:
         return None
     pos, count = where
+    if pos == 1 and (not payload or payload[0] not in (1, 2)):  # a Consumer's kind
+        return None
     for _ in range(count):
         if pos + 2 > len(payload):
             return None
         kind, length = payload[pos], payload[pos + 1]
-        if kind == 2 and pos + 2 + length > len(payload):
-            return SHORT
-        if (kind == 1 and length != 4) or (kind == 2 and length == 0):
+        if pos + 2 + length > len(payload):
+            return SHORT if kind == 2 else None
+        if kind == 1 and length != 4:
             return INVALID
-        if kind not in (1, 2):
+        if kind == 2:
+            if length == 0:
+                return INVALID
+            try:
+                payload[pos + 2 : pos + 2 + length].decode()
+            except UnicodeDecodeError:
+                return None
+        elif kind != 1:
             return None
         pos += 2 + length
     return None

@@ -11,6 +11,8 @@ from __future__ import annotations
 from conformance.errors import FrameTooLarge, ProtocolError
 
 OK = 0
+ERROR = 1
+"""The generic error: what the broker answers when a handler fails unexpectedly."""
 INVALID_COMMAND = 3
 """The status the real server answers an undecodable frame with (SV/binary/dispatch.rs)."""
 INVALID_FORMAT = 4
@@ -18,13 +20,29 @@ UNAUTHENTICATED = 40
 INVALID_CREDENTIALS = 42
 INVALID_USERNAME = 43
 INVALID_PASSWORD = 44
+INVALID_CLIENT_ID = 101
+"""GET_CLIENT with client id 0 (SV/binary/handlers/system/get_client_handler.rs)."""
 STREAM_ID_NOT_FOUND = 1009
+STREAM_ID_ALREADY_EXISTS = 1011
+"""Doc's "stream id in use": Iggy's StreamIdAlreadyExists while clients chose stream ids
+(before apache/iggy 4fcfefbf6); the 0.8 server's 1011 is StreamDirectoryNotFound and it
+has no such refusal (SPEC.md IGG-STREAM-6)."""
 STREAM_NAME_ALREADY_EXISTS = 1012
 TOPIC_ID_NOT_FOUND = 2010
 TOPIC_NAME_ALREADY_EXISTS = 2013
 TOO_MANY_PARTITIONS = 2015
 INVALID_PARTITIONS_COUNT = 2019
 PARTITION_NOT_FOUND = 3007
+NO_PARTITIONS = 3008
+CONSUMER_OFFSET_NOT_FOUND = 3021
+"""DELETE_CONSUMER_OFFSET with none stored (SV/shard/system/consumer_offsets.rs
+``delete_consumer_offset_base``)."""
+NOT_RESOLVED_CONSUMER = 3022
+"""STORE/DELETE_CONSUMER_OFFSET by a group member naming a partition not in its list, or
+with no partition and none dealt to it (SV/shard/system/consumer_offsets.rs)."""
+INVALID_MESSAGES_COUNT = 4009
+TOO_BIG_USER_HEADERS = 4017
+TOO_BIG_MESSAGE_PAYLOAD = 4022
 INVALID_HEADER_KIND = 4040
 INVALID_OFFSET = 4100
 CONSUMER_GROUP_ID_NOT_FOUND = 5000

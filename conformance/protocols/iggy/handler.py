@@ -73,10 +73,6 @@ log = logging.getLogger("conformance.iggy")
 
 MAX_PARTITIONS_PER_REQUEST = 1000
 """BP/lib.rs ``MAX_PARTITIONS_PER_REQUEST``: more in one request is 2015."""
-STREAM_ID_ALREADY_EXISTS = 1011
-"""Doc's "stream id in use": Iggy's StreamIdAlreadyExists while clients chose stream ids
-(before apache/iggy 4fcfefbf6); 0.8 has no such code (SPEC.md IGG-STREAM-6)."""
-GENERIC_ERROR = 1
 UNGATED = frozenset({"ping", "login_user"})
 ENGINE_STATUS = {
     "UNKNOWN_TOPIC": st.TOPIC_ID_NOT_FOUND,
@@ -163,7 +159,7 @@ class IggySession:
             return self._error(exc.status, str(exc))
         except Exception as exc:  # a bug must not end the connection or the broker
             log.exception("iggy: request from %s failed", self.client.address)
-            return self._error(GENERIC_ERROR, f"internal error: {exc!r}")
+            return self._error(st.ERROR, f"internal error: {exc!r}")
 
     def _error(self, status: int, text: str) -> Outcome:
         return Outcome([self.frontend.error_frame(status, text)])
@@ -203,7 +199,7 @@ class IggySession:
         try:
             reply = _COMMANDS[name](self, body)
         except EngineError as exc:
-            raise Refusal(ENGINE_STATUS.get(exc.code, 1), str(exc)) from None
+            raise Refusal(ENGINE_STATUS.get(exc.code, st.ERROR), str(exc)) from None
         if isinstance(reply, Outcome):
             return reply
         return Outcome(
@@ -411,6 +407,10 @@ class IggySession:
         return {"name": "single-node", "nodes": [node]}
 
     def get_client(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Client id 0 is 101 in classic (SV/binary/handlers/system/get_client_handler.rs);
+        an unknown one the empty reply."""
+        if body["client_id"] == 0 and self.classic:
+            raise Refusal(st.INVALID_CLIENT_ID, "client id 0")
         client = self.registry.clients.get(body["client_id"])
         return None if client is None else self.client_record(client)
 
@@ -450,7 +450,7 @@ class IggySession:
         if sid is None:
             sid = lowest_free(reg.streams)
         elif sid in reg.streams:  # doc: Iggy's historic StreamIdAlreadyExists (IGG-STREAM-6)
-            raise Refusal(STREAM_ID_ALREADY_EXISTS, f"stream id {sid} is in use")
+            raise Refusal(st.STREAM_ID_ALREADY_EXISTS, f"stream id {sid} is in use")
         reg.streams[sid] = StreamEntry(sid, name, now_us())
         reg.save_stream(reg.streams[sid])
         return self.stream_record(reg.streams[sid])
