@@ -127,7 +127,8 @@ def test_a_group_is_found_by_name_as_by_number(target: CaseContext) -> None:
 
 @case("iggy/identifiers/4", "IGG-ID-2")
 def test_ids_are_assigned_from_0_in_creation_order(target: CaseContext) -> None:
-    """Topics of a new stream get ids 0 and 1, its groups 0 and 1, partitions 0..2; streams grow.
+    """A new stream's first two topics get ids 0 and 1, a 3-partition topic partitions 0..2,
+    and a new topic's first two groups ids 0 and 1.
 
     IGG-ID-2: "the server chooses the ids: streams, the topics of a stream and the groups of a
     topic are numbered from 0 in creation order when nothing of that kind was deleted before ...

@@ -8,7 +8,14 @@ import time
 from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import create_group, create_topic, stream
-from conformance.suite.iggy.verify import Reply, classic, expect_empty, expect_found, expect_ok
+from conformance.suite.iggy.verify import (
+    Reply,
+    classic,
+    expect_empty,
+    expect_found,
+    expect_ok,
+    expect_status,
+)
 from conformance.suite.target import CaseContext
 
 UNKNOWN_CLIENT = 4_000_000_000
@@ -130,11 +137,13 @@ def test_get_me_answers_this_connection(target: CaseContext) -> None:
 
 @case("iggy/system/5", "IGG-SYS-4")
 def test_get_clients_lists_every_client_once(target: CaseContext) -> None:
-    """GET_CLIENTS lists both of this case's connections, once each; GET_CLIENT answers each.
+    """GET_CLIENTS lists both of this case's connections, once each; GET_CLIENT answers each,
+    an unknown id empty, and (classic) id 0 with 101.
 
     IGG-SYS-4: "GET_CLIENTS (22) lists every connected client exactly once, this connection
     included; GET_CLIENT (21, u32 client id) of a listed id is answered with its client details,
-    and of a non-zero id no client has with status 0 and an empty payload."
+    and of a non-zero id no client has with status 0 and an empty payload. In classic the id 0
+    is answered 101 (InvalidClientId)"
     """
     with target.connect() as conn, target.connect() as other:
         mine = expect_found(target, conn, "get_me", {}, "IGG-SYS-3", "GET_ME")
@@ -168,6 +177,10 @@ def test_get_clients_lists_every_client_once(target: CaseContext) -> None:
             "IGG-SYS-4",
             f"GET_CLIENT {UNKNOWN_CLIENT} (no such client)",
         )
+        if classic(target):
+            expect_status(
+                target, conn, "get_client", {"client_id": 0}, 101, "IGG-SYS-4", "GET_CLIENT 0"
+            )
 
 
 @case("iggy/system/6", "IGG-SYS-5")
