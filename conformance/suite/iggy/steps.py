@@ -240,30 +240,19 @@ def poll_body(
     }
 
 
+STRATEGIES = {OFFSET: "offset", TIMESTAMP: "timestamp", FIRST: "first", LAST: "last", NEXT: "next"}
+
+
 def poll(
-    ctx: CaseContext,
-    conn: Connection,
-    sid: int,
-    tid: int,
-    pid: int | None,
-    strategy: int,
-    value: int = 0,
-    count: int = 100,
-    *,
-    auto_commit: bool = False,
-    cid: int = 0,
-    kind: int = CONSUMER,
-    requirement: str = "IGG-POLL-1",
+    ctx: CaseContext, conn: Connection, body: Mapping[str, Any], requirement: str = "IGG-POLL-1"
 ) -> Reply:
-    """POLL_MESSAGES, answered 0 with a reply that decodes (IGG-POLL-1 unless told)."""
-    body = poll_body(
-        ctx, sid, tid, pid, strategy, value, count, auto_commit=auto_commit, cid=cid, kind=kind
-    )
-    names = {OFFSET: "offset", TIMESTAMP: "timestamp", FIRST: "first", LAST: "last", NEXT: "next"}
-    what = f"POLL_MESSAGES partition {pid} strategy {names.get(strategy, strategy)} {value}"
-    what += f" count {count}"
-    reply = call(ctx, conn, "poll_messages", body, requirement, what)
-    require_ok(reply, requirement, what)
+    """POLL_MESSAGES of ``body`` (:func:`poll_body`), answered 0 with a reply that decodes
+    (IGG-POLL-1 unless told)."""
+    pid = body["partition_id"] if body.get("partition_flag", 1) else None
+    kind, value = body["strategy"]["kind"], body["strategy"]["value"]
+    what = f"POLL_MESSAGES partition {pid} strategy {STRATEGIES.get(kind, kind)} {value}"
+    what += f" count {body['count']}"
+    reply = call(ctx, conn, "poll_messages", body, requirement, what, require_ok)
     if reply.body is None:
         raise Violation(requirement, f"{what}: an empty reply", reply.at("status"))
     return reply
@@ -289,10 +278,10 @@ def msg_fields(reply: Reply, name: str) -> list[str]:
 
 
 def offset_body(
-    ctx: CaseContext, sid: int, tid: int, pid: int | None, cid: int = 0
+    ctx: CaseContext, sid: int, tid: int, pid: int | None, cid: int = 0, kind: int = CONSUMER
 ) -> dict[str, Any]:
     return {
-        "consumer": consumer(ctx, cid),
+        "consumer": consumer(ctx, cid, kind),
         "stream": ident(sid),
         "topic": ident(tid),
         **partition(ctx, pid),
@@ -356,16 +345,15 @@ def get_group(
     )
 
 
-def member_ids(ctx: CaseContext, conn: Connection) -> int:
-    """This connection's client id (GET_ME; IGG-SYS-3)."""
-    reply = expect_ok(ctx, conn, "get_me", {}, "IGG-SYS-3", "GET_ME")
+def members(reply: Reply) -> list[tuple[int, list[int]]]:
+    """Each member a GET_CONSUMER_GROUP reply lists, in its order: (member id, its partitions
+    sorted).  A member id is numbered per group (IGG-GROUP-2), not a client id: a case tells
+    its connections apart by the partitions they poll, never by GET_ME."""
     if reply.body is None:
-        raise Violation("IGG-SYS-3", "GET_ME: an empty reply", reply.at("status"))
-    return int(reply.body["client_id"])
+        return []
+    return [(int(m["id"]), sorted(int(p) for p in m["partitions"])) for m in reply.body["members"]]
 
 
-def assignment(reply: Reply) -> dict[int, list[int]]:
-    """Each member's partitions in a GET_CONSUMER_GROUP reply."""
-    if reply.body is None:
-        return {}
-    return {int(m["id"]): [int(p) for p in m["partitions"]] for m in reply.body["members"]}
+def partitions_held(reply: Reply) -> list[int]:
+    """Every partition the listed members hold, sorted, once per list it is in."""
+    return sorted(p for _, parts in members(reply) for p in parts)

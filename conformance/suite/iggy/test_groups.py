@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import time
 
+from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import (
     GROUP,
     OFFSET,
-    assignment,
     create_group,
     get_group,
     group_body,
     ident,
     join,
-    member_ids,
+    members,
     message,
+    partitions_held,
     poll_body,
     send_messages,
     stream_topic,
@@ -80,34 +81,46 @@ def test_create_group_answers_an_empty_group_and_refuses_a_duplicate(target: Cas
 
 @case("iggy/groups/2", "IGG-GROUP-2")
 def test_get_group_answers_the_group_and_its_members(target: CaseContext) -> None:
-    """GET_CONSUMER_GROUP answers a one-member group with both partitions; an unknown group, empty.
+    """GET_CONSUMER_GROUP lists the first member as id 0 with both partitions, a second as id 1;
+    an unknown group is answered empty.
 
     IGG-GROUP-2: "GET_CONSUMER_GROUP (600) is answered with the Group record followed by one
-    Member record per member (member id, partitions count, its partition ids); for a group that
-    does not exist the reply is status 0 with an empty payload."
+    Member record per member (member id, partitions count, its partition ids); a member's id is
+    numbered within its group: a joining member gets one more than the highest id among the
+    group's members, 0 when the group has none; it is not the client id. For a group that does
+    not exist the reply is status 0 with an empty payload."
     """
-    with target.connect() as conn:
-        sid, tid = stream_topic(target, conn, "getgroup", 2)
-        gid, _ = create_group(target, conn, sid, tid, "getgroup")
-        join(target, conn, sid, tid, gid, "IGG-GROUP-2")
-        me = member_ids(target, conn)
-        got = get_group(target, conn, sid, tid, gid)
+    with target.connect() as one, target.connect() as two:
+        sid, tid = stream_topic(target, one, "getgroup", 2)
+        gid, _ = create_group(target, one, sid, tid, "getgroup")
+        join(target, one, sid, tid, gid, "IGG-GROUP-2")
+        got = get_group(target, one, sid, tid, gid)
         require(
             got.body is not None,
             "IGG-GROUP-2",
             f"GET_CONSUMER_GROUP {gid} answered an empty reply, expected the group",
             got.at("status"),
         )
-        members = assignment(got)
+        listed = members(got)
         require(
-            got.body["id"] == gid and list(members) == [me] and sorted(members[me]) == [0, 1],
+            got.body["id"] == gid and listed == [(0, [0, 1])],
             "IGG-GROUP-2",
-            f"GET_CONSUMER_GROUP {gid} answered group {got.body['id']} with members"
-            f" {show_all(list(members))}, expected {gid} with member {me} holding partitions 0, 1",
+            f"GET_CONSUMER_GROUP {gid} after one join answered group {got.body['id']} with"
+            f" members {show_members(listed)}, expected {gid} with member 0 holding 0, 1",
             got.at("id", "members_count", "members"),
         )
+        join(target, two, sid, tid, gid, "IGG-GROUP-2")
+        again = get_group(target, one, sid, tid, gid)
+        ids = sorted(m for m, _ in members(again))
+        require(
+            ids == [0, 1],
+            "IGG-GROUP-2",
+            f"after a second join GET_CONSUMER_GROUP {gid} lists member ids {show_all(ids)},"
+            " expected 0, 1",
+            again.at("members_count", "members"),
+        )
         expect_empty(
-            target, conn, "get_consumer_group", group_body(target, sid, tid, UNKNOWN),
+            target, one, "get_consumer_group", group_body(target, sid, tid, UNKNOWN),
             "IGG-GROUP-2",
             f"GET_CONSUMER_GROUP {UNKNOWN} (no such group)",
         )  # fmt: skip
@@ -156,12 +169,12 @@ def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> 
             target, one, "get_consumer_group", group_body(target, sid, tid, gid), "IGG-GROUP-4",
             f"GET_CONSUMER_GROUP {gid} after two joins",
         )  # fmt: skip
-        members = assignment(got)
-        dealt = sorted(p for ps in members.values() for p in ps)
+        listed = members(got)
+        dealt = partitions_held(got)
         require(
-            len(members) == 2,
+            len(listed) == 2,
             "IGG-GROUP-4",
-            f"after two joins the group has {len(members)} member(s), expected 2",
+            f"after two joins the group has {len(listed)} member(s), expected 2",
             got.at("members_count", "members"),
         )
         require(
@@ -174,7 +187,8 @@ def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> 
 
 @case("iggy/groups/5", "IGG-GROUP-5")
 def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
-    """After one of two members leaves the other holds partitions 0..3; a non-member's leave: 5006.
+    """After one of two members leaves, one member is listed, holding partitions 0..3; a
+    non-member's leave is answered 5006.
 
     IGG-GROUP-5: "LEAVE_CONSUMER_GROUP (605) by a member is answered with status 0 and an empty
     payload and removes it; its partitions are dealt to the remaining members (each partition
@@ -186,7 +200,6 @@ def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
         gid, _ = create_group(target, one, sid, tid, "leave")
         join(target, one, sid, tid, gid, "IGG-GROUP-5")
         join(target, two, sid, tid, gid, "IGG-GROUP-5")
-        stays = member_ids(target, one)
         body = group_body(target, sid, tid, gid)
         expect_empty(
             target, two, "leave_consumer_group", body, "IGG-GROUP-5", "LEAVE_CONSUMER_GROUP"
@@ -194,13 +207,12 @@ def test_leave_hands_the_partitions_to_the_others(target: CaseContext) -> None:
         got = expect_found(
             target, one, "get_consumer_group", body, "IGG-GROUP-5", "GET_CONSUMER_GROUP after it"
         )
-        members = assignment(got)
+        listed = members(got)
         require(
-            list(members) == [stays] and sorted(members[stays]) == [0, 1, 2, 3],
+            len(listed) == 1 and partitions_held(got) == [0, 1, 2, 3],
             "IGG-GROUP-5",
-            f"after a leave the group's members are {show_all(list(members))} holding"
-            f" {show_all(sorted(p for ps in members.values() for p in ps))},"
-            f" expected {stays} holding 0..3",
+            f"after one of two members left the group lists {show_members(listed)},"
+            " expected one member holding 0, 1, 2, 3",
             got.at("members_count", "members"),
         )
         expect_status(
@@ -263,9 +275,24 @@ def test_joining_an_unknown_group_is_answered_5000(target: CaseContext) -> None:
             expect_status(target, conn, "join_consumer_group", body, status, "IGG-GROUP-7", what)
 
 
+def polled_partitions(
+    ctx: CaseContext, conn: Connection, sid: int, tid: int, gid: int, who: str
+) -> set[int]:
+    """The partitions of two group polls without a partition that returned messages."""
+    seen: set[int] = set()
+    for _ in range(2):
+        body = poll_body(ctx, sid, tid, None, OFFSET, 0, 10, cid=gid, kind=GROUP)
+        what = f"{who}'s poll as group {gid} without a partition"
+        reply = call(ctx, conn, "poll_messages", body, "IGG-GROUP-8", what, require_ok)
+        if reply.body is not None and reply.body["messages"]:
+            seen.add(int(reply.body["partition_id"]))
+    return seen
+
+
 @case("iggy/groups/8", "IGG-GROUP-8")
 def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
-    """Members polling with no partition read only partitions dealt to them; a non-member gets 5006.
+    """Two members polling with no partition each read only the partitions of one listed
+    member, not the same one; a non-member gets 5006.
 
     IGG-GROUP-8: "a member polling as the group (Consumer kind 2 with the group's id) without
     naming a partition receives only messages of partitions in its own list; a connection that
@@ -281,22 +308,26 @@ def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
         join(target, one, sid, tid, gid, "IGG-GROUP-8")
         join(target, two, sid, tid, gid, "IGG-GROUP-8")
         got = get_group(target, one, sid, tid, gid, "IGG-GROUP-8")
-        members = assignment(got)
-        for conn in (one, two):
-            me = member_ids(target, conn)
-            mine = members.get(me, [])
-            for _ in range(2):
-                body = poll_body(target, sid, tid, None, OFFSET, 0, 10, cid=gid, kind=GROUP)
-                reply = call(target, conn, "poll_messages", body, "IGG-GROUP-8", "a member's poll")
-                require_ok(reply, "IGG-GROUP-8", f"member {me}'s poll without a partition")
-                pid = int(reply.body["partition_id"])
-                require(
-                    not reply.body["messages"] or pid in mine,
-                    "IGG-GROUP-8",
-                    f"member {me} polled partition {pid}, not among its partitions"
-                    f" {show_all(mine)}",
-                    got.at("members") + reply.at("partition_id"),
-                )
+        listed = members(got)
+        require(
+            len(listed) == 2,
+            "IGG-GROUP-4",
+            f"after two joins the group lists {len(listed)} member(s), expected 2",
+            got.at("members_count", "members"),
+        )
+        seen = [polled_partitions(target, c, sid, tid, gid, w) for c, w in ((one, "A"), (two, "B"))]
+        # a connection's member is a listed member whose list holds every partition it polled;
+        # the two connections must be two different members
+        fits = [[i for i, (_, parts) in enumerate(listed) if s <= set(parts)] for s in seen]
+        paired = any(a != b for a in fits[0] for b in fits[1])
+        require(
+            paired,
+            "IGG-GROUP-8",
+            f"connection A polled partitions {show_all(sorted(seen[0]))} and B"
+            f" {show_all(sorted(seen[1]))}, but the group lists {show_members(listed)}: no two"
+            " different members hold them",
+            got.at("members"),
+        )
         body = poll_body(target, sid, tid, 0, OFFSET, 0, 10, cid=gid, kind=GROUP)
         expect_status(
             target, outsider, "poll_messages", body, 5006, "IGG-GROUP-8", "a non-member's poll"
@@ -305,7 +336,8 @@ def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
 
 @case("iggy/groups/9", "IGG-GROUP-9")
 def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
-    """A member whose connection closes is no longer listed in GET_CONSUMER_GROUP.
+    """When one of two members' connection closes, the group lists one member, holding both
+    partitions.
 
     IGG-GROUP-9: "when a member's connection ends, it leaves the group: GET_CONSUMER_GROUP no
     longer lists it and its partitions are dealt to the remaining members."
@@ -314,57 +346,75 @@ def test_a_member_whose_connection_ends_leaves(target: CaseContext) -> None:
         sid, tid = stream_topic(target, conn, "closed", 2)
         gid, _ = create_group(target, conn, sid, tid, "closed")
         join(target, conn, sid, tid, gid, "IGG-GROUP-9")
-        stays = member_ids(target, conn)
         gone = target.connect()
         join(target, gone, sid, tid, gid, "IGG-GROUP-9")
         gone.close()
         deadline = time.monotonic() + target.timeout
         while True:
             got = get_group(target, conn, sid, tid, gid, "IGG-GROUP-9")
-            members = assignment(got)
-            if list(members) == [stays] or time.monotonic() > deadline:
+            listed = members(got)
+            if len(listed) == 1 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         require(
-            list(members) == [stays],
+            len(listed) == 1,
             "IGG-GROUP-9",
-            f"{target.timeout:g}s after a member's connection closed the group's members are"
-            f" {show_all(list(members))}, expected only {stays}",
+            f"{target.timeout:g}s after one of two members' connection closed the group lists"
+            f" {show_members(listed)}, expected one member",
             got.at("members_count", "members"),
         )
         require(
-            sorted(members[stays]) == [0, 1],
+            partitions_held(got) == [0, 1],
             "IGG-GROUP-9",
-            f"the remaining member holds partitions {show_all(sorted(members[stays]))},"
+            f"the remaining member holds partitions {show_all(partitions_held(got))},"
             " expected 0, 1",
             got.at("members"),
         )
 
 
+def dealt_round_robin(ctx: CaseContext, conn: Connection, sid: int, tid: int, gid: int) -> None:
+    """GET_CONSUMER_GROUP lists its members in ascending id, partition i in the list of the
+    (i mod m)-th of them (IGG-GROUP-10)."""
+    got = get_group(ctx, conn, sid, tid, gid, "IGG-GROUP-4")
+    listed = members(got)
+    ids = [m for m, _ in listed]
+    want = [[p for p in range(PARTITIONS) if p % len(listed) == i] for i in range(len(listed))]
+    require(
+        ids == sorted(ids) and [parts for _, parts in listed] == want,
+        "IGG-GROUP-10",
+        f"the group lists {show_members(listed)}, expected ids ascending and holding "
+        + "; ".join(show_all(w) for w in want),
+        got.at("members"),
+    )
+
+
+PARTITIONS = 5
+
+
 @case("iggy/groups/10", "IGG-GROUP-10")
 def test_partitions_are_dealt_round_robin_in_listed_order(target: CaseContext) -> None:
-    """With two members on 4 partitions, the first member GET_CONSUMER_GROUP lists holds 0
-    and 2, the second 1 and 3.
+    """Members are listed in ascending id and hold partitions dealt round-robin in that order,
+    after each of three joins and after a leave (5 partitions).
 
-    IGG-GROUP-10: "partitions are dealt round-robin over the members in the order
-    GET_CONSUMER_GROUP lists them (partition i to the (i mod m)-th listed member)."
+    IGG-GROUP-10: "GET_CONSUMER_GROUP lists the members in ascending member id, and partitions
+    are dealt round-robin over them in that order (partition i to the (i mod m)-th listed
+    member), again after every join and every leave."
     """
-    with target.connect() as one, target.connect() as two:
-        sid, tid = stream_topic(target, one, "roundrobin", 4)
+    with target.connect() as one, target.connect() as two, target.connect() as three:
+        sid, tid = stream_topic(target, one, "roundrobin", PARTITIONS)
         gid, _ = create_group(target, one, sid, tid, "roundrobin")
-        join(target, one, sid, tid, gid, "IGG-GROUP-4")
-        join(target, two, sid, tid, gid, "IGG-GROUP-4")
-        got = get_group(target, one, sid, tid, gid, "IGG-GROUP-4")
-        members = assignment(got)
-        listed = list(members)
-        want = {m: [p for p in range(4) if p % len(listed) == i] for i, m in enumerate(listed)}
-        have = {m: sorted(parts) for m, parts in members.items()}
-        require(
-            have == want,
-            "IGG-GROUP-10",
-            "the listed members hold "
-            + "; ".join(f"{m}: {show_all(have[m])}" for m in listed)
-            + ", expected "
-            + "; ".join(f"{m}: {show_all(want[m])}" for m in listed),
-            got.at("members"),
-        )
+        for conn in (one, two, three):
+            join(target, conn, sid, tid, gid, "IGG-GROUP-4")
+            dealt_round_robin(target, one, sid, tid, gid)
+        expect_empty(
+            target, two, "leave_consumer_group", group_body(target, sid, tid, gid),
+            "IGG-GROUP-5", "LEAVE_CONSUMER_GROUP of the second member",
+        )  # fmt: skip
+        dealt_round_robin(target, one, sid, tid, gid)
+
+
+def show_members(listed: list[tuple[int, list[int]]]) -> str:
+    """``member 0: 0, 2; member 1: 1`` (or ``no member``)."""
+    if not listed:
+        return "no member"
+    return "; ".join(f"member {m}: {show_all(parts) if parts else 'none'}" for m, parts in listed)

@@ -11,6 +11,7 @@ from conformance.suite.iggy.steps import (
     ident,
     message,
     poll,
+    poll_body,
     polled,
     send_messages,
     stream_topic,
@@ -75,7 +76,7 @@ def test_headers_of_every_kind_come_back_byte_for_byte(target: CaseContext) -> N
             [message(target, b"h", headers=headers)],
             "IGG-HDR-1",
         )
-        got = poll(target, conn, sid, tid, 0, FIRST, 0, 1)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, FIRST, 0, 1))
         back = polled(got)[0]["headers"] if polled(got) else b""
         require(
             back == headers,

@@ -6,14 +6,30 @@ from __future__ import annotations
 from conformance.client import Connection
 from conformance.suite.case import case, require
 from conformance.suite.iggy.steps import (
+    GROUP,
+    create_group,
+    get_group,
+    join,
+    members,
     message,
     offset_body,
     send_messages,
     stream_topic,
     to_partition,
 )
-from conformance.suite.iggy.verify import expect_empty, expect_found, expect_ok, expect_status
+from conformance.suite.iggy.verify import (
+    both,
+    call,
+    classic,
+    expect_empty,
+    expect_found,
+    expect_ok,
+    expect_status,
+    require_status,
+)
 from conformance.suite.target import CaseContext
+
+UNKNOWN = 4_000_000_000
 
 
 def stocked(ctx: CaseContext, conn: Connection, base: str, count: int = 5) -> tuple[int, int]:
@@ -54,22 +70,31 @@ def test_a_stored_offset_is_answered_with_the_current_offset(target: CaseContext
 
 @case("iggy/offsets/2", "IGG-OFF-2")
 def test_no_stored_offset_is_an_empty_reply(target: CaseContext) -> None:
-    """GET_CONSUMER_OFFSET of a consumer that stored nothing answers an empty reply.
+    """GET_CONSUMER_OFFSET answers empty where nothing is stored, and for an unknown stream,
+    topic or partition.
 
-    IGG-OFF-2: "GET_CONSUMER_OFFSET for a consumer that has no offset stored on that partition
-    is answered with status 0 and an empty payload."
+    IGG-OFF-2: "GET_CONSUMER_OFFSET is answered with status 0 and an empty payload when the
+    consumer has no offset stored on that partition, and also when the lookup fails: a stream or
+    topic that does not exist, a partition the topic does not have. A group consumer needs no
+    membership to read its group's offset"
     """
     with target.connect() as conn:
         sid, tid = stocked(target, conn, "nostore")
-        body = offset_body(target, sid, tid, 0, cid=12)
-        expect_empty(
-            target,
-            conn,
-            "get_consumer_offset",
-            body,
-            "IGG-OFF-2",
-            "GET_CONSUMER_OFFSET, none stored",
-        )
+        gets = [
+            (offset_body(target, sid, tid, 0, cid=12), "none stored"),
+            (offset_body(target, UNKNOWN, tid, 0, cid=12), f"stream {UNKNOWN} (no such stream)"),
+            (offset_body(target, sid, UNKNOWN, 0, cid=12), f"topic {UNKNOWN} (no such topic)"),
+            (offset_body(target, sid, tid, 7, cid=12), "partition 7 of a 1-partition topic"),
+        ]
+        if classic(target):
+            gid, _ = create_group(target, conn, sid, tid, "nostore", "IGG-OFF-2")
+            group = offset_body(target, sid, tid, None, cid=gid, kind=GROUP)
+            gets.append((group, f"group {gid} from a connection not in it, none stored"))
+        for body, what in gets:
+            expect_empty(
+                target, conn, "get_consumer_offset", body, "IGG-OFF-2",
+                f"GET_CONSUMER_OFFSET, {what}",
+            )  # fmt: skip
 
 
 @case("iggy/offsets/3", "IGG-OFF-3")
@@ -143,3 +168,54 @@ def test_delete_consumer_offset_removes_it(target: CaseContext) -> None:
         expect_empty(target, conn, "get_consumer_offset", body, "IGG-OFF-5", "GET after the delete")
         what = "DELETE_CONSUMER_OFFSET where nothing is stored"
         expect_status(target, conn, "delete_consumer_offset", body, 3021, "IGG-OFF-5", what)
+
+
+@case("iggy/offsets/6", "IGG-OFF-6")
+def test_a_group_offset_needs_a_member_that_holds_the_partition(target: CaseContext) -> None:
+    """STORE and DELETE_CONSUMER_OFFSET as a group from a non-member are answered 5006; a member
+    storing on each of 2 partitions gets 0 on its own and 3022 on the other's.
+
+    IGG-OFF-6: "STORE_CONSUMER_OFFSET or DELETE_CONSUMER_OFFSET with a group consumer (kind 2)
+    from a connection that is not a member of the group is answered with status 5006
+    (ConsumerGroupMemberNotFound), and from a member naming a partition not in its list with
+    3022 (NotResolvedConsumer)"
+    """
+    with target.connect() as one, target.connect() as two, target.connect() as outsider:
+        sid, tid = stream_topic(target, one, "groupstore", 2)
+        for pid in range(2):
+            send_messages(target, one, sid, tid, to_partition(pid), [message(target, b"g")])
+        gid, _ = create_group(target, one, sid, tid, "groupstore", "IGG-OFF-6")
+        body = offset_body(target, sid, tid, 0, cid=gid, kind=GROUP)
+        for name, extra in (
+            ("store_consumer_offset", {"offset": 0}),
+            ("delete_consumer_offset", {}),
+        ):
+            expect_status(
+                target, outsider, name, {**body, **extra}, 5006, "IGG-OFF-6",
+                f"{name.upper()} as group {gid} from a connection not in it",
+            )  # fmt: skip
+        join(target, one, sid, tid, gid, "IGG-GROUP-4")
+        join(target, two, sid, tid, gid, "IGG-GROUP-4")
+        got = get_group(target, one, sid, tid, gid, "IGG-GROUP-4")
+        lists = [parts for _, parts in members(got)]
+        require(
+            sorted(lists) == [[0], [1]],
+            "IGG-GROUP-4",
+            f"two members of a 2-partition group hold {lists}, expected one partition each",
+            got.at("members"),
+        )
+        statuses = []
+        for pid in range(2):
+            body = {**offset_body(target, sid, tid, pid, cid=gid, kind=GROUP), "offset": 0}
+            what = f"STORE_CONSUMER_OFFSET as group {gid} partition {pid} from a member"
+            stored = call(target, one, "store_consumer_offset", body, "IGG-OFF-6", what)
+            require_status(stored, (0, 3022), "IGG-OFF-6", what)
+            statuses.append(stored)
+        require(
+            sorted(r.status for r in statuses) == [0, 3022],
+            "IGG-OFF-6",
+            f"a member holding one of 2 partitions stored on partitions 0 and 1 with statuses"
+            f" {statuses[0].status}, {statuses[1].status}, expected 0 on its own and 3022 on the"
+            " other",
+            both(*statuses),
+        )

@@ -18,6 +18,7 @@ from conformance.suite.iggy.steps import (
     offsets,
     payloads,
     poll,
+    poll_body,
     polled,
     send_messages,
     stream_topic,
@@ -49,7 +50,7 @@ def test_a_poll_reply_is_partition_offset_count_messages(target: CaseContext) ->
         send_messages(
             target, conn, sid, tid, to_partition(1), [message(target, b"x"), message(target, b"y")]
         )
-        got = poll(target, conn, sid, tid, 1, OFFSET, 0, 10)
+        got = poll(target, conn, poll_body(target, sid, tid, 1, OFFSET, 0, 10))
         require(
             got.body["partition_id"] == 1 and payloads(got) == [b"x", b"y"],
             "IGG-POLL-1",
@@ -69,14 +70,14 @@ def test_strategy_offset_returns_from_that_offset(target: CaseContext) -> None:
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "byoffset")
-        got = poll(target, conn, sid, tid, 0, OFFSET, 2, 2)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, OFFSET, 2, 2))
         require(
             offsets(got) == [2, 3] and payloads(got) == FIVE[2:4],
             "IGG-POLL-2",
             f"offset 2 count 2 returned offsets {show_all(offsets(got))}, expected 2, 3",
             got.at(*msg_fields(got, "offset"), asked=("strategy.value", "count")),
         )
-        past = poll(target, conn, sid, tid, 0, OFFSET, 9, 10)
+        past = poll(target, conn, poll_body(target, sid, tid, 0, OFFSET, 9, 10))
         require(
             not polled(past),
             "IGG-POLL-2",
@@ -97,9 +98,9 @@ def test_strategy_timestamp_returns_messages_from_that_time(target: CaseContext)
         for p in (b"t0", b"t1", b"t2"):
             send_messages(target, conn, sid, tid, to_partition(0), [message(target, p)])
             time.sleep(0.01)
-        everything = poll(target, conn, sid, tid, 0, FIRST, 0, 10)
+        everything = poll(target, conn, poll_body(target, sid, tid, 0, FIRST, 0, 10))
         stamps = [int(m["timestamp"]) for m in polled(everything)]
-        got = poll(target, conn, sid, tid, 0, TIMESTAMP, stamps[1], 10)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, TIMESTAMP, stamps[1], 10))
         want = [p for p, t in zip([b"t0", b"t1", b"t2"], stamps, strict=True) if t >= stamps[1]]
         require(
             payloads(got) == want,
@@ -120,7 +121,7 @@ def test_strategy_first_returns_from_the_first_offset(target: CaseContext) -> No
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "first")
-        got = poll(target, conn, sid, tid, 0, FIRST, 0, 3)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, FIRST, 0, 3))
         require(
             offsets(got) == [0, 1, 2],
             "IGG-POLL-4",
@@ -138,14 +139,14 @@ def test_strategy_last_returns_the_last_count_messages(target: CaseContext) -> N
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "last")
-        got = poll(target, conn, sid, tid, 0, LAST, 0, 2)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, LAST, 0, 2))
         require(
             offsets(got) == [3, 4],
             "IGG-POLL-5",
             f"last count 2 returned offsets {show_all(offsets(got))}, expected 3, 4",
             got.at(*msg_fields(got, "offset"), asked=("strategy.kind", "count")),
         )
-        more = poll(target, conn, sid, tid, 0, LAST, 0, 9)
+        more = poll(target, conn, poll_body(target, sid, tid, 0, LAST, 0, 9))
         require(
             offsets(more) == [0, 1, 2, 3, 4],
             "IGG-POLL-5",
@@ -164,7 +165,7 @@ def test_strategy_next_continues_after_the_stored_offset(target: CaseContext) ->
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "next")
-        fresh = poll(target, conn, sid, tid, 0, NEXT, 0, 2, cid=1)
+        fresh = poll(target, conn, poll_body(target, sid, tid, 0, NEXT, 0, 2, cid=1))
         require(
             offsets(fresh) == [0, 1],
             "IGG-POLL-6",
@@ -176,7 +177,7 @@ def test_strategy_next_continues_after_the_stored_offset(target: CaseContext) ->
         expect_ok(
             target, conn, "store_consumer_offset", store, "IGG-OFF-1", "STORE_CONSUMER_OFFSET 2"
         )
-        got = poll(target, conn, sid, tid, 0, NEXT, 0, 2, cid=2)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, NEXT, 0, 2, cid=2))
         require(
             offsets(got) == [3, 4],
             "IGG-POLL-6",
@@ -194,7 +195,9 @@ def test_auto_commit_stores_the_last_offset_returned(target: CaseContext) -> Non
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "autocommit")
-        got = poll(target, conn, sid, tid, 0, OFFSET, 0, 3, auto_commit=True, cid=3)
+        got = poll(
+            target, conn, poll_body(target, sid, tid, 0, OFFSET, 0, 3, auto_commit=True, cid=3)
+        )
         stored = expect_found(
             target, conn, "get_consumer_offset", offset_body(target, sid, tid, 0, cid=3),
             "IGG-POLL-7",
@@ -219,14 +222,14 @@ def test_current_offset_is_the_partitions_last_offset(target: CaseContext) -> No
     """
     with target.connect() as conn:
         sid, tid = five(target, conn, "current", 2)
-        got = poll(target, conn, sid, tid, 0, OFFSET, 0, 1)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, OFFSET, 0, 1))
         require(
             got.body["current_offset"] == 4,
             "IGG-POLL-8",
             f"current_offset {got.body['current_offset']} after five messages, expected 4",
             got.at("current_offset"),
         )
-        empty = poll(target, conn, sid, tid, 1, OFFSET, 0, 1)
+        empty = poll(target, conn, poll_body(target, sid, tid, 1, OFFSET, 0, 1))
         require(
             empty.body["current_offset"] == 0,
             "IGG-POLL-8",
@@ -249,7 +252,7 @@ def test_a_polled_message_carries_what_was_sent(target: CaseContext) -> None:
         sid, tid = stream_topic(target, conn, "carries")
         msg = message(target, b"carried", mid=4242, headers=headers, origin=origin)
         send_messages(target, conn, sid, tid, to_partition(0), [msg])
-        got = poll(target, conn, sid, tid, 0, FIRST, 0, 1)
+        got = poll(target, conn, poll_body(target, sid, tid, 0, FIRST, 0, 1))
         require(
             len(polled(got)) == 1,
             "IGG-POLL-9",

@@ -20,6 +20,7 @@ from conformance.suite.iggy.steps import (
     offsets,
     payloads,
     poll,
+    poll_body,
     polled,
     send_messages,
     stream,
@@ -34,7 +35,7 @@ UNKNOWN = 4_000_000_000
 
 
 def all_of(ctx: CaseContext, conn: Connection, sid: int, tid: int, pid: int) -> Reply:
-    return poll(ctx, conn, sid, tid, pid, FIRST, 0, 1000)
+    return poll(ctx, conn, poll_body(ctx, sid, tid, pid, FIRST, 0, 1000))
 
 
 @case("iggy/send/1", "IGG-SEND-1")

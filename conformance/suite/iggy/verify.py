@@ -16,8 +16,9 @@ there); a status-0 reply that does not decode is a violation of the same require
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from conformance.client import Connection, PeerClosed, ReplyTimeout, WireLog
@@ -131,6 +132,10 @@ def read(
     return Reply(name, status, body, evidence, payload, conn.log)
 
 
+Check = Callable[[Reply, str, str], None]
+"""A check of a reply: it raises a Violation of the requirement, naming ``what``."""
+
+
 def call(
     ctx: CaseContext,
     conn: Connection,
@@ -138,22 +143,13 @@ def call(
     body: Mapping[str, Any],
     requirement: str,
     what: str,
+    check: Check | None = None,
 ) -> Reply:
+    """Send ``name`` with ``body`` and read its reply, held to ``check`` when given."""
     send(ctx, conn, name, body)
-    return read(ctx, conn, name, requirement, what)
-
-
-def expect_ok(
-    ctx: CaseContext,
-    conn: Connection,
-    name: str,
-    body: Mapping[str, Any],
-    requirement: str,
-    what: str,
-) -> Reply:
-    """A reply with status 0."""
-    reply = call(ctx, conn, name, body, requirement, what)
-    require_ok(reply, requirement, what)
+    reply = read(ctx, conn, name, requirement, what)
+    if check is not None:
+        check(reply, requirement, what)
     return reply
 
 
@@ -162,6 +158,44 @@ def require_ok(reply: Reply, requirement: str, what: str) -> None:
         raise Violation(
             requirement, f"{what}: {reply.shown()}, expected status 0 (OK)", reply.at("status")
         )
+
+
+def require_status(reply: Reply, want: int | Iterable[int], requirement: str, what: str) -> None:
+    wanted = (want,) if isinstance(want, int) else tuple(want)
+    if reply.status not in wanted:
+        expected = " or ".join(status_name(w) for w in wanted)
+        raise Violation(
+            requirement, f"{what}: {reply.shown()}, expected status {expected}", reply.at("status")
+        )
+
+
+def require_empty(reply: Reply, requirement: str, what: str) -> None:
+    require_ok(reply, requirement, what)
+    if reply.payload:
+        raise Violation(
+            requirement,
+            f"{what}: status 0 with {len(reply.payload)} payload byte(s), expected an empty reply",
+            reply.at(),
+        )
+
+
+def require_found(reply: Reply, requirement: str, what: str) -> None:
+    require_ok(reply, requirement, what)
+    if reply.body is None:
+        raise Violation(
+            requirement,
+            f"{what}: an empty reply (status 0, no payload), expected it found",
+            reply.at("status"),
+        )
+
+
+expect_ok = partial(call, check=require_ok)
+"""A reply with status 0."""
+expect_empty = partial(call, check=require_empty)
+"""A reply with status 0 and no payload (a thing not found, or a command that answers
+nothing)."""
+expect_found = partial(call, check=require_found)
+"""A reply with status 0 and a body (not the empty reply of a thing not found)."""
 
 
 def expect_status(
@@ -174,57 +208,11 @@ def expect_status(
     what: str,
 ) -> Reply:
     """A reply with status ``want`` (or one of them)."""
-    reply = call(ctx, conn, name, body, requirement, what)
-    require_status(reply, want, requirement, what)
-    return reply
 
+    def check(reply: Reply, req: str, text: str) -> None:
+        require_status(reply, want, req, text)
 
-def require_status(reply: Reply, want: int | Iterable[int], requirement: str, what: str) -> None:
-    wanted = (want,) if isinstance(want, int) else tuple(want)
-    if reply.status not in wanted:
-        expected = " or ".join(status_name(w) for w in wanted)
-        raise Violation(
-            requirement, f"{what}: {reply.shown()}, expected status {expected}", reply.at("status")
-        )
-
-
-def expect_empty(
-    ctx: CaseContext,
-    conn: Connection,
-    name: str,
-    body: Mapping[str, Any],
-    requirement: str,
-    what: str,
-) -> Reply:
-    """A reply with status 0 and no payload (a thing not found, or a command that answers
-    nothing)."""
-    reply = expect_ok(ctx, conn, name, body, requirement, what)
-    if reply.payload:
-        raise Violation(
-            requirement,
-            f"{what}: status 0 with {len(reply.payload)} payload byte(s), expected an empty reply",
-            reply.at(),
-        )
-    return reply
-
-
-def expect_found(
-    ctx: CaseContext,
-    conn: Connection,
-    name: str,
-    body: Mapping[str, Any],
-    requirement: str,
-    what: str,
-) -> Reply:
-    """A reply with status 0 and a body (not the empty reply of a thing not found)."""
-    reply = expect_ok(ctx, conn, name, body, requirement, what)
-    if reply.body is None:
-        raise Violation(
-            requirement,
-            f"{what}: an empty reply (status 0, no payload), expected it found",
-            reply.at("status"),
-        )
-    return reply
+    return call(ctx, conn, name, body, requirement, what, check)
 
 
 def both(*replies: Reply) -> Evidence:
