@@ -7,7 +7,6 @@ quirk and only the cases that quirk breaks (each run starts a broker: keep them 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from conformance.protocols.cursus.messages import BatchAck
 from conformance.report import wire
 from conformance.suite.cursus.reads import Read
 from conformance.suite.wire_context import WireContext
-from tests.support.cli import conformance
+from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
 
 RUNS: dict[str, tuple[str, ...]] = {
     "ack-last-offset-off-by-one": ("cursus/ack/5",),
@@ -36,48 +35,9 @@ RUNS: dict[str, tuple[str, ...]] = {
 }
 """Each quirk and the cases it makes FAIL or WARN."""
 
-_cache: dict[str, dict[str, Any]] = {}
-
-
-def run(quirk: str, tmp: Path) -> dict[str, Any]:
-    """results.json of the run with ``quirk`` (once per quirk per worker)."""
-    if quirk not in _cache:
-        reports = tmp / quirk
-        r = conformance(
-            tmp,
-            "run",
-            "--protocol",
-            "cursus",
-            "--quirk",
-            quirk,
-            "--timeout",
-            "1",
-            "--reports",
-            str(reports),
-            "-q",
-            *RUNS[quirk],
-        )
-        assert (reports / "results.json").exists(), r.stdout + r.stderr
-        _cache[quirk] = json.loads((reports / "results.json").read_text())
-    return _cache[quirk]
-
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("evidence")
-
-
-def case(quirk: str, tmp: Path, case_id: str) -> dict[str, Any]:
-    return next(c for c in run(quirk, tmp)["cases"] if c["case_id"] == case_id)
-
-
-def judged(c: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
-    """Each evidence frame as (its wire-log entry, the fields judged in it)."""
-    return [(c["wire_log"][j["entry"]], j["fields"]) for j in c["evidence"]]
-
-
-def value(entry: dict[str, Any], name: str) -> Any:
-    return next(f[3] for f in entry["fields"] if f[0] == name)
+RUNNER = QuirkRuns("cursus", RUNS, timeout=1)
+run, case = RUNNER.run, RUNNER.case
+tmp = reports_dir("evidence")
 
 
 def test_a_wrong_last_offset_names_last_offset_in_that_ack(tmp: Path) -> None:

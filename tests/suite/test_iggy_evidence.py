@@ -9,13 +9,9 @@ few).  A last run, with no quirk, checks that the doc revision runs its own case
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from tests.support.cli import conformance
+from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
 
 RUNS: dict[str, tuple[str, ...]] = {
     "checksum-zero": ("iggy/send/6",),
@@ -26,39 +22,9 @@ RUNS: dict[str, tuple[str, ...]] = {
 }
 """Each quirk and the cases it makes FAIL."""
 
-_cache: dict[str, dict[str, Any]] = {}
-
-
-def run(quirk: str, tmp: Path, *extra: str) -> dict[str, Any]:
-    """results.json of the run with ``quirk`` (once per quirk per worker)."""
-    if quirk not in _cache:
-        reports = tmp / quirk
-        args = ["--quirk", quirk, *RUNS[quirk]] if quirk in RUNS else list(extra)
-        r = conformance(
-            tmp, "run", "--protocol", "iggy", "--timeout", "2", "--reports", str(reports), "-q",
-            *args,
-        )  # fmt: skip
-        assert (reports / "results.json").exists(), r.stdout + r.stderr
-        _cache[quirk] = json.loads((reports / "results.json").read_text())
-    return _cache[quirk]
-
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("iggy-evidence")
-
-
-def case(quirk: str, tmp: Path, case_id: str) -> dict[str, Any]:
-    return next(c for c in run(quirk, tmp)["cases"] if c["case_id"] == case_id)
-
-
-def judged(c: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
-    """Each evidence frame as (its wire-log entry, the fields judged in it)."""
-    return [(c["wire_log"][j["entry"]], j["fields"]) for j in c["evidence"]]
-
-
-def value(entry: dict[str, Any], name: str) -> Any:
-    return next(f[3] for f in entry["fields"] if f[0] == name)
+RUNNER = QuirkRuns("iggy", RUNS, timeout=2)
+run, case = RUNNER.run, RUNNER.case
+tmp = reports_dir("iggy-evidence")
 
 
 def test_a_wrong_checksum_names_that_messages_checksum(tmp: Path) -> None:

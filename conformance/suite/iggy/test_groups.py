@@ -24,6 +24,7 @@ from conformance.suite.iggy.steps import (
     to_partition,
 )
 from conformance.suite.iggy.verify import (
+    Reply,
     call,
     classic,
     expect_empty,
@@ -151,6 +152,18 @@ def test_get_groups_lists_the_topics_groups_once_each(target: CaseContext) -> No
         )
 
 
+def two_listed(got: Reply) -> list[tuple[int, list[int]]]:
+    """The members GET_CONSUMER_GROUP lists after two connections joined: two (IGG-GROUP-4)."""
+    listed = members(got)
+    require(
+        len(listed) == 2,
+        "IGG-GROUP-4",
+        f"after two joins the group lists {len(listed)} member(s), expected 2",
+        got.at("members_count", "members"),
+    )
+    return listed
+
+
 @case("iggy/groups/4", "IGG-GROUP-4")
 def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> None:
     """Two members on 4 partitions hold disjoint lists that together cover each partition once.
@@ -169,14 +182,8 @@ def test_joined_members_share_the_partitions_disjointly(target: CaseContext) -> 
             target, one, "get_consumer_group", group_body(target, sid, tid, gid), "IGG-GROUP-4",
             f"GET_CONSUMER_GROUP {gid} after two joins",
         )  # fmt: skip
-        listed = members(got)
+        two_listed(got)
         dealt = partitions_held(got)
-        require(
-            len(listed) == 2,
-            "IGG-GROUP-4",
-            f"after two joins the group has {len(listed)} member(s), expected 2",
-            got.at("members_count", "members"),
-        )
         require(
             dealt == [0, 1, 2, 3],
             "IGG-GROUP-4",
@@ -308,13 +315,7 @@ def test_a_member_polls_only_its_partitions(target: CaseContext) -> None:
         join(target, one, sid, tid, gid, "IGG-GROUP-8")
         join(target, two, sid, tid, gid, "IGG-GROUP-8")
         got = get_group(target, one, sid, tid, gid, "IGG-GROUP-8")
-        listed = members(got)
-        require(
-            len(listed) == 2,
-            "IGG-GROUP-4",
-            f"after two joins the group lists {len(listed)} member(s), expected 2",
-            got.at("members_count", "members"),
-        )
+        listed = two_listed(got)
         seen = [polled_partitions(target, c, sid, tid, gid, w) for c, w in ((one, "A"), (two, "B"))]
         # a connection's member is a listed member whose list holds every partition it polled;
         # the two connections must be two different members
