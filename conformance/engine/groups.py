@@ -17,14 +17,15 @@ What a policy decides, and the values the three documents call for:
 ================  ====================  ====================  ======================
 field             Cursus (the default)  V1 line protocol      Iggy
 ================  ====================  ====================  ======================
-member_ids        NUMBERED: ``c-1``,    GIVEN: the consumer   GIVEN: the client id
-                  ``c-2`` from the      id (a member joining
-                  consumer id           again stays itself)
+member_ids        NUMBERED: ``c-1``,    GIVEN: the consumer   GIVEN: the member's
+                  ``c-2`` from the      id (a member joining  number in its group
+                  consumer id           again stays itself)   (the front-end numbers)
 first_generation  1                     2 (the real broker)   1 (not on the wire)
 reaping           SESSION: the          SESSION               CONNECTION: no
                   engine's session                            timeout; it leaves
                   timeout                                     when its connection
-                                                              ends (``disconnect``)
+                                                              ends (its session
+                                                              leaves what it joined)
 creation          IMPLICIT: join,       IMPLICIT: JOIN        EXPLICIT: only
                   subscribe or commit                         create_group; a join
                   makes the group                             to a missing group
@@ -76,7 +77,7 @@ coordinator lives in memory; after a restart clients rejoin, as after a coordina
 failover), its offsets are.
 
 Assignors take a partition count and the member ids, sorted as strings (a front-end whose
-ids are numbers, Iggy's client ids, pads them to one width to deal in numeric order), and
+ids are numbers, Iggy's member numbers, pads them to one width to deal in numeric order), and
 return every member's partitions:
   * ``range``: contiguous ranges; the first ``partitions % members`` members get one extra;
   * ``roundrobin`` (``round_robin``, V1's spelling, is the same): partition p goes to

@@ -11,7 +11,7 @@ import pytest
 import xxhash
 
 from conformance.engine import Engine
-from conformance.protocols.iggy import codec
+from conformance.protocols.iggy import broker_streams, codec
 from conformance.protocols.iggy.broker_wire import RequestDeframer
 from conformance.protocols.iggy.handler import IggyConfig, IggyFrontend
 from conformance.protocols.iggy.quirks import QUIRKS, Quirks
@@ -159,6 +159,19 @@ def test_an_unknown_consumer_kind_is_3_before_its_identifier_is_judged(code: int
     c = Conn(frontend())
     assert c.raw(codec.frame_request(code, b"\x09\x01\x02\0\0" + bytes(40)))[0][0] == 3
     assert c.raw(codec.frame_request(code, b"\x01\x01\x02\0\0" + bytes(40)))[0][0] == 4
+
+
+def test_an_unknown_polling_strategy_is_3_before_the_login_and_the_lookups() -> None:
+    """WirePollingStrategy::decode: a kind outside 1..5 is an unknown discriminant (3),
+    found while decoding, so before the login gate and before the stream is looked up."""
+    c = Conn(frontend())
+    who, ids = b"\x01\x01\x04\x01\0\0\0", b"\x01\x04\x09\0\0\0" * 2
+    tail = b"\x01\0\0\0\0" + b"\x09" + bytes(8) + b"\x01\0\0\0\0"
+    assert c.raw(codec.frame_request(100, who + ids + tail))[0][0] == 3
+    assert c.login() == 0
+    assert c.raw(codec.frame_request(100, who + ids + tail))[0][0] == 3
+    good = tail.replace(b"\x09", b"\x03", 1)
+    assert c.raw(codec.frame_request(100, who + ids + good))[0][0] == 1009
 
 
 # ------------------------------------------------------------------ login
@@ -414,6 +427,57 @@ def test_consumer_offsets() -> None:
     assert c.call("delete_consumer_offset", offset_body())[0] == 3021
 
 
+def test_get_consumer_offset_is_empty_for_whatever_it_cannot_find() -> None:
+    """get_consumer_offset_handler.rs: an unknown stream or topic, and any error of the
+    lookup (unknown group, partition), are the empty reply; a group's offset needs no
+    membership and its partition is the one given or 0."""
+    c = logged(frontend())
+    setup(c, 2)
+    c.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": "g"})
+    send(c, to_partition(0), b"a", b"b")
+    c.ok("join_consumer_group", GROUP)
+    c.ok("store_consumer_offset", offset_body(0, who=consumer(0, kind=2), offset=1))
+    c.ok("leave_consumer_group", GROUP)
+    group = consumer(0, kind=2)
+    want = {"partition_id": 0, "current_offset": 1, "stored_offset": 1}
+    assert c.ok("get_consumer_offset", offset_body(0, who=group)) == want  # not a member
+    assert c.ok("get_consumer_offset", offset_body(0, who=group, partition_flag=0)) == want
+    for body in (
+        offset_body(0, stream=ident(9)),
+        offset_body(0, topic=ident(9)),
+        offset_body(0, who=consumer(9, kind=2)),
+        offset_body(7),
+        offset_body(7, who=group),
+    ):
+        assert c.call("get_consumer_offset", body) == (0, None), body
+
+
+def test_a_group_offset_is_stored_and_deleted_by_a_member_on_its_partitions() -> None:
+    """resolve_consumer_group_partition (SV/metadata/reader.rs) with no advance: a
+    non-member is 5006, a partition the member does not hold 3022, none given its current
+    one; an unknown group 5000."""
+    fe = frontend()
+    a, b = logged(fe, "127.0.0.1:1"), logged(fe, "127.0.0.1:2")
+    setup(a, 2)
+    for p in (0, 1):
+        send(a, to_partition(p), b"x", b"y")
+    a.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": "g"})
+    group = consumer(0, kind=2)
+    for name in ("store_consumer_offset", "delete_consumer_offset"):
+        assert a.call(name, offset_body(0, who=group, offset=0))[0] == 5006
+        assert a.call(name, offset_body(0, who=consumer(4, kind=2), offset=0))[0] == 5000
+    a.ok("join_consumer_group", GROUP)
+    b.ok("join_consumer_group", GROUP)  # a holds 0, b holds 1
+    assert a.call("store_consumer_offset", offset_body(1, who=group, offset=0))[0] == 3022
+    assert a.call("delete_consumer_offset", offset_body(1, who=group))[0] == 3022
+    assert a.ok("store_consumer_offset", offset_body(0, who=group, offset=1)) == {}
+    b.ok("store_consumer_offset", offset_body(0, who=group, partition_flag=0, offset=0))
+    assert a.ok("get_consumer_offset", offset_body(1, who=group))["stored_offset"] == 0
+    assert b.ok("delete_consumer_offset", offset_body(1, who=group)) == {}
+    assert b.call("delete_consumer_offset", offset_body(1, who=group))[0] == 3021
+    assert a.ok("delete_consumer_offset", offset_body(0, who=group, partition_flag=0)) == {}
+
+
 # ------------------------------------------------------------------ groups
 
 
@@ -428,20 +492,53 @@ def test_consumer_groups_deal_partitions_and_follow_connections() -> None:
     a.ok("join_consumer_group", GROUP)
     b.ok("join_consumer_group", {**GROUP, "group": ident("g")})
     members = a.ok("get_consumer_group", GROUP)["members"]
-    shares = [set(m["partitions"]) for m in members]
-    assert len(members) == 2 and shares[0].isdisjoint(shares[1])
-    assert shares[0] | shares[1] == {0, 1, 2, 3}
+    assert members == [{"id": 0, "partitions": [0, 2]}, {"id": 1, "partitions": [1, 3]}]
+    a.ok("join_consumer_group", GROUP)  # already a member: nothing changes
+    assert a.ok("get_consumer_group", GROUP)["members"] == members
     assert [
         g["name"] for g in a.ok("get_consumer_groups", {"stream": S0, "topic": T0})["groups"]
     ] == ["g"]
     assert a.ok("get_me")["consumer_groups_count"] == 1
     b.close()
-    assert a.ok("get_consumer_group", GROUP)["members"][0]["partitions"] == [0, 1, 2, 3]
+    assert a.ok("get_consumer_group", GROUP)["members"] == [{"id": 0, "partitions": [0, 1, 2, 3]}]
     a.ok("leave_consumer_group", GROUP)
     assert a.call("leave_consumer_group", GROUP)[0] == 5006
     assert a.ok("delete_consumer_group", GROUP) == {}
     assert a.call("delete_consumer_group", GROUP)[0] == 5000
     assert a.call("get_consumer_group", GROUP) == (0, None)
+
+
+def test_members_are_numbered_per_group_from_the_highest_plus_one() -> None:
+    """SV/metadata/absorb.rs: a joining member gets max(member ids) + 1, 0 in an empty
+    group; ids are the group's own, not the client's; listed and dealt in id order."""
+    fe = frontend()
+    a, b, c = (logged(fe, f"127.0.0.1:{n}") for n in (1, 2, 3))
+    setup(a, 3)
+    for name in ("g", "h"):
+        a.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": name})
+    other = {**GROUP, "group": ident(1)}
+    for conn in (a, b, c):
+        conn.ok("join_consumer_group", GROUP)
+    b.ok("join_consumer_group", other)  # its first group here: member 0
+    assert [m["id"] for m in a.ok("get_consumer_group", other)["members"]] == [0]
+    a.ok("leave_consumer_group", GROUP)  # members 1, 2 left
+    a.ok("join_consumer_group", GROUP)  # max + 1 = 3, not the freed 0
+    listed = a.ok("get_consumer_group", GROUP)["members"]
+    assert listed == [
+        {"id": 1, "partitions": [0]},
+        {"id": 2, "partitions": [1]},
+        {"id": 3, "partitions": [2]},
+    ]
+    c.close()
+    b.close()  # leaves both groups
+    assert a.ok("get_consumer_group", GROUP)["members"] == [{"id": 3, "partitions": [0, 1, 2]}]
+    assert a.ok("get_consumer_group", other)["members_count"] == 0
+    d = logged(fe, "127.0.0.1:4")
+    d.ok("join_consumer_group", other)  # the group is empty again: 0
+    assert [m["id"] for m in a.ok("get_consumer_group", other)["members"]] == [0]
+    a.ok("delete_consumer_group", GROUP)
+    a.close()  # nothing left to leave: no error
+    assert d.ok("get_me")["consumer_groups"] == [{"stream_id": 0, "topic_id": 0, "group_id": 1}]
 
 
 def test_a_member_polls_only_its_partitions_in_turn() -> None:
@@ -459,7 +556,8 @@ def test_a_member_polls_only_its_partitions_in_turn() -> None:
     assert seen == {0, 1}
     b.ok("join_consumer_group", GROUP)
     mine = {m["id"]: m["partitions"] for m in a.ok("get_consumer_group", GROUP)["members"]}
-    own = mine[a.ok("get_me")["client_id"]]
+    assert sorted(mine) == [0, 1]  # a joined first: member 0
+    own = mine[0]
     for _ in range(3):
         assert poll(a, 3, partition=None, who=who)[1]["partition_id"] in own
     other = ({0, 1} - set(own)).pop()
@@ -479,7 +577,7 @@ def test_a_handler_bug_becomes_an_error_reply(monkeypatch: pytest.MonkeyPatch) -
     def boom(*_: Any) -> None:
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(c.session, "stream_record", boom)
+    monkeypatch.setattr(broker_streams, "stream_record", boom)
     assert c.call("get_streams")[0] == 0
     assert c.raw(codec.frame_request(202, b"\x01s"))[0][0] == 1
     assert c.call("ping")[0] == 0
@@ -524,6 +622,8 @@ def durable_history(c: Conn) -> None:
     c.ok("create_consumer_group", {"stream": S0, "topic": T0, "name": "dropped"})
     c.ok("store_consumer_offset", offset_body(0, offset=1))
     c.ok("store_consumer_offset", offset_body(1, who=consumer("reader"), offset=0))
+    c.ok("join_consumer_group", GROUP)  # a group's offset is stored by a member
+    c.ok("join_consumer_group", {**GROUP, "group": ident(1)})
     c.ok("store_consumer_offset", offset_body(0, who=consumer(0, kind=2), offset=0))
     c.ok("store_consumer_offset", offset_body(0, who=consumer(1, kind=2), offset=0))
     c.ok("delete_consumer_group", {**GROUP, "group": ident(1)})

@@ -25,13 +25,18 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   its own, or none dealt to it, is the empty reply ``partition 0, offset 0, count 0``
   (SV/shard/system/messages.rs); a non-member is 5006, an unknown group 5000.
 * offsets: kept per (consumer kind, consumer id or group id, partition), durable (each
-  store, auto-commit and delete is written through: broker_state.py); a group's
-  offset on a named partition needs no membership (the binding's ``IggyConsumer``
-  stores and reads them so), without a partition the member's current one; store past the
+  store, auto-commit and delete is written through: broker_state.py).  STORE and DELETE
+  resolve the partition as the real server does (``resolve_consumer_with_partition_id``
+  with no advance, SV/shard/system/utils.rs, SV/metadata/reader.rs): a consumer's is the
+  one given or 0; a group's needs membership (5006) and is the partition given if the
+  member holds it, else the member's current one, and one not held, or none at all, is
+  3022 (NotResolvedConsumer).  A partition the topic lacks is 3007; store past the
   partition's current offset, or on a partition that never had a message, is 4100
-  (SV/shard/system/utils.rs ``validate_partition_offset``); get with none stored is
-  the empty reply; delete with none stored is 3021 (ConsumerOffsetNotFound; our choice,
-  FACTS.md is silent).
+  (``validate_partition_offset``); delete with none stored is 3021 (ConsumerOffsetNotFound,
+  SV/shard/system/consumer_offsets.rs ``delete_consumer_offset_base``).  GET answers the
+  empty reply for everything it cannot find, stream and topic included, and for a group
+  needs no membership and reads partition given-or-0
+  (SV/binary/handlers/consumer_offsets/get_consumer_offset_handler.rs).
 """
 
 from __future__ import annotations
@@ -41,10 +46,11 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from conformance.protocols.iggy import batch
+from conformance.protocols.iggy import batch, broker_groups
 from conformance.protocols.iggy import errors as st
 from conformance.protocols.iggy.broker_state import (
     GroupEntry,
+    OffsetKey,
     Refusal,
     StreamEntry,
     TopicEntry,
@@ -171,42 +177,39 @@ def _consumer(body: dict[str, Any]) -> tuple[int, Any]:
     return kind, value
 
 
-def _member_partitions(
-    session: IggySession, stream: StreamEntry, topic: TopicEntry, group: GroupEntry
-) -> list[int]:
-    shares = session.partitions_of(stream, topic, group)
-    if session.client.id not in shares:
-        raise Refusal(
-            st.CONSUMER_GROUP_MEMBER_NOT_FOUND,
-            f"client {session.client.id} is not a member of consumer group {group.id}",
-        )
-    return shares[session.client.id]
+def _group_partition(
+    session: IggySession,
+    stream: StreamEntry,
+    topic: TopicEntry,
+    group: GroupEntry,
+    given: int | None,
+    advance: bool,
+) -> int | None:
+    """The partition a member (5006 if the session is not one) reads or stores for as
+    ``resolve_consumer_group_partition`` picks it (SV/metadata/reader.rs): ``given`` if it
+    is in the member's list, else None; without one the member's current partition, None
+    if it has none.  ``advance``: the member moves on to its next partition (POLL)."""
+    member, owned = broker_groups.member_partitions(session, stream, topic, group)
+    if given is not None:
+        return given if given in owned else None
+    if not owned:
+        return None
+    turn = group.cursors.get(member, 0)
+    if advance:
+        group.cursors[member] = turn + 1
+    return owned[turn % len(owned)]
 
 
-def _target(
-    session: IggySession, body: dict[str, Any], advance: bool
-) -> tuple[StreamEntry, TopicEntry, int | None, tuple[int, object, int] | None]:
-    """The partition a consumer reads and its offset key; (None, None): nothing to read.
-    ``advance``: a group member without a partition moves on to its next one."""
+def _poll_target(
+    session: IggySession, body: dict[str, Any]
+) -> tuple[StreamEntry, TopicEntry, int | None, OffsetKey | None]:
+    """The partition a consumer polls and its offset key; (None, None): nothing to read."""
     stream, topic = session.topic(body)
     kind, value = _consumer(body)
     given = _partition_given(body)
     if kind == 2:
         _, _, group = session.group({**body, "group": value})
-        if given is not None and not advance:  # an offset command names its partition
-            if not 0 <= given < len(topic.partitions):
-                raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {given}")
-            return stream, topic, given, (2, group.id, given)
-        owned = _member_partitions(session, stream, topic, group)
-        if given is not None:
-            p: int | None = given if given in owned else None
-        elif owned:
-            turn = group.cursors.get(session.client.id, 0)
-            p = owned[turn % len(owned)]
-            if advance:
-                group.cursors[session.client.id] = turn + 1
-        else:
-            p = None
+        p = _group_partition(session, stream, topic, group, given, advance=True)
         return stream, topic, p, None if p is None else (2, group.id, p)
     p = 0 if given is None else given
     if not 0 <= p < len(topic.partitions):
@@ -215,7 +218,7 @@ def _target(
 
 
 def poll_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
-    stream, topic, p, key = _target(session, body, advance=True)
+    stream, topic, p, key = _poll_target(session, body)
     if p is None or key is None:
         return {"partition_id": 0, "current_offset": 0, "messages": []}
     name = engine_topic(stream.id, topic.id)
@@ -281,10 +284,39 @@ def _polled(session: IggySession, m: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------ offsets
 
 
+def _offset_target(
+    session: IggySession, body: dict[str, Any]
+) -> tuple[StreamEntry, TopicEntry, int, OffsetKey]:
+    """STORE and DELETE: the partition and offset key, resolved as the real server's
+    ``resolve_consumer_with_partition_id(.., false)`` does (SV/shard/system/utils.rs): a
+    consumer's partition is the one given or 0; a group's needs the session to be a member
+    (5006; an unknown group 5000) and is the partition given if the member holds it, else
+    the member's current one; none resolved is 3022 (NotResolvedConsumer,
+    SV/shard/system/consumer_offsets.rs).  A partition the topic lacks is 3007."""
+    stream, topic = session.topic(body)
+    kind, value = _consumer(body)
+    given = _partition_given(body)
+    if kind == 2:
+        _, _, group = session.group({**body, "group": value})
+        p = _group_partition(session, stream, topic, group, given, advance=False)
+        if p is None:
+            raise Refusal(
+                st.NOT_RESOLVED_CONSUMER,
+                f"group {group.id}: partition {given} is not among the member's partitions"
+                if given is not None
+                else f"group {group.id}: the member holds no partition",
+            )
+        key: OffsetKey = (2, group.id, p)
+    else:
+        p = 0 if given is None else given
+        key = (1, identifier(value)[1], p)
+    if not 0 <= p < len(topic.partitions):
+        raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {p}")
+    return stream, topic, p, key
+
+
 def store_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
-    stream, topic, p, key = _target(session, body, advance=False)
-    if p is None or key is None:
-        raise Refusal(st.PARTITION_NOT_FOUND, "the group member has no such partition")
+    stream, topic, p, key = _offset_target(session, body)
     offset = int(body["offset"])
     hwm = session.engine.high_watermark(engine_topic(stream.id, topic.id), p)
     if session.quirks.checks_stored_offset() and (hwm == 0 or offset > hwm - 1):
@@ -297,17 +329,37 @@ def store_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[st
 
 
 def get_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any] | None:
-    stream, topic, p, key = _target(session, body, advance=False)
-    stored = None if key is None else topic.offsets.get(key)
-    if p is None or stored is None:
+    """Never an error past the decode and the login gate: an unknown stream, topic, group
+    or partition, and no offset stored, are all the empty reply (SV/binary/handlers/
+    consumer_offsets/get_consumer_offset_handler.rs).  A group's offset needs no
+    membership and its partition is the one given or 0 (SV/shard/system/
+    consumer_offsets.rs ``get_consumer_offset``)."""
+    try:
+        stream, topic = session.topic(body)
+    except Refusal:
+        return None
+    kind, value = _consumer(body)
+    given = _partition_given(body)
+    p = 0 if given is None else given
+    key: OffsetKey
+    if kind == 2:
+        gkind, gvalue = identifier(value)
+        group = session.registry.group_by(topic, gkind, gvalue, session.quirks.resolves_names())
+        if group is None:
+            return None
+        key = (2, group.id, p)
+    else:
+        key = (1, identifier(value)[1], p)
+    stored = topic.offsets.get(key)
+    if not 0 <= p < len(topic.partitions) or stored is None:
         return None
     hwm = session.engine.high_watermark(engine_topic(stream.id, topic.id), p)
     return {"partition_id": p, "current_offset": max(hwm - 1, 0), "stored_offset": stored}
 
 
 def delete_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
-    stream, topic, _, key = _target(session, body, advance=False)
-    if key is None or key not in topic.offsets:
+    stream, topic, _, key = _offset_target(session, body)
+    if key not in topic.offsets:
         raise Refusal(st.CONSUMER_OFFSET_NOT_FOUND, "no offset stored for this consumer")
     del topic.offsets[key]
     session.registry.save_offset(stream, topic, key)

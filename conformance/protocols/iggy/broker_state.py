@@ -13,7 +13,9 @@ has no field for.  This registry holds that, in memory:
   topic.rs); doc: the id the client gave;
 * clients: one per connection, its id XXH32(seed 0) of the peer address ``host:port`` as
   the real server computes it (SV/streaming/clients/client_manager.rs ``add_client``,
-  CM/utils/hash.rs), the next free number on a (rare) collision.
+  CM/utils/hash.rs), the next free number on a (rare) collision;
+* group members: numbered per group (:class:`GroupEntry`), each number mapped to its
+  client; the engine knows the member by the padded number (:func:`member_key`).
 
 Engine names (:func:`engine_topic`, :func:`engine_group`): ``iggy/<stream id>/<topic id>``
 and ``iggy/<stream id>/<topic id>/<group id>``, by ids, so a name never needs escaping.
@@ -81,11 +83,13 @@ GROUP_POLICY = GroupPolicy(
     creation=Creation.EXPLICIT,
     assignor="roundrobin",
 )
-"""Iggy's row of the engine's group table: the member is the client (its id padded by
-:func:`member_id`), it leaves when its connection ends, groups are made by
-CREATE_CONSUMER_GROUP only, and partitions are dealt round-robin over the members in
-client-id order (the real server deals round-robin too, in its members' slab order:
-SV/metadata/consumer_group.rs ``rebalance_members``)."""
+"""Iggy's row of the engine's group table: the member is the group's member number
+(padded by :func:`member_key`; which client it is, :attr:`GroupEntry.members` says), it
+leaves when its connection ends (the session leaves the groups it joined), groups are made
+by CREATE_CONSUMER_GROUP only, and partitions are dealt round-robin over the members in
+member-number order (SPEC.md IGG-GROUP-10: our convention; the real server deals
+round-robin in its members' slab order after a leave, and cooperatively after a join:
+SV/metadata/consumer_group.rs ``rebalance_members``, ``rebalance_cooperative``)."""
 
 
 class Refusal(Exception):
@@ -115,9 +119,10 @@ def engine_group(stream_id: int, topic_id: int, group_id: int) -> str:
     return f"{PREFIX}{stream_id}/{topic_id}/{group_id}"
 
 
-def member_id(client_id: int) -> str:
-    """A client id as the engine's member id: padded, so string order is numeric order."""
-    return f"{client_id:010d}"
+def member_key(member: int) -> str:
+    """A group's member number as the engine's member id: padded, so that the engine's
+    order (member ids sorted as strings) is numeric order."""
+    return f"{member:010d}"
 
 
 def lowest_free(used: object) -> int:
@@ -181,9 +186,20 @@ OffsetKey = tuple[int, object, int]  # (consumer kind, consumer id value, partit
 
 @dataclass
 class GroupEntry:
+    """A consumer group.  Its members are numbered within it as the real server numbers
+    them (SV/metadata/absorb.rs ``JoinConsumerGroup``): a joining client gets one more than
+    the highest member number in the group, 0 when it has none.  Not durable."""
+
     id: int
     name: str
-    cursors: dict[int, int] = field(default_factory=dict)  # client -> next of its partitions
+    members: dict[int, int] = field(default_factory=dict)  # member number -> client id
+    cursors: dict[int, int] = field(default_factory=dict)  # member -> next of its partitions
+
+    def member_of(self, client_id: int) -> int | None:
+        return next((m for m, c in self.members.items() if c == client_id), None)
+
+    def next_member(self) -> int:
+        return max(self.members, default=-1) + 1
 
 
 @dataclass

@@ -16,21 +16,23 @@ with classic's reply framing and records):
 * an exception a handler does not expect is logged and answered 1 (ERROR): no request
   ends the connection or the broker (but the fault quirks, on purpose).
 
-Commands live in two modules: this one (system, login, streams, topics, partitions,
-groups) and broker_messages.py (send, poll, consumer offsets).  State is the registry of
-broker_state.py, durable on the engine: every change a command makes is written through
-(``registry.save_*`` / ``forget_*``, in the order broker_state.py gives) before its reply,
-and a front-end started on an engine that holds a previous run's state rebuilds the
-registry from it (``Registry.recover``); quirks are consulted where they bend a rule
-(quirks.py).
+This module is the dispatcher: the front-end, the session, the order of checks above and
+the lookups every command shares (stream, topic, group by Identifier).  The commands
+live by area: broker_system.py (ping, stats, clients, login, cluster), broker_streams.py
+(streams, topics, partitions), broker_groups.py (consumer groups) and broker_messages.py
+(send, poll, consumer offsets); each is a function ``(session, body) -> reply``.
+
+State is the registry of broker_state.py, durable on the engine: every change a command
+makes is written through (``registry.save_*`` / ``forget_*``, in the order broker_state.py
+gives) before its reply, and a front-end started on an engine that holds a previous run's
+state rebuilds the registry from it (``Registry.recover``); quirks are consulted where
+they bend a rule (quirks.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import platform
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,24 +40,23 @@ from typing import Any, NoReturn
 
 from conformance.engine import Engine, EngineError
 from conformance.errors import ProtocolError
-from conformance.protocols.iggy import broker_messages, codec
+from conformance.protocols.iggy import (
+    broker_groups,
+    broker_messages,
+    broker_streams,
+    broker_system,
+    codec,
+)
 from conformance.protocols.iggy import errors as st
 from conformance.protocols.iggy.broker_state import (
-    GROUP_POLICY,
     ROOT_USER_ID,
-    TCP,
     ClientEntry,
     GroupEntry,
     Refusal,
     Registry,
     StreamEntry,
     TopicEntry,
-    engine_group,
-    engine_topic,
     identifier,
-    lowest_free,
-    member_id,
-    now_us,
 )
 from conformance.protocols.iggy.broker_wire import (
     INVALID,
@@ -74,6 +75,8 @@ log = logging.getLogger("conformance.iggy")
 MAX_PARTITIONS_PER_REQUEST = 1000
 """BP/lib.rs ``MAX_PARTITIONS_PER_REQUEST``: more in one request is 2015."""
 UNGATED = frozenset({"ping", "login_user"})
+POLL_STRATEGY_KINDS = range(1, 6)
+"""offset, timestamp, first, last, next (BP/primitives/polling_strategy.rs)."""
 ENGINE_STATUS = {
     "UNKNOWN_TOPIC": st.TOPIC_ID_NOT_FOUND,
     "UNKNOWN_PARTITION": st.PARTITION_NOT_FOUND,
@@ -135,6 +138,7 @@ class IggySession:
         self.quirks = frontend.config.quirks
         self.classic = self.config.revision == "classic"
         self.client: ClientEntry = self.registry.add_client(peer)
+        self.joined: list[tuple[str, GroupEntry]] = []  # engine group, entry: left at close
         if not self.classic:
             self.client.user_id = ROOT_USER_ID  # doc has no login
 
@@ -142,10 +146,7 @@ class IggySession:
 
     def closed(self) -> None:
         self.registry.clients.pop(self.client.id, None)
-        try:
-            self.engine.disconnect(member_id(self.client.id))
-        except Exception:  # the engine may be closed at shutdown
-            log.debug("iggy: disconnect of client %s failed", self.client.id, exc_info=True)
+        broker_groups.leave_all(self)
 
     def received(self, count: int) -> None:
         pass
@@ -225,13 +226,19 @@ class IggySession:
             raise Refusal(st.UNAUTHENTICATED, f"{name} before a successful LOGIN_USER")
 
     def _validate(self, name: str, body: dict[str, Any]) -> None:
-        """Fields the schema lets through that the server refuses as validation (4):
-        an empty name, an empty string Identifier (BP/primitives/identifier.rs)."""
+        """Fields the schema lets through that the server's decoder refuses: a polling
+        strategy kind outside 1..5 is an unknown discriminant (3,
+        BP/primitives/polling_strategy.rs); an empty name or string Identifier fails
+        validation (4, BP/primitives/identifier.rs).  The strategy follows POLL's Identifiers,
+        so it is judged after them, as the decoder reads them."""
         for key, value in body.items():
             if key in ("name", "username") and value == "":
                 raise Refusal(st.INVALID_FORMAT, f"{name}: the {key} is empty")
             if isinstance(value, dict) and value.get("kind") == 2 and value.get("value") == "":
                 raise Refusal(st.INVALID_FORMAT, f"{name}: the {key} Identifier is empty")
+        strategy = body.get("strategy") if name == "poll_messages" else None
+        if isinstance(strategy, dict) and strategy.get("kind") not in POLL_STRATEGY_KINDS:
+            raise Refusal(st.INVALID_COMMAND, f"{name}: no polling strategy {strategy['kind']}")
 
     # ------------------------------------------------------------ lookups
 
@@ -260,377 +267,6 @@ class IggySession:
             raise Refusal(st.CONSUMER_GROUP_ID_NOT_FOUND, f"there is no consumer group {value!r}")
         return stream, topic, found
 
-    def partitions_of(
-        self, stream: StreamEntry, topic: TopicEntry, group: GroupEntry
-    ) -> dict[int, list[int]]:
-        """Each member's partitions (client id -> partition ids)."""
-        info = self.engine.group_info(engine_group(stream.id, topic.id, group.id))
-        every = list(range(len(topic.partitions)))
-        return {
-            int(m.member_id): every
-            if self.quirks.every_partition()
-            else list(m.assignment.get(engine_topic(stream.id, topic.id), []))
-            for m in info.members
-        }
-
-    # ------------------------------------------------------------ records
-
-    def partition_record(self, stream: StreamEntry, topic: TopicEntry, p: int) -> dict[str, Any]:
-        hwm = self.engine.high_watermark(engine_topic(stream.id, topic.id), p)
-        return {
-            "id": p,
-            "created_at": topic.partitions[p],
-            "segments_count": 1,
-            "current_offset": max(hwm - 1, 0),
-            "size_bytes": broker_messages.partition_size(self, stream, topic, p),
-            "messages_count": hwm,
-        }
-
-    def topic_record(self, stream: StreamEntry, topic: TopicEntry) -> dict[str, Any]:
-        parts = [self.partition_record(stream, topic, p) for p in range(len(topic.partitions))]
-        return {
-            "id": topic.id,
-            "created_at": topic.created_at,
-            "partitions_count": len(parts),
-            "message_expiry": topic.message_expiry,
-            "compression": topic.compression,
-            "max_topic_size": topic.max_topic_size,
-            "replication_factor": topic.replication_factor,
-            "size_bytes": sum(p["size_bytes"] for p in parts),
-            "messages_count": sum(p["messages_count"] for p in parts),
-            "name": topic.name,
-            "partitions": parts,
-        }
-
-    def stream_record(self, stream: StreamEntry) -> dict[str, Any]:
-        topics = [self.topic_record(stream, t) for t in sorted(stream.topics.values(), key=_id)]
-        for t in topics:
-            t.pop("partitions")
-        return {
-            "id": stream.id,
-            "created_at": stream.created_at,
-            "topics_count": len(topics),
-            "size_bytes": sum(t["size_bytes"] for t in topics),
-            "messages_count": sum(t["messages_count"] for t in topics),
-            "name": stream.name,
-            "topics": topics,
-        }
-
-    def group_record(
-        self, stream: StreamEntry, topic: TopicEntry, group: GroupEntry
-    ) -> dict[str, Any]:
-        shares = self.partitions_of(stream, topic, group)
-        return {
-            "id": group.id,
-            "partitions_count": len(topic.partitions),
-            "members_count": len(shares),
-            "name": group.name,
-            "members": [{"id": c, "partitions": p} for c, p in sorted(shares.items())],
-        }
-
-    def client_record(self, client: ClientEntry) -> dict[str, Any]:
-        groups = []
-        for s in sorted(self.registry.streams.values(), key=_id):
-            for t in sorted(s.topics.values(), key=_id):
-                for g in sorted(t.groups.values(), key=_id):
-                    if client.id in self.partitions_of(s, t, g):
-                        groups.append({"stream_id": s.id, "topic_id": t.id, "group_id": g.id})
-        return {
-            "client_id": client.id,
-            "user_id": client.user_id if client.user_id is not None else 0,
-            "transport": TCP,
-            "address": client.address,
-            "consumer_groups_count": len(groups),
-            "consumer_groups": groups,
-        }
-
-    # ------------------------------------------------------------ system and login
-
-    def ping(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def get_stats(self, body: dict[str, Any]) -> dict[str, Any]:
-        reg = self.registry
-        streams = [self.stream_record(s) for s in reg.streams.values()]
-        topics = [t for s in reg.streams.values() for t in s.topics.values()]
-        partitions = sum(len(t.partitions) for t in topics)
-        now = now_us()
-        return {
-            "process_id": os.getpid(),
-            "cpu_usage": 0.0,
-            "total_cpu_usage": 0.0,
-            "memory_usage": 0,
-            "total_memory": 0,
-            "available_memory": 0,
-            "run_time": now - reg.started_us,
-            "start_time": reg.started_us,
-            "read_bytes": 0,
-            "written_bytes": 0,
-            "messages_size_bytes": sum(s["size_bytes"] for s in streams),
-            "streams_count": len(streams),
-            "topics_count": len(topics),
-            "partitions_count": partitions,
-            "segments_count": partitions,
-            "messages_count": sum(s["messages_count"] for s in streams),
-            "clients_count": len(reg.clients),
-            "consumer_groups_count": sum(len(t.groups) for t in topics),
-            "hostname": socket.gethostname(),
-            "os_name": platform.system(),
-            "os_version": platform.release(),
-            "kernel_version": platform.version(),
-            "iggy_server_version": "conformance reference broker",
-            "iggy_server_semver": 0,
-            "caches": [],
-            "threads_count": 1,
-            "free_disk_space": 0,
-            "total_disk_space": 0,
-        }
-
-    def get_me(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.client_record(self.client)
-
-    def get_cluster_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One node, this broker, leading: what the real server answers without clustering
-        (core/server/src/shard/system/cluster.rs: cluster "single-node", node "iggy-node",
-        role 0 leader, status 0 healthy); the 0.8 client asks after every login."""
-        front = self.frontend
-        node = {
-            "name": "iggy-node",
-            "ip": front.host,
-            "tcp_port": front.port,
-            "quic_port": 0,
-            "http_port": 0,
-            "websocket_port": 0,
-            "role": 0,
-            "status": 0,
-        }
-        return {"name": "single-node", "nodes": [node]}
-
-    def get_client(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        """Client id 0 is 101 in classic (SV/binary/handlers/system/get_client_handler.rs);
-        an unknown one the empty reply."""
-        if body["client_id"] == 0 and self.classic:
-            raise Refusal(st.INVALID_CLIENT_ID, "client id 0")
-        client = self.registry.clients.get(body["client_id"])
-        return None if client is None else self.client_record(client)
-
-    def get_clients(self, body: dict[str, Any]) -> dict[str, Any]:
-        records = [self.client_record(c) for c in sorted(self.registry.clients.values(), key=_id)]
-        for r in records:
-            r.pop("consumer_groups")
-        return {"clients": records}
-
-    def login_user(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Checks in the real server's order (SV/binary/handlers/users/login_user_handler.rs,
-        SV/shard/system/users.rs): username length 3..50 (43), password 3..100 (44),
-        then the credentials (42).  A failed login leaves the connection as it was."""
-        username, password = body["username"], body["password"]
-        if not 3 <= len(username.encode()) <= 50:
-            raise Refusal(st.INVALID_USERNAME, "a username has 3..50 bytes")
-        if not 3 <= len(password.encode()) <= 100:
-            raise Refusal(st.INVALID_PASSWORD, "a password has 3..100 bytes")
-        if username != self.config.username or not self.quirks.password_ok(
-            password, self.config.password
-        ):
-            raise Refusal(st.INVALID_CREDENTIALS, "invalid credentials")
-        self.client.user_id = ROOT_USER_ID
-        return {"user_id": ROOT_USER_ID}
-
-    def logout_user(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.client.user_id = None
-        return {}
-
-    # ------------------------------------------------------------ streams
-
-    def create_stream(self, body: dict[str, Any]) -> dict[str, Any]:
-        reg, name = self.registry, body["name"]
-        if any(s.name == name for s in reg.streams.values()):
-            raise Refusal(st.STREAM_NAME_ALREADY_EXISTS, f"stream {name!r} exists")
-        sid = body.get("stream_id")
-        if sid is None:
-            sid = lowest_free(reg.streams)
-        elif sid in reg.streams:  # doc: Iggy's historic StreamIdAlreadyExists (IGG-STREAM-6)
-            raise Refusal(st.STREAM_ID_ALREADY_EXISTS, f"stream id {sid} is in use")
-        reg.streams[sid] = StreamEntry(sid, name, now_us())
-        reg.save_stream(reg.streams[sid])
-        return self.stream_record(reg.streams[sid])
-
-    def get_stream(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        try:
-            return self.stream_record(self.stream(body["stream"]))
-        except Refusal:
-            return None
-
-    def get_streams(self, body: dict[str, Any]) -> dict[str, Any]:
-        records = [self.stream_record(s) for s in sorted(self.registry.streams.values(), key=_id)]
-        for r in records:
-            r.pop("topics")
-        return {"streams": records}
-
-    def delete_stream(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream = self.stream(body["stream"])
-        self.registry.forget_stream(stream)
-        for topic in list(stream.topics.values()):
-            self._drop_topic(stream, topic)
-        del self.registry.streams[stream.id]
-        return {}
-
-    # ------------------------------------------------------------ topics
-
-    def create_topic(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, name = self.stream(body["stream"]), body["name"]
-        count = body["partitions_count"]
-        if count > MAX_PARTITIONS_PER_REQUEST:
-            raise Refusal(st.TOO_MANY_PARTITIONS, f"{count} partitions: at most 1000 a request")
-        if any(t.name == name for t in stream.topics.values()):
-            raise Refusal(
-                st.TOPIC_NAME_ALREADY_EXISTS, f"topic {name!r} exists in stream {stream.id}"
-            )
-        tid = body.get("topic_id")
-        if tid is None:
-            tid = lowest_free(stream.topics)
-        elif tid in stream.topics:  # doc: as for streams, the name code
-            raise Refusal(st.TOPIC_NAME_ALREADY_EXISTS, f"topic id {tid} is in use")
-        now = now_us()
-        topic = TopicEntry(
-            tid,
-            name,
-            now,
-            body.get("compression", 1),
-            body.get("message_expiry", 0),
-            body.get("max_topic_size", 0),
-            body.get("replication_factor", 0),
-            [now] * count,
-            [0] * count,
-        )
-        self.engine.create_topic(engine_topic(stream.id, tid), count, min_partitions=0)
-        stream.topics[tid] = topic
-        self.registry.save_topic(stream, topic)
-        return self.topic_record(stream, topic)
-
-    def get_topic(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        try:
-            return self.topic_record(*self.topic(body))
-        except Refusal:
-            return None
-
-    def get_topics(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream = self.stream(body["stream"])
-        records = [self.topic_record(stream, t) for t in sorted(stream.topics.values(), key=_id)]
-        for r in records:
-            r.pop("partitions")
-        return {"topics": records}
-
-    def delete_topic(self, body: dict[str, Any]) -> dict[str, Any]:
-        self._drop_topic(*self.topic(body))
-        return {}
-
-    def _drop_topic(self, stream: StreamEntry, topic: TopicEntry) -> None:
-        self.registry.forget_topic(stream, topic)
-        for group in topic.groups.values():
-            self.engine.delete_group(engine_group(stream.id, topic.id, group.id))
-        self.engine.delete_topic(engine_topic(stream.id, topic.id))
-        del stream.topics[topic.id]
-
-    # ------------------------------------------------------------ partitions
-
-    def _partition_count(self, body: dict[str, Any]) -> int:
-        count: int = body["partitions_count"]
-        if count > MAX_PARTITIONS_PER_REQUEST:
-            raise Refusal(st.TOO_MANY_PARTITIONS, f"{count} partitions: at most 1000 a request")
-        if count < 1:  # the real server's handlers: a count outside 1..=1000 (IGG-PART-1/2)
-            raise Refusal(st.TOO_MANY_PARTITIONS, "a partitions count of 0")
-        return count
-
-    def create_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic = self.topic(body)
-        count = self._partition_count(body)
-        self.engine.add_partitions(engine_topic(stream.id, topic.id), count)
-        topic.partitions += [now_us()] * count
-        topic.sizes += [0] * count
-        self.registry.save_topic(stream, topic)
-        return {}
-
-    def delete_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic = self.topic(body)
-        count = self._partition_count(body)
-        if count > len(topic.partitions):
-            raise Refusal(
-                st.INVALID_PARTITIONS_COUNT,
-                f"{count} partitions to delete, topic {topic.id} has {len(topic.partitions)}",
-            )
-        del topic.partitions[len(topic.partitions) - count :]
-        del topic.sizes[len(topic.sizes) - count :]
-        self.registry.save_topic(stream, topic)  # the key first (see broker_state.py)
-        self.registry.forget_partitions_from(stream, topic, len(topic.partitions))
-        self.engine.remove_partitions(engine_topic(stream.id, topic.id), count)
-        return {}
-
-    # ------------------------------------------------------------ consumer groups
-
-    def create_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic = self.topic(body)
-        gid = body.get("consumer_group_id")
-        name = body.get("name", str(gid))
-        if any(g.name == name for g in topic.groups.values()) or gid in topic.groups:
-            raise Refusal(st.CONSUMER_GROUP_NAME_ALREADY_EXISTS, f"consumer group {name!r} exists")
-        if gid is None:
-            gid = lowest_free(topic.groups)
-        group = GroupEntry(gid, name)
-        self.engine.create_group(
-            engine_group(stream.id, topic.id, gid),
-            engine_topic(stream.id, topic.id),
-            policy=GROUP_POLICY,
-        )
-        topic.groups[gid] = group
-        self.registry.save_group(stream, topic, group)
-        return self.group_record(stream, topic, group)
-
-    def get_consumer_group(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        try:
-            return self.group_record(*self.group(body))
-        except Refusal:
-            return None
-
-    def get_consumer_groups(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic = self.topic(body)
-        records = [
-            self.group_record(stream, topic, g) for g in sorted(topic.groups.values(), key=_id)
-        ]
-        for r in records:
-            r.pop("members")
-        return {"groups": records}
-
-    def delete_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic, group = self.group(body)
-        self.registry.forget_group(stream, topic, group)
-        del topic.groups[group.id]
-        self.engine.delete_group(engine_group(stream.id, topic.id, group.id))
-        return {}
-
-    def join_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic, group = self.group(body)
-        self.engine.join_group(
-            engine_group(stream.id, topic.id, group.id),
-            engine_topic(stream.id, topic.id),
-            member_id(self.client.id),
-            policy=GROUP_POLICY,
-        )
-        return {}
-
-    def leave_consumer_group(self, body: dict[str, Any]) -> dict[str, Any]:
-        stream, topic, group = self.group(body)
-        name = engine_group(stream.id, topic.id, group.id)
-        if not self.engine.members_of(name, member_id(self.client.id)):
-            raise Refusal(st.CONSUMER_GROUP_MEMBER_NOT_FOUND, f"not a member of group {group.id}")
-        self.engine.leave_group(name, member_id(self.client.id))
-        group.cursors.pop(self.client.id, None)
-        return {}
-
-
-def _id(entry: Any) -> int:
-    return int(entry.id)
-
 
 def _crash(quirk: str, why: str) -> NoReturn:
     """End the process at once, as a crash would (no cleanup, no reply)."""
@@ -641,30 +277,30 @@ def _crash(quirk: str, why: str) -> NoReturn:
 
 Handler = Callable[[IggySession, dict[str, Any]], "dict[str, Any] | Outcome | None"]
 _COMMANDS: dict[str, Handler] = {
-    "ping": IggySession.ping,
-    "get_stats": IggySession.get_stats,
-    "get_me": IggySession.get_me,
-    "get_cluster_metadata": IggySession.get_cluster_metadata,
-    "get_client": IggySession.get_client,
-    "get_clients": IggySession.get_clients,
-    "login_user": IggySession.login_user,
-    "logout_user": IggySession.logout_user,
-    "create_stream": IggySession.create_stream,
-    "get_stream": IggySession.get_stream,
-    "get_streams": IggySession.get_streams,
-    "delete_stream": IggySession.delete_stream,
-    "create_topic": IggySession.create_topic,
-    "get_topic": IggySession.get_topic,
-    "get_topics": IggySession.get_topics,
-    "delete_topic": IggySession.delete_topic,
-    "create_partitions": IggySession.create_partitions,
-    "delete_partitions": IggySession.delete_partitions,
-    "create_consumer_group": IggySession.create_consumer_group,
-    "get_consumer_group": IggySession.get_consumer_group,
-    "get_consumer_groups": IggySession.get_consumer_groups,
-    "delete_consumer_group": IggySession.delete_consumer_group,
-    "join_consumer_group": IggySession.join_consumer_group,
-    "leave_consumer_group": IggySession.leave_consumer_group,
+    "ping": broker_system.ping,
+    "get_stats": broker_system.get_stats,
+    "get_me": broker_system.get_me,
+    "get_cluster_metadata": broker_system.get_cluster_metadata,
+    "get_client": broker_system.get_client,
+    "get_clients": broker_system.get_clients,
+    "login_user": broker_system.login_user,
+    "logout_user": broker_system.logout_user,
+    "create_stream": broker_streams.create_stream,
+    "get_stream": broker_streams.get_stream,
+    "get_streams": broker_streams.get_streams,
+    "delete_stream": broker_streams.delete_stream,
+    "create_topic": broker_streams.create_topic,
+    "get_topic": broker_streams.get_topic,
+    "get_topics": broker_streams.get_topics,
+    "delete_topic": broker_streams.delete_topic,
+    "create_partitions": broker_streams.create_partitions,
+    "delete_partitions": broker_streams.delete_partitions,
+    "create_consumer_group": broker_groups.create_consumer_group,
+    "get_consumer_group": broker_groups.get_consumer_group,
+    "get_consumer_groups": broker_groups.get_consumer_groups,
+    "delete_consumer_group": broker_groups.delete_consumer_group,
+    "join_consumer_group": broker_groups.join_consumer_group,
+    "leave_consumer_group": broker_groups.leave_consumer_group,
     "send_messages": broker_messages.send_messages,
     "poll_messages": broker_messages.poll_messages,
     "get_consumer_offset": broker_messages.get_consumer_offset,
