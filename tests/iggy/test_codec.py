@@ -24,7 +24,8 @@ from conformance.errors import FrameTooLarge
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.batch import USER_HEADERS
 from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
-from conformance.protocols.iggy.messages import CODES, OPTIONAL_REPLIES, REPLIES, REQUESTS
+from conformance.protocols.iggy.messages import CODES, REQUESTS
+from conformance.protocols.iggy.replies import OPTIONAL_REPLIES, REPLIES
 from conformance.wire.schema_strategies import values
 from tests.support import iggy_capture as rec
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scapy.packet import fuzz
 
 from conformance.protocols.iggy import codec, layers, strategies
-from conformance.protocols.iggy.messages import OPTIONAL_REPLIES
+from conformance.protocols.iggy.replies import OPTIONAL_REPLIES
 
 FEW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COMMANDS = [(n, r) for r in codec.REVISIONS for n in sorted(codec.tables(r)[0])]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from conformance.protocols.iggy import codec, strategies
 from conformance.protocols.iggy.batch import USER_HEADERS
-from conformance.protocols.iggy.messages import CODES, OPTIONAL_REPLIES
+from conformance.protocols.iggy.messages import CODES
+from conformance.protocols.iggy.replies import OPTIONAL_REPLIES
 
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COMMANDS = [(n, r) for r in codec.REVISIONS for n in sorted(codec.tables(r)[0])]

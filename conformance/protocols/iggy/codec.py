@@ -38,13 +38,8 @@ from conformance.errors import ProtocolError
 from conformance.protocols.iggy import batch as batch  # re-exported: codec.batch.encode_message
 from conformance.protocols.iggy import doc
 from conformance.protocols.iggy.errors import IggyError, IggyFrameTooLarge, UnknownCommand
-from conformance.protocols.iggy.messages import (
-    NAMES,
-    OPTIONAL_REPLIES,
-    REPLIES,
-    REQUESTS,
-    VERSION,
-)
+from conformance.protocols.iggy.messages import NAMES, REQUESTS, VERSION
+from conformance.protocols.iggy.replies import OPTIONAL_REPLIES, REPLIES
 from conformance.wire.framing import LengthPrefixDeframer
 from conformance.wire.schema import Message
 
@@ -182,7 +177,7 @@ def decode_request_payload(
 
 def encode_reply(name: str, body: Mapping[str, Any] | None, revision: str = "classic") -> bytes:
     """The reply payload of command ``name`` (status 0; no frame).  ``None`` is the empty
-    reply of a thing not found (:data:`~.messages.OPTIONAL_REPLIES`)."""
+    reply of a thing not found (:data:`~.replies.OPTIONAL_REPLIES`)."""
     declaration = _declared(tables(revision)[1], name)
     if body is None:
         if name not in OPTIONAL_REPLIES:

@@ -33,8 +33,8 @@ from conformance.protocols.iggy.messages import (
     STREAM_TOPIC,
     message,
 )
-from conformance.protocols.iggy.messages import REPLIES as CLASSIC_REPLIES
 from conformance.protocols.iggy.messages import REQUESTS as CLASSIC_REQUESTS
+from conformance.protocols.iggy.replies import REPLIES as CLASSIC_REPLIES
 from conformance.wire import schema
 from conformance.wire.schema import (
     BOOL,

@@ -49,7 +49,8 @@ from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.batch import INT_FIELDS, USER_HEADERS
 from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.errors import IggyError
-from conformance.protocols.iggy.messages import CODES, NAMES, OPTIONAL_REPLIES, VERSION
+from conformance.protocols.iggy.messages import CODES, NAMES, VERSION
+from conformance.protocols.iggy.replies import OPTIONAL_REPLIES
 from conformance.vectors import mismatches, parse_hex
 
 REVISIONS = codec.REVISIONS
