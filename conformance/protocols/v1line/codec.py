@@ -44,17 +44,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from conformance.protocols.v1line.commands import (
     COMMANDS,
     I64_MAX,
     I64_MIN,
+    ArgValue,
     CommandSpec,
+    ErrReply,
     Field,
+    KeyValue,
+    OkReply,
+    PayloadValue,
+    Reply,
     ReplyField,
+    Request,
 )
-from conformance.protocols.v1line.errors import BadReply, BadRequest, UnknownCommand
+from conformance.protocols.v1line.errors import BadReply, BadRequest, UnknownCommand, error_line
 from conformance.wire.framing import LineFraming
 
 VERSION = "V1"
@@ -62,62 +68,20 @@ LINE_LIMIT = 64 * 1024
 FRAMING = LineFraming(limit=LINE_LIMIT)
 """One line per frame both ways; a line over 64 KiB closes the connection (DESIGN)."""
 
+__all__ = [
+    "FRAMING",
+    "ArgValue",
+    "ErrReply",
+    "KeyValue",
+    "OkReply",
+    "PayloadValue",
+    "Reply",
+    "Request",
+]
+
 INTEGER_RE = re.compile(r"[+-]?[0-9]+")
 _MESSAGE_START = re.compile(r",(?=[0-9]+:)")
 _MESSAGE_ITEM = re.compile(r"([0-9]+):(.*)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class KeyValue:
-    """PRODUCE's message: ``<key>:<value>``, split on the first ``:``."""
-
-    key: str
-    value: str
-
-    def __str__(self) -> str:
-        return f"{self.key}:{self.value}"
-
-
-ArgValue = str | int | KeyValue | None
-PayloadValue = str | int | bool | tuple[int, ...] | tuple[tuple[int, str], ...]
-
-
-@dataclass(frozen=True)
-class Request:
-    """A parsed request: ``args`` in the order of ``COMMANDS[command].arg_names`` (an
-    absent option is None)."""
-
-    correlation_id: str
-    command: str
-    args: tuple[ArgValue, ...] = ()
-
-    @property
-    def spec(self) -> CommandSpec:
-        return COMMANDS[self.command]
-
-    def arg(self, name: str) -> ArgValue:
-        for n, v in zip(self.spec.arg_names, self.args, strict=True):
-            if n == name:
-                return v
-        raise KeyError(f"{self.command} has no argument {name!r}")
-
-
-@dataclass(frozen=True)
-class OkReply:
-    """``V1|<corr>|OK`` (payload None) or ``V1|<corr>|OK|<payload>``."""
-
-    correlation_id: str
-    payload: str | None = None
-
-
-@dataclass(frozen=True)
-class ErrReply:
-    correlation_id: str
-    code: str
-    message: str
-
-
-Reply = OkReply | ErrReply
 
 
 def _shown(text: str) -> str:
@@ -175,7 +139,11 @@ def parse_request(line: bytes, *, collapse_spaces: bool = False) -> Request:
     spec = COMMANDS.get(command)
     if spec is None:
         raise UnknownCommand(command, correlation_id)
-    tokens = args.split() if collapse_spaces else ([] if args == "" else args.split(" "))
+    tokens = (
+        [t for t in args.split(" ") if t]
+        if collapse_spaces
+        else ([] if args == "" else args.split(" "))
+    )
     try:
         values = parse_args(spec, tokens)
     except BadRequest as exc:
@@ -293,8 +261,7 @@ def encode_ok(correlation_id: str | int, payload: str | None = None) -> bytes:
 
 
 def encode_err(correlation_id: str | int, code: str, message: str) -> bytes:
-    flat = message.replace("\r", " ").replace("\n", " ")
-    return f"{VERSION}|{correlation_id}|ERR|{code}|{flat}\n".encode()
+    return error_line(str(correlation_id), code, message)
 
 
 def encode_reply(reply: Reply) -> bytes:

@@ -30,6 +30,10 @@ Reply payload kinds (``ReplyField.kind``): ``int`` (signed int64 decimal), ``boo
 (``true``/``false``), ``word`` (a non-empty token), ``literal`` (exactly ``literal``),
 ``int_list`` (``[...]``, items separated by commas: the document shows no separator),
 ``messages`` (``<offset>:<value>`` items separated by commas, empty when none).
+
+The values the codec produces are declared here too: :class:`Request` (its ``args`` in
+the order of ``CommandSpec.arg_names``), :class:`KeyValue`, :class:`OkReply`,
+:class:`ErrReply`; :mod:`codec` re-exports them.
 """
 
 from __future__ import annotations
@@ -191,3 +195,59 @@ COMMANDS: dict[str, CommandSpec] = {
     )
 }
 """Every command of the document, in its order, PING last."""
+
+
+# ------------------------------------------------------- what the codec produces
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """PRODUCE's message: ``<key>:<value>``, split on the first ``:``."""
+
+    key: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.key}:{self.value}"
+
+
+ArgValue = str | int | KeyValue | None
+PayloadValue = str | int | bool | tuple[int, ...] | tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A parsed request: ``args`` in the order of ``COMMANDS[command].arg_names`` (an
+    absent option is None)."""
+
+    correlation_id: str
+    command: str
+    args: tuple[ArgValue, ...] = ()
+
+    @property
+    def spec(self) -> CommandSpec:
+        return COMMANDS[self.command]
+
+    def arg(self, name: str) -> ArgValue:
+        for n, v in zip(self.spec.arg_names, self.args, strict=True):
+            if n == name:
+                return v
+        raise KeyError(f"{self.command} has no argument {name!r}")
+
+
+@dataclass(frozen=True)
+class OkReply:
+    """``V1|<corr>|OK`` (payload None) or ``V1|<corr>|OK|<payload>``."""
+
+    correlation_id: str
+    payload: str | None = None
+
+
+@dataclass(frozen=True)
+class ErrReply:
+    correlation_id: str
+    code: str
+    message: str
+
+
+Reply = OkReply | ErrReply

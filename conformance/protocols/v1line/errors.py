@@ -35,7 +35,8 @@ PARSE_ERROR_CORRELATION_ID = "0"
 Stage = Literal["envelope", "args"]
 
 
-def _error_line(correlation_id: str, code: str, message: str) -> bytes:
+def error_line(correlation_id: str, code: str, message: str) -> bytes:
+    """``V1|<corr>|ERR|<code>|<message>\\n``, the message kept to one line."""
     # An error message is one line: a newline in it would end the reply early.
     flat = message.replace("\r", " ").replace("\n", " ")
     return f"V1|{correlation_id}|ERR|{code}|{flat}\n".encode()
@@ -54,7 +55,7 @@ class V1LineError(ProtocolError):
         """The correlation id the reply carries."""
 
     def reply_line(self) -> bytes:
-        return _error_line(self.correlation_id, self.code, self.message)
+        return error_line(self.correlation_id, self.code, self.message)
 
 
 class BadRequest(V1LineError):
