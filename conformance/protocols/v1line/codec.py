@@ -1,43 +1,49 @@
 """V1 line protocol codec, sans-IO: one ``\\n``-terminated text line per request and reply.
 
-Requests are ``V1|<correlation_id>|<command>|<args>`` (seed l.9), replies
-``V1|<corr>|OK``, ``V1|<corr>|OK|<payload>`` or ``V1|<corr>|ERR|<code>|<message>``
-(seed l.25-32), every one ending in ``\\n`` (DESIGN).  :func:`parse_request` returns a
-:class:`Request` or raises :class:`~.errors.BadRequest` / :class:`~.errors.UnknownCommand`
-(both :class:`~conformance.errors.ProtocolError`), and nothing else, for any bytes.
+Requests are ``V1|<correlation_id>|<command>|<args>`` (V1L-ENV-1), replies
+``V1|<cid>|OK``, ``V1|<cid>|OK|<payload>`` (V1L-ENV-3) or ``V1|<cid>|ERR|<code>|<message>``
+(V1L-ENV-4), every one ending in ``\\n`` (V1L-ENV-2).  :func:`parse_request` reads a line
+under one of SPEC.md's revisions (``doc``, ``real``) and returns a :class:`Request` or
+raises :class:`~.errors.BadRequest` / :class:`~.errors.UnknownCommand` (both
+:class:`~conformance.errors.ProtocolError`), and nothing else, for any bytes.
 
-Decisions where the document is silent (SPEC.md cites them as conventions):
+Requests, both revisions:
 
-* Bytes: a line is UTF-8; a line that is not answers BAD_REQUEST.  The line is the
-  deframer's output, without its ``\\n``; the parsers also take one trailing ``\\n``.
-  Any other ``\\n`` in a line is BAD_REQUEST.  Nothing is trimmed: ``\\r`` (a CRLF
-  client) and surrounding spaces are ordinary characters of the section they are in, so
-  `` V1|...`` has version `` V1`` (BAD_REQUEST) and ``V1|9|PING|\\r`` gives PING an
-  argument (BAD_REQUEST).
-* Envelope (seed l.63-68): split on every ``|``; exactly four sections, or BAD_REQUEST;
-  so no section, and no argument, can contain ``|``.  The version is exactly ``V1``;
-  correlation id and command are non-empty.  The document asks nothing more of a
-  correlation id: any text without ``|`` is one (``abc``, ``-1``, `` 7``), kept as a
-  string and echoed as it came.  Commands match exactly (``ping`` is UNKNOWN_COMMAND).
-  Envelope checks come first, then the command's name, then its arguments.
-* Arguments: split on single spaces; an empty field (two spaces in a row, a leading or
-  a trailing space) is BAD_REQUEST, unless the caller passes ``collapse_spaces=True``,
-  where runs of spaces separate fields and leading and trailing ones are dropped (an
-  older text of the document said arguments are "split on whitespace").  So a name or
-  a message value cannot hold a space.  A command with no arguments (PING) must have an
-  empty args section (seed l.19-21).  Each command's grammar is in :mod:`commands`.
-* Every BAD_REQUEST, from the envelope or the arguments, is answered with correlation
-  id 0 (seed l.34-36, DESIGN "always"); the error keeps the line's id
-  (``request_correlation_id``) for a handler that decides otherwise.
-* Reply payloads (seed l.90-103) are ``key=value`` tokens separated by single spaces,
-  each split on its first ``=``.  Lists are ``[1,2,3]`` with commas (the document shows
-  no separator), ``[]`` when empty; a list written with spaces (``[0 1 2]``) is refused
-  by name.  ``messages=`` holds ``<offset>:<value>`` items separated by commas, empty
-  when there is none; an item begins wherever a comma is followed by ``<digits>:``, so a
-  value may hold commas but a value holding ``,<digits>:`` reads as two messages (the
-  document has no escaping).  Decoding is additive (seed l.92): every declared key
-  must be present and well-typed, unknown keys are kept as text, a repeated key is
-  refused.
+* The line is the deframer's output, without its ``\\n``; the parsers also take one
+  trailing ``\\n``.  Any other ``\\n`` in it is BAD_REQUEST (V1L-ENV-17: the deframer
+  splits there).  A line that is not UTF-8 is BAD_REQUEST (SPEC is silent; the
+  real broker takes any bytes).
+* Envelope checks come first (V1L-ENV-5 to -10, each a parse error answered with
+  correlation id 0, V1L-ENV-11), then the command's name (V1L-ENV-14), then its
+  arguments (V1L-ENV-15, -16, and each command's rules in :mod:`commands`, answered
+  with the request's correlation id).  The correlation id is any non-empty text
+  (V1L-ENV-3), echoed as read (trimmed in ``real``).  :func:`encode` writes only
+  requests that read the same in both revisions (no ``|`` or whitespace in a field).
+  Error texts are the real broker's (V1L-ENV-19).
+
+``doc``: the line is split on every ``|`` into exactly four sections (V1L-ENV-5,
+V1L-ENV-10); nothing is trimmed, so ``\\r`` and surrounding spaces belong to their
+section; the version is exactly ``V1`` (V1L-ENV-6) and the command name matches exactly
+(``ping`` is UNKNOWN_COMMAND).  Args are separated by single spaces (SPEC preamble,
+values): an empty field (two spaces in a row, a leading or trailing space) makes the
+arg count wrong.  Option values and roles match exactly (V1L-PROD-6, V1L-REPL-3,
+V1L-GRP-8).
+
+``real`` (V1L-ENV-18): the line is trimmed of surrounding whitespace (so a ``\\r``
+before ``\\n`` goes), split into at most four sections (the fourth runs to the end of
+the line and may hold ``|``) and each section is trimmed; the version is still exactly
+``V1``; the command name is matched in any case; args are split on runs of whitespace.
+Option keys and values and roles match in any case (V1L-PROD-10, V1L-REPL-16,
+V1L-GRP-14).
+
+Replies (SPEC preamble, reply payload grammar): ``key=value`` fields separated by one
+space.  Lists are ``[0 1 2]``, items separated by one space, ``[]`` when empty; the
+comma form (``[0,1,2]``) is refused by name.  ``messages=`` holds ``<offset>:<value>``
+items joined by ``,`` (``messages= hw=-1`` when none); a reader starts an item wherever
+a comma is followed by ``<digits>:``, so a value holding ``,<digits>:`` reads as two
+(SPEC: ambiguous).  A success with no payload (PING) is ``V1|<cid>|OK`` (V1L-PING-2):
+:func:`encode_result` writes it so.  Decoding is additive: every declared key must be
+present and well-typed, unknown keys are kept as text, a repeated key is refused.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from conformance.protocols.v1line.commands import (
     COMMANDS,
     I64_MAX,
     I64_MIN,
+    REVISIONS,
     ArgValue,
     CommandSpec,
     ErrReply,
@@ -59,6 +66,7 @@ from conformance.protocols.v1line.commands import (
     Reply,
     ReplyField,
     Request,
+    Revision,
 )
 from conformance.protocols.v1line.errors import BadReply, BadRequest, UnknownCommand, error_line
 from conformance.wire.framing import LineFraming
@@ -66,7 +74,9 @@ from conformance.wire.framing import LineFraming
 VERSION = "V1"
 LINE_LIMIT = 64 * 1024
 FRAMING = LineFraming(limit=LINE_LIMIT)
-"""One line per frame both ways; a line over 64 KiB closes the connection (DESIGN)."""
+"""One line per frame both ways; a line over 64 KiB closes the connection (V1L-ENV-13)."""
+
+ENVELOPE_ERROR = "expected format V1|<correlation_id>|<command>|<args>"
 
 __all__ = [
     "FRAMING",
@@ -77,6 +87,7 @@ __all__ = [
     "PayloadValue",
     "Reply",
     "Request",
+    "Revision",
 ]
 
 INTEGER_RE = re.compile(r"[+-]?[0-9]+")
@@ -112,105 +123,98 @@ def integer(token: str) -> int | None:
 # -------------------------------------------------------------------- requests
 
 
-def parse_request(line: bytes, *, collapse_spaces: bool = False) -> Request:
-    """Parse one request line (with or without its ``\\n``)."""
+def _sections(text: str, revision: Revision) -> list[str]:
+    if revision == "doc":
+        sections = text.split("|")
+        return sections if len(sections) == 4 else []
+    sections = [s.strip() for s in text.strip().split("|", 3)]
+    return sections if len(sections) == 4 else []
+
+
+def parse_request(line: bytes, *, revision: Revision) -> Request:
+    """Parse one request line (with or without its ``\\n``) under ``revision``."""
+    if revision not in REVISIONS:
+        raise ValueError(f"revision {revision!r} is none of {', '.join(REVISIONS)}")
     text = _line_text(line)
     if text is None:
         raise BadRequest("request is not valid UTF-8")
     if "\n" in text:
         raise BadRequest("a request is one line: it holds a newline before its end")
-    sections = text.split("|")
-    corr = sections[1] if len(sections) > 1 and sections[1] else None
-    if len(sections) != 4:
-        raise BadRequest(
-            f"expected 4 |-separated sections V1|<correlation_id>|<command>|<args>, "
-            f"got {len(sections)}",
-            request_correlation_id=corr,
-        )
+    sections = _sections(text, revision)
+    if not sections:
+        raw = text.split("|")
+        corr = raw[1] if len(raw) > 1 else ""
+        corr = corr.strip() if revision == "real" else corr
+        raise BadRequest(ENVELOPE_ERROR, request_correlation_id=corr or None)
     version, correlation_id, command, args = sections
     if version != VERSION:
-        raise BadRequest(
-            f"protocol version {_shown(version)} is not V1", request_correlation_id=corr
-        )
+        raise BadRequest("unsupported version", request_correlation_id=correlation_id or None)
     if not correlation_id:
-        raise BadRequest("empty correlation id")
+        raise BadRequest("correlation id required")
     if not command:
-        raise BadRequest("empty command", request_correlation_id=correlation_id)
-    spec = COMMANDS.get(command)
+        raise BadRequest("command required", request_correlation_id=correlation_id)
+    spec = COMMANDS.get(command.upper() if revision == "real" else command)
     if spec is None:
         raise UnknownCommand(command, correlation_id)
-    tokens = (
-        [t for t in args.split(" ") if t]
-        if collapse_spaces
-        else ([] if args == "" else args.split(" "))
-    )
+    tokens = args.split() if revision == "real" else ([] if args == "" else args.split(" "))
+    values = parse_args(spec, tokens, revision=revision, correlation_id=correlation_id)
+    return Request(correlation_id, spec.name, values)
+
+
+class _ArgError(Exception):
+    """An argument error, before the request's correlation id is attached."""
+
+
+def parse_args(
+    spec: CommandSpec, tokens: Sequence[str], *, revision: Revision, correlation_id: str
+) -> tuple[ArgValue, ...]:
+    """The values of ``tokens`` (the args section split into fields) under ``spec``;
+    BadRequest answered with ``correlation_id`` (V1L-ENV-15)."""
     try:
-        values = parse_args(spec, tokens)
-    except BadRequest as exc:
+        return _parse_args(spec, tokens, revision)
+    except _ArgError as exc:
         raise BadRequest(str(exc), stage="args", request_correlation_id=correlation_id) from None
-    return Request(correlation_id, command, values)
 
 
-def _usage_error(spec: CommandSpec, why: str) -> BadRequest:
-    return BadRequest(f"{spec.name}: {why}; expected {spec.usage}", stage="args")
-
-
-def parse_args(spec: CommandSpec, tokens: Sequence[str]) -> tuple[ArgValue, ...]:
-    """The values of ``tokens`` (the args section split into fields) under ``spec``."""
-    if "" in tokens:
-        raise _usage_error(spec, "fields must be separated by a single space")
+def _parse_args(
+    spec: CommandSpec, tokens: Sequence[str], revision: Revision
+) -> tuple[ArgValue, ...]:
     n = len(spec.fields)
     most = n + (spec.option is not None)
-    if not n <= len(tokens) <= most:
-        raise _usage_error(spec, f"got {len(tokens)} argument(s)")
+    if "" in tokens or not n <= len(tokens) <= most:
+        raise _ArgError(spec.usage)
     fields = zip(spec.fields, tokens[:n], strict=True)
-    values: list[ArgValue] = [_parse_field(spec, f, t) for f, t in fields]
+    values: list[ArgValue] = [_parse_field(f, t, revision) for f, t in fields]
     if spec.option is not None:
         opt = spec.option
         if len(tokens) > n:
             key, sep, choice = tokens[n].partition("=")
-            if not sep or key != opt.key:
-                raise _usage_error(spec, f"unexpected argument {_shown(tokens[n])}")
-            if choice not in opt.choices:
-                allowed = ", ".join(f"{opt.key}={c}" for c in opt.choices)
-                raise BadRequest(
-                    f"{spec.name}: {_shown(tokens[n])} is not exactly one of {allowed}",
-                    stage="args",
-                )
+            if revision == "real":
+                key, choice = key.lower(), choice.lower()
+            if not sep or key != opt.key or choice not in opt.choices:
+                raise _ArgError(opt.error)
             values.append(choice)
         else:
             values.append(None)
     return tuple(values)
 
 
-def _parse_field(spec: CommandSpec, field: Field, token: str) -> ArgValue:
+def _parse_field(field: Field, token: str, revision: Revision) -> ArgValue:
     if field.kind == "name":
         return token
     if field.kind == "message":
         key, sep, value = token.partition(":")
         if not sep:
-            raise BadRequest(
-                f"{spec.name}: message {_shown(token)} is not <key>:<value>", stage="args"
-            )
+            raise _ArgError("message must be key:value")
         return KeyValue(key, value)
     if field.kind == "choice":
-        if token not in field.choices:
-            allowed = " or ".join(field.choices)
-            raise BadRequest(
-                f"{spec.name}: {field.name} {_shown(token)} is not exactly {allowed}",
-                stage="args",
-            )
-        return token
+        choice = token.lower() if revision == "real" else token
+        if choice not in field.choices:
+            raise _ArgError(f"invalid {field.name}")
+        return choice
     number = integer(token)
-    if number is None:
-        raise BadRequest(
-            f"{spec.name}: {field.name} {_shown(token)} is not an integer in the int64 range",
-            stage="args",
-        )
-    if field.minimum is not None and number < field.minimum:
-        raise BadRequest(
-            f"{spec.name}: {field.name} {number} is below {field.minimum}", stage="args"
-        )
+    if number is None or (field.minimum is not None and number < field.minimum):
+        raise _ArgError(f"invalid {field.name}")
     return number
 
 
@@ -221,7 +225,8 @@ def encode_request(correlation_id: str | int, command: str, args: str = "") -> b
 
 def format_args(command: str, values: Sequence[ArgValue]) -> str:
     """The args section of ``command`` with ``values`` (an option None is left out);
-    ValueError when a value cannot be written so that it parses back."""
+    ValueError when a value cannot be written so that it parses back in both revisions
+    (no field holds ``|`` or whitespace)."""
     spec = COMMANDS[command]
     names = spec.arg_names
     if len(values) != len(names):
@@ -237,15 +242,16 @@ def format_args(command: str, values: Sequence[ArgValue]) -> str:
             text = f"{name}={text}"
         if isinstance(value, KeyValue) and ":" in value.key:
             raise ValueError(f"{command}: key {value.key!r} holds ':' (split on the first)")
-        if not text or any(c in text for c in " |\n"):
+        if not text or any(c == "|" or c.isspace() for c in text):
             raise ValueError(f"{command}: {name} {text!r} cannot be written as one field")
         out.append(text)
     return " ".join(out)
 
 
 def encode(request: Request) -> bytes:
-    """A typed request as its line (checked to parse back to ``request``)."""
-    if not request.correlation_id or any(c in request.correlation_id for c in "|\n"):
+    """A typed request as its line, parsing back to ``request`` in both revisions."""
+    corr = request.correlation_id
+    if not corr or "|" in corr or "\n" in corr or corr != corr.strip():
         raise ValueError(f"correlation id {request.correlation_id!r} cannot be written")
     args = format_args(request.command, request.args)
     return encode_request(request.correlation_id, request.command, args)
@@ -258,6 +264,14 @@ def encode_ok(correlation_id: str | int, payload: str | None = None) -> bytes:
     if payload is None:
         return f"{VERSION}|{correlation_id}|OK\n".encode()
     return f"{VERSION}|{correlation_id}|OK|{payload}\n".encode()
+
+
+def encode_result(
+    correlation_id: str | int, command: str, values: Mapping[str, PayloadValue]
+) -> bytes:
+    """The success line of ``command`` with ``values``: ``V1|<cid>|OK`` when the payload
+    is empty (PING, V1L-PING-2), else ``V1|<cid>|OK|<payload>``."""
+    return encode_ok(correlation_id, encode_payload(command, values) or None)
 
 
 def encode_err(correlation_id: str | int, code: str, message: str) -> bytes:
@@ -300,7 +314,7 @@ def _format_value(f: ReplyField, value: PayloadValue) -> str:
         return "true" if value else "false"
     if f.kind == "int_list":
         assert isinstance(value, tuple)
-        return "[" + ",".join(str(v) for v in value) + "]"
+        return "[" + " ".join(str(v) for v in value) + "]"
     if f.kind == "messages":
         assert isinstance(value, tuple)
         return ",".join(f"{item[0]}:{item[1]}" for item in value if isinstance(item, tuple))
@@ -314,11 +328,17 @@ def encode_payload(command: str, values: Mapping[str, PayloadValue]) -> str:
     missing = [f.name for f in declared if f.name not in values]
     if missing:
         raise ValueError(f"{command} reply lacks {', '.join(missing)}")
-    parts = [f"{f.name}={_format_value(f, values[f.name])}" for f in declared]
-    parts += [f"{k}={v}" for k, v in values.items() if k not in names]
-    for p in parts:
-        if " " in p or "\n" in p:
-            raise ValueError(f"{command} reply field {p!r} holds a space or newline")
+    parts: list[str] = []
+    for f in declared:
+        text = _format_value(f, values[f.name])
+        if "\n" in text or (f.kind != "int_list" and " " in text):
+            raise ValueError(f"{command} reply field {f.name}={text!r} holds a space or newline")
+        parts.append(f"{f.name}={text}")
+    for k, v in values.items():
+        if k not in names:
+            if " " in f"{k}{v}" or "\n" in f"{k}{v}":
+                raise ValueError(f"{command} reply field {k}={v!r} holds a space or newline")
+            parts.append(f"{k}={v}")
     return " ".join(parts)
 
 
@@ -345,10 +365,14 @@ def _read_value(command: str, f: ReplyField, text: str) -> PayloadValue:
         if not (text.startswith("[") and text.endswith("]")):
             raise BadReply(f"{where}: not a list in [...]")
         inner = text[1:-1]
-        items = inner.split(",") if inner else []
+        items = inner.split(" ") if inner else []
         numbers = [integer(i) for i in items]
         if any(n is None for n in numbers):
-            raise BadReply(f"{where}: items must be integers separated by commas, as in [0,1,2]")
+            if "," in inner:
+                raise BadReply(
+                    f"{where}: items are separated by one space, as in [0 1 2], not commas"
+                )
+            raise BadReply(f"{where}: items must be integers separated by one space, as in [0 1 2]")
         return tuple(n for n in numbers if n is not None)
     messages: list[tuple[int, str]] = []
     for item in _MESSAGE_START.split(text) if text else []:
@@ -364,19 +388,23 @@ def decode_payload(command: str, payload: str) -> dict[str, PayloadValue]:
     """The typed values of ``command``'s OK payload: every declared key, each of its
     kind; keys the document does not declare are kept as text (additive evolution)."""
     spec = COMMANDS[command]
+    lists = {f.name for f in spec.reply if f.kind == "int_list"}
+    declared = {f.name for f in spec.reply}
     raw: dict[str, str] = {}
-    tokens = payload.split(" ") if payload else []
-    open_list = False  # the previous token began a [...] list it did not close
+    tokens = iter(payload.split(" ") if payload else [])
     for token in tokens:
         key, sep, value = token.partition("=")
         if not sep or not key:
-            if open_list:
-                raise BadReply(
-                    f"{command} reply {payload!r}: a list separates its items with spaces; "
-                    "this codec reads commas, as in [0,1,2]"
-                )
             raise BadReply(f"{command} reply {payload!r}: token {_shown(token)} is not key=value")
-        open_list = value.startswith("[") and not value.endswith("]")
+        # a list holds spaces: a declared list, or an unknown key's, runs to its "]"
+        if (key in lists or key not in declared) and value.startswith("["):
+            while not value.endswith("]"):
+                more = next(tokens, None)
+                if more is None:
+                    raise BadReply(
+                        f"{command} reply {payload!r}: {key}= opens a list it never closes"
+                    )
+                value += " " + more
         if key in raw:
             raise BadReply(f"{command} reply {payload!r}: key {key!r} appears twice")
         raw[key] = value

@@ -3,33 +3,37 @@
 The declarations follow the document's "Supported Commands" table (seed l.38-50, whose
 PRODUCE, JOIN and SET_PARTITION_ROLE rows lost their ``|`` alternatives to the table
 rendering; the validation list, seed l.74-79, restores them), the handler-level rules
-(seed l.72-79) and "Command Payloads" (seed l.90-103).  PING is not in the table; the
-document shows it with no arguments (seed l.19-21).  The codec
+(seed l.72-79) and "Command Payloads" (seed l.90-103), as SPEC.md numbers them.  PING is
+not in the table; it takes no arguments (V1L-ENV-9, V1L-PING-1).  The codec
 (:mod:`codec`) parses, encodes and generates from these tables; nothing else in the
 package spells a command's grammar.
 
 Argument kinds (``Field.kind``):
 
-* ``name``: a topic, group or consumer id: any non-empty token.  The document gives no
-  character rule; a space separates fields and ``|`` sections, so neither can occur.
+* ``name``: a topic, group or consumer id: any non-empty token (it cannot hold a space
+  or ``|``: SPEC preamble, values).
 * ``int``: an integer in ASCII decimal with an optional sign (``[+-]?[0-9]+``, leading
-  zeros allowed), in the int64 range; ``minimum`` (0 for partitions, offsets and
-  generations) refuses what names nothing.  The document says only "valid integers"
-  (seed l.76); BAD_REQUEST is its only code that fits a negative offset.  A replica id
-  has no minimum here: its range, 1..replication_factor-1 (seed l.77), needs the
-  broker's replication factor, so the handler checks it.
-* ``message``: PRODUCE's ``<key>:<value>`` (seed l.74), split on the first ``:``; the
-  key and the value may each be empty and the value may hold more ``:``.
-* ``choice``: exactly one of ``choices`` (SET_PARTITION_ROLE's role, seed l.78).
+  zeros allowed), in the int64 range (V1L-ENV-16).  ``minimum`` 0 refuses a negative
+  partition, or offset to read, as BAD_REQUEST (V1L-CONS-5, V1L-CONS-6); a generation
+  has none (any other generation is GENERATION_MISMATCH, V1L-GRP-9, -10, -13,
+  V1L-OFF-2), nor has an offset COMMIT stores (as given, V1L-OFF-6) or REPLICA_FETCH
+  reports (echoed, V1L-REPL-15).  A replica id's
+  range (V1L-REPL-7) needs the broker's replication factor, so the handler checks it.
+* ``message``: PRODUCE's ``<key>:<value>``, split on the first ``:`` (V1L-PROD-3,
+  V1L-PROD-4); the key and the value may each be empty.
+* ``choice``: one of ``choices`` (SET_PARTITION_ROLE's role, V1L-REPL-2; exact in
+  ``doc``, V1L-REPL-3, any case in ``real``, V1L-REPL-16).
 
-An ``Option`` is an optional last token ``<key>=<choice>``: PRODUCE's ``acks`` (exactly
-``0``, ``1`` or ``all``, seed l.75) and JOIN's ``assignor`` (exactly ``round_robin`` or
-``range``, seed l.79).  Absent, its value is None and the broker picks the default.
+An ``Option`` is an optional last token ``<key>=<choice>``: PRODUCE's ``acks``
+(V1L-PROD-5, -6, -10) and JOIN's ``assignor`` (V1L-GRP-7, -8, -14); exact in ``doc``,
+key and choice in any case in ``real``.  Absent, its value is None and the broker picks
+the default.  Error texts are the real broker's (V1L-ENV-19): ``usage`` and ``error``.
 
-Reply payload kinds (``ReplyField.kind``): ``int`` (signed int64 decimal), ``bool``
+Reply payload kinds (``ReplyField.kind``, SPEC preamble, reply payload grammar):
+``int`` (signed int64 decimal; ``hw`` is -1 when nothing is committed), ``bool``
 (``true``/``false``), ``word`` (a non-empty token), ``literal`` (exactly ``literal``),
-``int_list`` (``[...]``, items separated by commas: the document shows no separator),
-``messages`` (``<offset>:<value>`` items separated by commas, empty when none).
+``int_list`` (``[0 1 2]``: items separated by one space, ``[]`` when empty),
+``messages`` (``<offset>:<value>`` items joined by ``,``, nothing when none).
 
 The values the codec produces are declared here too: :class:`Request` (its ``args`` in
 the order of ``CommandSpec.arg_names``), :class:`KeyValue`, :class:`OkReply`,
@@ -43,6 +47,9 @@ from typing import Literal
 
 FieldKind = Literal["name", "int", "message", "choice"]
 ReplyKind = Literal["int", "bool", "word", "literal", "int_list", "messages"]
+Revision = Literal["doc", "real"]
+REVISIONS: tuple[Revision, ...] = ("doc", "real")
+"""SPEC.md's revisions: the document as written, and the real broker (FACTS.md)."""
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 ACKS = ("0", "1", "all")
@@ -57,15 +64,25 @@ class Field:
     minimum: int | None = None
     choices: tuple[str, ...] = ()
 
+    @property
+    def usage(self) -> str:
+        return "<key>:<value>" if self.kind == "message" else f"<{self.name}>"
+
 
 @dataclass(frozen=True)
 class Option:
     key: str
     choices: tuple[str, ...]
+    what: str
+    """What the real broker calls it in its error text (``ack mode``, ``assignor``)."""
 
     @property
     def usage(self) -> str:
         return f"[{self.key}={'|'.join(self.choices)}]"
+
+    @property
+    def error(self) -> str:
+        return f"invalid {self.what}; expected {self.key}={'|'.join(self.choices)}"
 
 
 @dataclass(frozen=True)
@@ -85,10 +102,11 @@ class CommandSpec:
 
     @property
     def usage(self) -> str:
-        parts = [f"<{f.name}>" for f in self.fields]
+        """The wrong-arg-count error text (V1L-ENV-19)."""
+        parts = [f.usage for f in self.fields]
         if self.option is not None:
             parts.append(self.option.usage)
-        return " ".join([self.name, *parts])
+        return f"{self.name} requires: {' '.join(parts) or 'no args'}"
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -106,7 +124,9 @@ def _count(n: str) -> Field:
 
 
 TOPIC, GROUP, CONSUMER = _name("topic"), _name("group"), _name("consumer_id")
-PARTITION, OFFSET, GENERATION = _count("partition"), _count("offset"), _count("generation")
+PARTITION, OFFSET = _count("partition"), _count("offset")
+GENERATION = Field("generation", "int")
+COMMITTED = REPORTED = Field("offset", "int")
 MEMBER = (GROUP, TOPIC, CONSUMER, GENERATION)
 
 ASSIGNMENT = (ReplyField("generation", "int"), ReplyField("assigned", "int_list"))
@@ -117,7 +137,7 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec(
             "PRODUCE",
             (TOPIC, Field("message", "message")),
-            Option("acks", ACKS),
+            Option("acks", ACKS, "ack mode"),
             (ReplyField("partition", "int"), ReplyField("offset", "int"), ReplyField("hw", "int")),
             "append one message",
         ),
@@ -131,7 +151,7 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec(
             "JOIN",
             (GROUP, TOPIC, CONSUMER),
-            Option("assignor", ASSIGNORS),
+            Option("assignor", ASSIGNORS, "assignor"),
             ASSIGNMENT,
             "join a group and get assignments",
         ),
@@ -154,7 +174,7 @@ COMMANDS: dict[str, CommandSpec] = {
         ),
         CommandSpec(
             "COMMIT",
-            (*MEMBER, PARTITION, OFFSET),
+            (*MEMBER, PARTITION, COMMITTED),
             None,
             (ReplyField("committed", "bool"),),
             "persist processed progress with generation validation",
@@ -168,7 +188,7 @@ COMMANDS: dict[str, CommandSpec] = {
         ),
         CommandSpec(
             "REPLICA_FETCH",
-            (TOPIC, PARTITION, Field("replica_id", "int"), OFFSET),
+            (TOPIC, PARTITION, Field("replica_id", "int"), REPORTED),
             None,
             (
                 ReplyField("replica", "int"),
@@ -191,7 +211,7 @@ COMMANDS: dict[str, CommandSpec] = {
             ),
             "set a partition's replication role on this broker",
         ),
-        CommandSpec("PING", (), None, (), "check the broker answers (seed l.19-21)"),
+        CommandSpec("PING", (), None, (), "check the broker answers (V1L-PING-1)"),
     )
 }
 """Every command of the document, in its order, PING last."""

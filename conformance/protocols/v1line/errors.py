@@ -2,14 +2,16 @@
 
 A request either parses or raises one of these (the fuzz harness relies on it):
 
-* :class:`BadRequest` (``BAD_REQUEST``): the envelope is malformed (seed l.63-68) or a
-  command's arguments break its grammar (seed l.72-79).  Its reply carries correlation
-  id ``0`` in every case (seed l.34-36; DESIGN: "parse errors always use correlation id
-  0").  ``stage`` says which check refused it, and ``request_correlation_id`` keeps the
-  id the line carried when the envelope was readable, so a handler that must echo it
-  (if SPEC.md decides so for argument errors) has it.
-* :class:`UnknownCommand` (``UNKNOWN_COMMAND``, seed l.56): a well-formed envelope naming
-  a command the broker does not have; answered with the request's correlation id.
+* :class:`BadRequest` (``BAD_REQUEST``): ``stage`` says which check refused it.  An
+  ``envelope`` error (V1L-ENV-5 to -10) is a parse error, answered with correlation id
+  ``0`` (V1L-ENV-11); ``request_correlation_id`` keeps the id the line carried, when it
+  could be read, for diagnostics.  An ``args`` error (a command's arguments break its
+  grammar: V1L-ENV-15, -16, V1L-PROD-3, -5, -6, -7, V1L-REPL-2, -3, V1L-GRP-7, -8) is
+  answered with the request's correlation id.
+* :class:`UnknownCommand` (``UNKNOWN_COMMAND``, V1L-ENV-14): a well-formed envelope
+  naming a command the broker does not have; answered with the request's correlation id.
+
+Messages are the real broker's texts (V1L-ENV-19).
 
 :class:`BadReply` is the suite's: a broker reply the codec cannot read.  It has no wire
 reply of its own.
@@ -30,7 +32,7 @@ ERROR_CODES = (BAD_REQUEST, UNKNOWN_COMMAND, REPLICATION_TIMEOUT, NOT_LEADER, GE
 """The error codes of the document (seed l.52-59), in its order."""
 
 PARSE_ERROR_CORRELATION_ID = "0"
-"""The correlation id of every BAD_REQUEST reply (seed l.34-36)."""
+"""The correlation id of every parse error's reply (V1L-ENV-11)."""
 
 Stage = Literal["envelope", "args"]
 
@@ -59,7 +61,8 @@ class V1LineError(ProtocolError):
 
 
 class BadRequest(V1LineError):
-    """``BAD_REQUEST``: always answered with correlation id 0."""
+    """``BAD_REQUEST``: a parse error (``stage`` ``envelope``) is answered with correlation
+    id 0; an ``args`` error with the request's (``request_correlation_id``, required)."""
 
     code = BAD_REQUEST
 
@@ -70,7 +73,10 @@ class BadRequest(V1LineError):
         stage: Stage = "envelope",
         request_correlation_id: str | None = None,
     ) -> None:
-        super().__init__(message, PARSE_ERROR_CORRELATION_ID)
+        if stage == "args" and request_correlation_id is None:
+            raise ValueError("an args error is answered with the request's correlation id")
+        corr = request_correlation_id if stage == "args" else PARSE_ERROR_CORRELATION_ID
+        super().__init__(message, corr or PARSE_ERROR_CORRELATION_ID)
         self.stage: Stage = stage
         self.request_correlation_id = request_correlation_id
         """The correlation id the line carried, when its envelope could be read."""
@@ -82,8 +88,7 @@ class UnknownCommand(V1LineError):
     code = UNKNOWN_COMMAND
 
     def __init__(self, command: str, correlation_id: str) -> None:
-        shown = command if len(command) <= 40 else command[:40] + "..."
-        super().__init__(f"unknown command {shown!r}", correlation_id)
+        super().__init__("unsupported command", correlation_id)
         self.command = command
 
 
