@@ -3,17 +3,15 @@
 What every protocol's vectors go through (loading, cited requirements, the deframer whole,
 byte by byte and before the next frame, plain data and back, decode and encode) is
 tests/protocols/test_vectors.py; it runs here too, over Iggy's vectors alone, through
-:func:`check_all`, so this file works before the plug-in is registered (a stand-in plug-in
-with Iggy's framing and vector schema is used then).  Beyond that: every frame the real
+:func:`check_all`.  Beyond that: every frame the real
 apache-iggy 0.8.0 client sent (tests/iggy/captured) is a vector with the very bytes; every
 command the codec declares has a request vector and a reply vector; the user-header kinds,
 partitioning kinds and refused frames the brief names are there; every vector cites
-requirement IDs of SPEC.md once it exists.
+requirement IDs of SPEC.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,7 @@ import yaml
 
 from conformance import protocols
 from conformance.errors import ProtocolError
-from conformance.plugin import Annotation, Plugin
-from conformance.protocols.iggy import codec
+from conformance.plugin import Plugin
 from conformance.protocols.iggy.messages import REQUESTS
 from conformance.protocols.iggy.vectors import SCHEMA, from_message, to_message
 from conformance.vectors import Vector, VectorError, load
@@ -31,41 +28,9 @@ from conformance.vectors import Vector, VectorError, load
 CAPTURED = sorted((Path(__file__).parent / "captured").glob("*.yaml"))
 
 
-def _unused(*_: Any) -> Any:  # pragma: no cover - the stand-in is only loaded from
-    raise AssertionError("not part of the stand-in plug-in")
-
-
-def _stand_in() -> Plugin:
-    return Plugin(
-        name="iggy",
-        title="Apache Iggy (stand-in for the vector tests)",
-        package="conformance.protocols.iggy",
-        suite_package="conformance.suite.iggy",
-        revisions=codec.REVISIONS,
-        default_revision="classic",
-        default_port=8090,
-        framing=codec.IggyFraming(),  # type: ignore[arg-type]
-        probe_request=b"\x01\0\0\0",
-        annotate=lambda payload, direction, earlier: Annotation(payload.hex()),
-        frontend=_unused,
-        vectors=lambda: SCHEMA,
-        fuzzing=_unused,
-    )
-
-
 @pytest.fixture(scope="module")
-def plugin() -> Iterator[Plugin]:
-    """Iggy's plug-in, or a stand-in with its framing and schema while it is not registered."""
-    try:
-        yield protocols.get("iggy")
-        return
-    except protocols.UnknownProtocol:
-        pass
-    protocols._loaded["iggy"] = _stand_in()
-    try:
-        yield protocols._loaded["iggy"]
-    finally:
-        protocols._loaded.pop("iggy", None)
+def plugin() -> Plugin:
+    return protocols.get("iggy")
 
 
 @pytest.fixture(scope="module")
