@@ -86,6 +86,28 @@ class Vector:
         return protocols.get(self.protocol).vectors().to_message(self.decoded)
 
 
+def one_of(raw: Mapping[str, Any], key: str, known: Sequence[str]) -> str | None:
+    """A vector's optional extra key ``key`` (a schema's ``revision``): None when absent,
+    else one of ``known``; SchemaError naming the key otherwise."""
+    value = raw.get(key)
+    if value is not None and value not in known:
+        raise SchemaError(key, f"{value!r} is not one of {', '.join(known)}")
+    return value
+
+
+def reply_command(raw: Mapping[str, Any], direction: str, known: Sequence[str]) -> str | None:
+    """A reply vector's ``command`` (what it answers, for a protocol whose reply does not
+    say): None when absent; SchemaError on a request vector or an unknown command."""
+    command = raw.get("command")
+    if command is None:
+        return None
+    if direction != "reply":
+        raise SchemaError("command", "only reply vectors name a command (a request does)")
+    if command not in known:
+        raise SchemaError("command", f"unknown command {command!r}")
+    return str(command)
+
+
 def parse_hex(text: str) -> bytes:
     """Hex digits with any whitespace between them; ValueError if not whole bytes of hex."""
     digits = "".join(text.split())

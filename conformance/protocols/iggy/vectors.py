@@ -51,7 +51,7 @@ from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.errors import IggyError
 from conformance.protocols.iggy.messages import CODES, NAMES, VERSION
 from conformance.protocols.iggy.replies import OPTIONAL_REPLIES
-from conformance.vectors import mismatches, parse_hex
+from conformance.vectors import mismatches, one_of, parse_hex, reply_command
 
 REVISIONS = codec.REVISIONS
 DEFAULT_REVISION = "classic"
@@ -257,16 +257,10 @@ class IggyVectors:
     not_encoded: tuple[str, ...] = ()
 
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
-        revision = raw.get("revision", DEFAULT_REVISION)
-        if revision not in REVISIONS:
-            raise SchemaError("revision", f"{revision!r} is not one of {', '.join(REVISIONS)}")
+        revision = one_of(raw, "revision", REVISIONS) or DEFAULT_REVISION
         extras: dict[str, Any] = {"revision": revision}
-        command = raw.get("command")
+        command = reply_command(raw, direction, tuple(CODES))
         if command is not None:
-            if direction != "reply":
-                raise SchemaError("command", "only reply vectors name a command (a request does)")
-            if command not in CODES:
-                raise SchemaError("command", f"unknown command {command!r}")
             extras["command"] = command
         decoded = raw.get("decoded")
         if decoded is not None:

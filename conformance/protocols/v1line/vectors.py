@@ -52,7 +52,7 @@ from conformance.protocols.v1line.commands import (
     Revision,
 )
 from conformance.protocols.v1line.errors import BadReply, V1LineError
-from conformance.vectors import mismatches
+from conformance.vectors import mismatches, one_of, reply_command
 
 ERROR_NAMES = ("BAD_REQUEST", "UNKNOWN_COMMAND", "BAD_REPLY", "FRAME_TOO_LARGE")
 REPLY_KEYS = ("correlation_id", "status", "payload", "code", "message")
@@ -242,17 +242,11 @@ class V1LineVectors:
 
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
         extras: dict[str, Any] = {}
-        revision = raw.get("revision")
+        revision = one_of(raw, "revision", REVISIONS)
         if revision is not None:
-            if revision not in REVISIONS:
-                raise SchemaError("revision", f"{revision!r} is not one of {', '.join(REVISIONS)}")
             extras["revision"] = revision
-        command = raw.get("command")
+        command = reply_command(raw, direction, tuple(COMMANDS))
         if command is not None:
-            if direction != "reply":
-                raise SchemaError("command", "only reply vectors name a command (a request does)")
-            if command not in COMMANDS:
-                raise SchemaError("command", f"unknown command {command!r}")
             extras["command"] = command
         decoded = raw.get("decoded")
         if decoded is not None:
