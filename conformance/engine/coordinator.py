@@ -18,8 +18,8 @@ The rules, whatever the policy:
   answers REBALANCE_REQUIRED for an older generation, refuses one ahead or below 0.
   Both refresh the member's session.
 * Sessions need no timer: ``expire_members`` runs at the start of every group and offset
-  operation and drops SESSION members silent for longer than ``session_timeout_s`` by
-  ``clock``.
+  operation and drops SESSION members silent for longer than their policy's
+  ``session_timeout_s`` (else the engine's) by ``clock``.
 """
 
 from __future__ import annotations
@@ -191,6 +191,7 @@ class GroupCoordinator:
             again = g.members.get(member_id)
             if again is not None and (chosen, subscriptions) == (g.assignor, g.subscriptions):
                 again.last_seen = self._clock()
+                again.timeout_s = policy.session_timeout_s
                 return JoinResult(member_id, g.generation, tuple(g.sorted_members()))
         else:
             counter = g.counter + 1
@@ -208,6 +209,7 @@ class GroupCoordinator:
                 assignor=chosen,
             )
         )
+        self._groups[group].members[member_id].timeout_s = policy.session_timeout_s
         return JoinResult(member_id, generation, tuple(sorted(m for m, _, _ in members)))
 
     def members_of(self, group: str, consumer_id: str) -> list[str]:

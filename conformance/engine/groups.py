@@ -39,6 +39,10 @@ assignor          None: the engine's    None, or the join's   roundrobin (the
                                                               evenly)
 ================  ====================  ====================  ======================
 
+A policy may also carry ``session_timeout_s``, the session length of the members joined
+under it (V1: the plug-in's ``--session-timeout-ms``; None, the others: the engine's
+``--session-timeout``).
+
 Where a document is silent (a V1 member joining again, what an Iggy stored offset
 checks, Iggy's dealing order) the table holds the reference broker's choice, which the
 front-end's SPEC.md records as a convention.
@@ -163,10 +167,16 @@ class GroupPolicy:
     creation: Creation = Creation.IMPLICIT
     commit_check: CommitCheck = CommitCheck.GENERATION
     assignor: str | None = None  # a new group's assignor; None: the engine's
+    session_timeout_s: float | None = None
+    """How long a SESSION member joined under this policy may stay silent; None: the
+    engine's.  Held in memory only, as session times are: a member recovered after a
+    restart has the engine's until it joins again."""
 
     def __post_init__(self) -> None:
         if self.first_generation < 1:
             raise ValueError(f"first_generation must be at least 1, not {self.first_generation}")
+        if self.session_timeout_s is not None and not self.session_timeout_s > 0:
+            raise ValueError(f"session_timeout_s must be positive, not {self.session_timeout_s}")
         if self.assignor is not None:
             assignor_named(self.assignor)
 
@@ -184,6 +194,7 @@ class Member:
     consumer_id: str
     last_seen: float
     reaping: Reaping = Reaping.SESSION
+    timeout_s: float | None = None  # the policy's session timeout; None: the engine's
 
 
 @dataclass
@@ -207,7 +218,7 @@ class Group:
         return sorted(
             m
             for m, mem in self.members.items()
-            if mem.reaping is Reaping.SESSION and now - mem.last_seen > timeout_s
+            if mem.reaping is Reaping.SESSION and now - mem.last_seen > (mem.timeout_s or timeout_s)
         )
 
     def bound_to(self, consumer_id: str | None) -> list[str]:

@@ -126,8 +126,8 @@ class State:
         for mid, cid in op.members:
             reaping = Reaping.CONNECTION if mid in bound else Reaping.SESSION
             was = old.get(mid)
-            seen = now if was is None else was.last_seen
-            group.members[mid] = Member(cid, seen, reaping)
+            seen, timeout = (now, None) if was is None else (was.last_seen, was.timeout_s)
+            group.members[mid] = Member(cid, seen, reaping, timeout)
 
     def dead_ops(self, kinds: Counter[type]) -> int:
         """How many of the replayed non-append operations a snapshot would not need."""

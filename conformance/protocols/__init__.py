@@ -20,6 +20,7 @@ BUILTIN: dict[str, str] = {
     "cursus": "conformance.protocols.cursus.plugin:PLUGIN",
     "kafka": "conformance.protocols.kafka.plugin:PLUGIN",
     "iggy": "conformance.protocols.iggy.plugin:PLUGIN",
+    "v1line": "conformance.protocols.v1line.plugin:PLUGIN",
 }
 ENTRY_POINT_GROUP = "conformance.protocols"
 

@@ -1,7 +1,7 @@
-"""The V1 line golden vectors (vectors/v1line/*.yaml), before the plug-in is registered.
+"""The V1 line golden vectors (vectors/v1line/*.yaml).
 
-They load through the generic loader (conformance/vectors.py) with a stand-in plug-in
-holding the protocol's framing (:data:`.codec.FRAMING`) and vector schema, and go through
+They load through the generic loader (conformance/vectors.py) with the registered plug-in's
+framing (:data:`.codec.FRAMING`) and vector schema, and go through
 the checks tests/protocols/test_vectors.py gives every registered protocol: the deframer
 whole, one byte at a time and followed by the next frame; plain data and back; each
 payload decoded to its ``decoded`` message (in its revision, or alike in both) or refused
@@ -13,15 +13,13 @@ every command has a request and a reply vector; the areas and counts the brief n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conformance import protocols
 from conformance.errors import FrameTooLarge, ProtocolError
-from conformance.plugin import Annotation, Plugin
+from conformance.plugin import Plugin
 from conformance.protocols.v1line import codec
 from conformance.protocols.v1line.commands import COMMANDS, REVISIONS
 from conformance.protocols.v1line.errors import V1LineError
@@ -34,41 +32,9 @@ SPEC = Path(codec.__file__).with_name("SPEC.md")
 AREAS = ("envelope", "produce", "consume", "replication", "groups", "offsets", "ping", "errors")
 
 
-def _unused(*_: Any) -> Any:  # pragma: no cover - the stand-in is only loaded from
-    raise AssertionError("not part of the stand-in plug-in")
-
-
-def _stand_in() -> Plugin:
-    return Plugin(
-        name=NAME,
-        title="V1 line protocol (stand-in for the vector tests)",
-        package="conformance.protocols.v1line",
-        suite_package="conformance.suite.v1line",
-        revisions=REVISIONS,
-        default_revision="real",
-        default_port=9192,
-        framing=codec.FRAMING,  # type: ignore[arg-type]
-        probe_request=b"V1|1|PING|",
-        annotate=lambda payload, direction, earlier: Annotation(payload.decode(errors="replace")),
-        frontend=_unused,
-        vectors=lambda: SCHEMA,
-        fuzzing=_unused,
-    )
-
-
 @pytest.fixture(scope="module")
-def plugin() -> Iterator[Plugin]:
-    """The registered plug-in, or a stand-in while there is none."""
-    try:
-        yield protocols.get(NAME)
-        return
-    except protocols.UnknownProtocol:
-        pass
-    protocols._loaded[NAME] = _stand_in()
-    try:
-        yield protocols._loaded[NAME]
-    finally:
-        protocols._loaded.pop(NAME, None)
+def plugin() -> Plugin:
+    return protocols.get(NAME)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,517 @@
+"""The V1 line front-end of the reference broker: one request line -> engine call -> one reply line.
+
+Behaviour (SPEC.md numbers every rule; revision ``doc`` or ``real``):
+
+* Lines come from the shared :class:`~conformance.wire.framing.LineDeframer`; a line over
+  64 KiB closes the connection without a reply (V1L-ENV-13), as the real broker's
+  scanner does.  Every other line gets exactly one reply, in order (V1L-ENV-1): a parse
+  error with correlation id 0 (V1L-ENV-11), an unknown command or an argument error
+  with the request's (V1L-ENV-14, -15); the connection stays open (V1L-ENV-12).
+* Topics are created on first use with ``partitions`` partitions (3, the real broker's);
+  PRODUCE places a record by the FNV-1a 32-bit hash of its key (V1L-PROD-10) and stores
+  its value; the key chooses the partition only (FACTS.md, PRODUCE).
+* Replication: one :class:`~.replication.PartitionReplication` per partition beside the
+  engine's log, in memory (the broker forgets roles and followers' progress when it
+  stops; the log and the groups are the engine's, durable with ``--data-dir``).  CONSUME
+  returns records up to its high watermark only (V1L-CONS-2).  PRODUCE ``acks=all``
+  appends, then waits (a :class:`~conformance.server.Pending` polled on every
+  REPLICA_FETCH and every tick) until the record is committed with min ISR in sync, or
+  answers REPLICATION_TIMEOUT after the acks=all timeout (V1L-REPL-8, -9); the record
+  stays appended either way, as in the real broker.
+* Groups are the engine's, under :data:`policy`'s rules (groups.py's table, V1 column):
+  the consumer id is the member id, first generation 2 in ``real`` and 1 in ``doc``,
+  session reaping with ``session_timeout_ms``, groups made by their first JOIN, commits
+  checked against generation and ownership.  Every group refusal is GENERATION_MISMATCH
+  (V1L-GRP-9, -10, -13, V1L-OFF-2..4).
+* Durability (V1L-DUR-1..6): with a data directory, ``groups.json`` and
+  ``offsets.json`` are rewritten atomically (durable.py) after every change of a
+  group's generation, members or assignor and after every COMMIT, before the reply is
+  sent.  They are a view of the engine, whose journal (written first) is what the
+  broker recovers from, so after kill -9 both the files and the recovered state hold
+  every acknowledged commit and generation.  At start the files are rewritten from the
+  recovered state.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from conformance.engine import (
+    CommitCheck,
+    Creation,
+    Engine,
+    EngineError,
+    GroupPolicy,
+    MemberIds,
+    NewRecord,
+    Reaping,
+)
+from conformance.errors import ProtocolError
+from conformance.protocols.v1line import codec, durable
+from conformance.protocols.v1line.commands import KeyValue, PayloadValue, Request, Revision
+from conformance.protocols.v1line.errors import (
+    BAD_REQUEST,
+    GENERATION_MISMATCH,
+    REPLICATION_TIMEOUT,
+    BadRequest,
+    UnknownCommand,
+    V1LineError,
+    error_line,
+)
+from conformance.protocols.v1line.quirks import CRASH_EXIT_CODE, Quirks
+from conformance.protocols.v1line.replication import (
+    DEFAULT_ACK_TIMEOUT_MS,
+    DEFAULT_LAG_TIMEOUT_MS,
+    DEFAULT_MIN_ISR,
+    DEFAULT_REPLICATION_FACTOR,
+    PartitionReplication,
+    ReplicationConfig,
+    ReplicationError,
+)
+from conformance.server import Outcome
+from conformance.wire.framing import LineDeframer
+
+DEFAULT_PARTITIONS = 3
+DEFAULT_SESSION_TIMEOUT_MS = 10_000
+GROUP_ERRORS = {
+    "UNKNOWN_GROUP": "group not found",
+    "UNKNOWN_MEMBER": "unknown member",
+    "GENERATION_MISMATCH": "stale generation",
+    "PARTITION_NOT_OWNED": "partition not assigned to member",
+}
+"""Engine group refusals -> the real broker's GENERATION_MISMATCH texts (FACTS.md, groups)."""
+
+
+def fnv1a32(data: bytes) -> int:
+    """The FNV-1a 32-bit hash (offset basis 2166136261, prime 16777619)."""
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def _clock_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass
+class V1Config:
+    revision: Revision = "doc"
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    min_isr: int = DEFAULT_MIN_ISR
+    ack_timeout_ms: int = DEFAULT_ACK_TIMEOUT_MS
+    replica_lag_timeout_ms: int = DEFAULT_LAG_TIMEOUT_MS
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    partitions: int = DEFAULT_PARTITIONS
+    quirks: Quirks = field(default_factory=Quirks)
+
+    def replication(self) -> ReplicationConfig:
+        return ReplicationConfig(
+            replication_factor=self.replication_factor,
+            min_isr=self.min_isr,
+            ack_timeout_ms=self.ack_timeout_ms,
+            lag_timeout_ms=self.quirks.lag_timeout_ms(self.replica_lag_timeout_ms),
+            revision=self.revision,
+        )
+
+    def policy(self) -> GroupPolicy:
+        """The V1 column of groups.py's table."""
+        return GroupPolicy(
+            member_ids=MemberIds.GIVEN,
+            first_generation=2 if self.revision == "real" else 1,
+            reaping=Reaping.SESSION,
+            creation=Creation.IMPLICIT,
+            commit_check=(
+                CommitCheck.GENERATION
+                if "commit-any-partition" in self.quirks
+                else CommitCheck.OWNERSHIP
+            ),
+            assignor="round_robin",
+            session_timeout_s=self.session_timeout_ms / 1000.0,
+        )
+
+
+class Refused(Exception):
+    """A request a handler refuses: ``code`` and ``message`` with the request's id."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class V1Frontend:
+    """Shared by every connection: the engine, the partitions' replication, the files."""
+
+    name = "v1line"
+
+    def __init__(self, engine: Engine, config: V1Config | None = None) -> None:
+        self.engine = engine
+        self.config = config or V1Config()
+        self.policy = self.config.policy()
+        self.replication_config = self.config.replication()
+        self.clock: Callable[[], float] = _clock_ms
+        self._replicas: dict[tuple[str, int], PartitionReplication] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self.files = durable.GroupFiles(engine.data_dir) if engine.data_dir else None
+        self._written: tuple[dict[str, durable.Group], durable.Offsets] | None = None
+        self.save_durable()
+
+    # ---------------------------------------------------------------- the server's
+
+    def set_address(self, host: str, port: int) -> None:
+        pass
+
+    def new_deframer(self) -> LineDeframer:
+        return codec.FRAMING.deframer("request")
+
+    def new_session(self, peer: str) -> V1Session:
+        return V1Session(self)
+
+    def framing_error(self, exc: ProtocolError) -> Outcome:
+        """A line over 64 KiB: the connection is closed, nothing is answered (V1L-ENV-13)."""
+        return Outcome(close=True)
+
+    def add_change_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
+        remove_engine = self.engine.add_listener(lambda _t, _p: callback())
+        self._listeners.append(callback)
+
+        def remove() -> None:
+            remove_engine()
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return remove
+
+    def changed(self) -> None:
+        for callback in list(self._listeners):
+            callback()
+
+    # ---------------------------------------------------------------- partitions
+
+    def partition_count(self, topic: str, *, create: bool) -> int:
+        """The topic's partition count; 0 for an unknown topic unless ``create``."""
+        if self.engine.has_topic(topic):
+            return self.engine.topic(topic).partitions
+        if not create:
+            return 0
+        return self.engine.create_topic(topic, self.config.partitions).partitions
+
+    def replica(self, topic: str, partition: int) -> PartitionReplication:
+        key = (topic, partition)
+        rep = self._replicas.get(key)
+        if rep is None:
+            last = self.engine.high_watermark(topic, partition) - 1
+            rep = PartitionReplication(
+                topic, partition, self.replication_config, leader_last_offset=last
+            )
+            self._replicas[key] = rep
+        return rep
+
+    # ---------------------------------------------------------------- durability
+
+    def durable_view(self) -> tuple[dict[str, durable.Group], durable.Offsets]:
+        groups: dict[str, durable.Group] = {}
+        offsets: durable.Offsets = {}
+        for info in self.engine.list_groups():
+            committed = self.engine.committed_all(info.name)
+            if committed:
+                offsets[info.name] = committed
+            if not info.topics:
+                continue
+            topic = info.topics[0]
+            order = [m.member_id for m in info.members]
+            groups[info.name] = durable.Group(
+                topic=topic,
+                generation=info.generation,
+                assignor="round_robin" if info.assignor == "roundrobin" else info.assignor,
+                member_order=order,
+                assignments={m.member_id: list(m.assignment.get(topic, [])) for m in info.members},
+                members=[durable.Member(m, 0) for m in order],
+            )
+        return groups, offsets
+
+    def save_durable(self) -> None:
+        """Rewrite whichever file no longer matches the engine (nothing without a data dir)."""
+        if self.files is None:
+            return
+        groups, offsets = self.durable_view()
+        before = self._written
+        if before is None or before[0] != groups:
+            self.files.save_groups(groups)
+        if before is None or before[1] != offsets:
+            self.files.save_offsets(offsets)
+        self._written = (groups, offsets)
+
+
+@dataclass
+class AcksAllWait:
+    """A PRODUCE acks=all waiting for its record to be committed (server Pending)."""
+
+    frontend: V1Frontend
+    replica: PartitionReplication
+    correlation_id: str
+    partition: int
+    offset: int
+    started_ms: float
+    deadline: float
+
+    def poll(self, now: float) -> list[bytes] | None:
+        now_ms = max(now * 1000.0, self.frontend.clock())
+        if now >= self.deadline:
+            now_ms = max(now_ms, self.started_ms + self.replica.config.ack_timeout_ms)
+        state = self.replica.acks_all_state(self.offset, self.started_ms, now_ms)
+        if state == "waiting":
+            return None
+        if state == "timeout":
+            return [error_line(self.correlation_id, REPLICATION_TIMEOUT, "acks=all timeout")]
+        values = {"partition": self.partition, "offset": self.offset}
+        values["hw"] = self.replica.hw(now_ms)
+        return [codec.encode_result(self.correlation_id, "PRODUCE", values)]
+
+
+class V1Session:
+    def __init__(self, frontend: V1Frontend) -> None:
+        self.frontend = frontend
+        self.engine = frontend.engine
+        self.config = frontend.config
+        self.quirks = frontend.config.quirks
+
+    def closed(self) -> None:
+        pass
+
+    def received(self, count: int) -> None:
+        pass
+
+    def handle(self, frame: bytes) -> Outcome:
+        quirks = self.quirks
+        if quirks.active and quirks.crashes_on(frame):
+            _crash("crash-on-negative-offset", "CONSUME with a negative offset")
+        try:
+            request = codec.parse_request(frame, revision=self.config.revision)
+        except V1LineError as exc:
+            return Outcome([self._refusal(exc)])
+        if quirks.active and "stall-on-empty-key" in quirks and _empty_key(request):
+            return Outcome(stall=True)
+        try:
+            return self.dispatch(request)
+        except Refused as exc:
+            return Outcome([error_line(request.correlation_id, exc.code, exc.message)])
+        except ReplicationError as exc:
+            return Outcome([error_line(request.correlation_id, exc.code, exc.message)])
+
+    def _refusal(self, exc: V1LineError) -> bytes:
+        quirks = self.quirks
+        if isinstance(exc, UnknownCommand) and "unknown-command-bad-request" in quirks:
+            return error_line(exc.correlation_id, BAD_REQUEST, "invalid command")
+        if (
+            isinstance(exc, BadRequest)
+            and "parse-error-echoes-cid" in quirks
+            and exc.message == "unsupported version"
+            and exc.request_correlation_id
+        ):
+            return error_line(exc.request_correlation_id, BAD_REQUEST, exc.message)
+        return exc.reply_line()
+
+    def ok(self, request: Request, values: dict[str, PayloadValue]) -> Outcome:
+        return Outcome([codec.encode_result(request.correlation_id, request.command, values)])
+
+    def dispatch(self, request: Request) -> Outcome:
+        handler = getattr(self, "do_" + request.command.lower())
+        outcome: Outcome = handler(request, *request.args)
+        return outcome
+
+    # ------------------------------------------------------------------- commands
+
+    def do_ping(self, request: Request) -> Outcome:
+        return self.ok(request, {})
+
+    def _partition(self, topic: str, partition: int, *, create: bool = True) -> None:
+        count = self.frontend.partition_count(topic, create=create)
+        if not 0 <= partition < count:
+            raise Refused(BAD_REQUEST, "invalid partition")
+
+    def do_produce(
+        self, request: Request, topic: str, message: KeyValue, acks: str | None
+    ) -> Outcome:
+        count = self.frontend.partition_count(topic, create=True)
+        partition = fnv1a32(message.key.encode()) % count
+        rep = self.frontend.replica(topic, partition)
+        if "follower-accepts-produce" not in self.quirks:
+            rep.check_produce()
+        record = NewRecord(message.key.encode(), message.value.encode())
+        offset = self.engine.append(topic, partition, [record]).base_offset
+        rep.appended(offset)
+        now = self.frontend.clock()
+        if acks == "all" and "acks-all-no-wait" not in self.quirks:
+            wait = AcksAllWait(
+                self.frontend,
+                rep,
+                request.correlation_id,
+                partition,
+                offset,
+                now,
+                time.monotonic() + rep.config.ack_timeout_ms / 1000.0,
+            )
+            replies = wait.poll(time.monotonic())
+            return Outcome(replies) if replies is not None else Outcome(pending=wait)
+        return self.ok(request, {"partition": partition, "offset": offset, "hw": rep.hw(now)})
+
+    def do_consume(self, request: Request, topic: str, partition: int, offset: int) -> Outcome:
+        count = self.frontend.partition_count(topic, create=False)
+        if count == 0:
+            return self.ok(request, {"messages": (), "hw": -1})
+        self._partition(topic, partition, create=False)
+        rep = self.frontend.replica(topic, partition)
+        hw = rep.hw(self.frontend.clock())
+        last = rep.leader_last_offset if "consume-past-hw" in self.quirks else hw
+        items: tuple[tuple[int, str], ...] = ()
+        if 0 <= offset <= last:
+            records = self.engine.read(topic, partition, offset, last - offset + 1)
+            items = tuple((r.offset, (r.value or b"").decode("utf-8", "replace")) for r in records)
+        return self.ok(request, {"messages": items, "hw": hw})
+
+    def do_set_partition_role(
+        self, request: Request, topic: str, partition: int, role: str
+    ) -> Outcome:
+        self._partition(topic, partition)
+        rep = self.frontend.replica(topic, partition)
+        rep.set_role(role)
+        self.frontend.changed()
+        return self.ok(request, rep.role_reply(self.frontend.clock()))
+
+    def do_replica_fetch(
+        self, request: Request, topic: str, partition: int, replica_id: int, offset: int
+    ) -> Outcome:
+        self._partition(topic, partition)
+        rep = self.frontend.replica(topic, partition)
+        values = rep.report(replica_id, offset, self.frontend.clock())
+        self.frontend.changed()
+        return self.ok(request, values)
+
+    # --------------------------------------------------------------------- groups
+
+    def _group_call(self, request: Request, call: Callable[[], Outcome]) -> Outcome:
+        try:
+            outcome = call()
+        except EngineError as exc:
+            text = GROUP_ERRORS.get(exc.code)
+            if text is None:
+                raise Refused(BAD_REQUEST, exc.message) from None
+            raise Refused(GENERATION_MISMATCH, text) from None
+        finally:
+            self.frontend.save_durable()
+        return outcome
+
+    def _assigned(self, group: str, topic: str, member: str, generation: int) -> tuple[int, ...]:
+        shares = self.engine.sync_group(group, member, generation)
+        if topic not in shares:
+            raise Refused(GENERATION_MISMATCH, "unknown member")
+        return tuple(shares[topic])
+
+    def do_join(
+        self, request: Request, group: str, topic: str, consumer: str, assignor: str | None
+    ) -> Outcome:
+        self.frontend.partition_count(topic, create=True)
+
+        def join() -> Outcome:
+            joined = self.engine.join_group(
+                group,
+                topic,
+                consumer,
+                policy=self.frontend.policy,
+                assignor=self.quirks.assignor(assignor),
+            )
+            assigned = self._assigned(group, topic, consumer, joined.generation)
+            return self.ok(request, {"generation": joined.generation, "assigned": assigned})
+
+        return self._group_call(request, join)
+
+    def _check_generation(self, group: str, consumer: str, generation: int) -> None:
+        current = self.engine.group_generation(group)
+        if consumer not in self.engine.members_of(group, consumer):
+            raise Refused(GENERATION_MISMATCH, "unknown member")
+        if generation != current:
+            raise Refused(GENERATION_MISMATCH, "stale generation")
+
+    def do_sync(
+        self, request: Request, group: str, topic: str, consumer: str, generation: int
+    ) -> Outcome:
+        def sync() -> Outcome:
+            self._check_generation(group, consumer, generation)
+            assigned = self._assigned(group, topic, consumer, generation)
+            return self.ok(request, {"generation": generation, "assigned": assigned})
+
+        return self._group_call(request, sync)
+
+    def do_heartbeat(
+        self, request: Request, group: str, topic: str, consumer: str, generation: int
+    ) -> Outcome:
+        def beat() -> Outcome:
+            self._check_generation(group, consumer, generation)
+            self.engine.heartbeat(group, consumer, generation)
+            return self.ok(request, {"heartbeat": "ok"})
+
+        return self._group_call(request, beat)
+
+    def do_leave(
+        self, request: Request, group: str, topic: str, consumer: str, generation: int
+    ) -> Outcome:
+        def leave() -> Outcome:
+            self._check_generation(group, consumer, generation)
+            self.engine.leave_group(group, consumer, generation)
+            return self.ok(request, {"left": True})
+
+        return self._group_call(request, leave)
+
+    def do_commit(
+        self,
+        request: Request,
+        group: str,
+        topic: str,
+        consumer: str,
+        generation: int,
+        partition: int,
+        offset: int,
+    ) -> Outcome:
+        def commit() -> Outcome:
+            self._check_generation(group, consumer, generation)
+            if offset < 0:
+                raise Refused(BAD_REQUEST, "invalid offset")
+            if not 0 <= partition < self.frontend.partition_count(topic, create=False):
+                raise Refused(GENERATION_MISMATCH, "partition not assigned to member")
+            self.engine.commit_many(
+                group,
+                topic,
+                {partition: offset},
+                consumer,
+                generation,
+                policy=self.frontend.policy,
+            )
+            return self.ok(request, {"committed": True})
+
+        return self._group_call(request, commit)
+
+    def do_offset(self, request: Request, group: str, topic: str, partition: int) -> Outcome:
+        committed = self.engine.committed(group, topic, partition)
+        return self.ok(request, {"offset": 0 if committed is None else committed})
+
+
+def _empty_key(request: Request) -> bool:
+    if request.command != "PRODUCE":
+        return False
+    message = request.args[1]
+    return isinstance(message, KeyValue) and message.key == ""
+
+
+def _crash(quirk: str, why: str) -> NoReturn:
+    print(f"quirk {quirk}: {why}; exiting", file=sys.stderr, flush=True)
+    os._exit(CRASH_EXIT_CODE)
+
+
+__all__ = ["V1Config", "V1Frontend", "V1Session", "fnv1a32"]
