@@ -28,8 +28,12 @@ Behaviour (SPEC.md numbers every rule; revision ``doc`` or ``real``):
   group's generation, members or assignor and after every COMMIT, before the reply is
   sent.  They are a view of the engine, whose journal (written first) is what the
   broker recovers from, so after kill -9 both the files and the recovered state hold
-  every acknowledged commit and generation.  At start the files are rewritten from the
-  recovered state.
+  every acknowledged commit and generation.  At start the files are checked against the
+  recovered state: a file that holds a generation or an offset the journal does not (a
+  data directory written by another broker, or a journal removed by hand) stops the
+  broker with one line instead of being overwritten; otherwise they are rewritten from
+  it.  ``last_heartbeat_unix_ms`` is written as 0: session times are not durable here (a
+  restarted broker gives every member a fresh session).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from conformance.engine import (
     Reaping,
 )
 from conformance.errors import ProtocolError
+from conformance.exits import UsageError
 from conformance.protocols.v1line import codec, durable
 from conformance.protocols.v1line.commands import KeyValue, PayloadValue, Request, Revision
 from conformance.protocols.v1line.errors import (
@@ -160,6 +165,8 @@ class V1Frontend:
         self._listeners: list[Callable[[], None]] = []
         self.files = durable.GroupFiles(engine.data_dir) if engine.data_dir else None
         self._written: tuple[dict[str, durable.Group], durable.Offsets] | None = None
+        if self.files is not None:
+            self._check_files(self.files)
         self.save_durable()
 
     # ---------------------------------------------------------------- the server's
@@ -235,6 +242,33 @@ class V1Frontend:
                 members=[durable.Member(m, 0) for m in order],
             )
         return groups, offsets
+
+    def _check_files(self, files: durable.GroupFiles) -> None:
+        """Refuse to start (UsageError, one line) on files ahead of the recovered state."""
+        try:
+            groups, offsets = files.load()
+        except durable.DurableStateError as exc:
+            raise UsageError(f"cannot start the v1line broker: {exc}") from None
+        ahead: list[str] = []
+        for name, g in groups.items():
+            known = self.engine.group_generation(name) if self._has_group(name) else None
+            if known is None or known < g.generation:
+                ahead.append(f"group {name!r} at generation {g.generation}")
+        for name, topics in offsets.items():
+            for topic, parts in topics.items():
+                for partition, offset in parts.items():
+                    if self.engine.committed(name, topic, partition) != offset:
+                        ahead.append(f"offset {offset} of {name!r} {topic}/{partition}")
+        if ahead:
+            raise UsageError(
+                f"cannot start the v1line broker: {files.data_dir} holds "
+                f"{ahead[0]}{f' and {len(ahead) - 1} more' if len(ahead) > 1 else ''} that its "
+                "journal does not (files of another broker?); move groups.json and "
+                "offsets.json away or use another --data-dir"
+            )
+
+    def _has_group(self, name: str) -> bool:
+        return any(info.name == name for info in self.engine.list_groups())
 
     def save_durable(self) -> None:
         """Rewrite whichever file no longer matches the engine (nothing without a data dir)."""
