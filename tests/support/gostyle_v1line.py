@@ -1,4 +1,4 @@
-"""A V1 line broker that behaves as the real Go broker does: a target the suite did not grow up with.
+"""A V1 line broker that behaves as the real Go broker does: a target the suite never met.
 
 Written from the facts recorded in conformance/protocols/v1line/FACTS.md (what the real broker
 ``srajandev98/distributed-real-time-event-streaming`` does, read from its source), with the
@@ -210,7 +210,7 @@ class Broker:
         least, most, text = usage[name]
         if not least <= len(args) <= most:
             raise bad(f"{name} requires: {text}")
-        return getattr(self, name.lower())(args)
+        return str(getattr(self, name.lower())(args))
 
     def produce(self, args: list[str]) -> str:
         topic, message = args[0], args[1]
@@ -373,7 +373,7 @@ def main() -> None:
     server = Server(args.port, Broker(args))
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     host, port = server.server_address[:2]
-    print(f"serving v1line on {host}:{port}", flush=True)
+    print(f"serving v1line on {host!s}:{port}", flush=True)
     server.serve_forever()
 
 
