@@ -1,0 +1,208 @@
+"""V1 line CONSUME: committed records from an offset, up to the high watermark (SPEC.md,
+area "consume")."""
+
+from __future__ import annotations
+
+import re
+
+from conformance.client import Connection
+from conformance.protocols.v1line.errors import BAD_REQUEST
+from conformance.suite.case import case, require
+from conformance.suite.target import CaseContext
+from conformance.suite.v1line.steps import (
+    Produced,
+    consume,
+    produce,
+    produce_committed,
+    report,
+)
+from conformance.suite.v1line.verify import (
+    Reply,
+    call,
+    expect_error,
+    expect_ok,
+    listed,
+)
+
+EMPTY = re.compile(r"messages= hw=-?[0-9]+")
+
+
+def produced_to(puts: list[Produced], values: list[str], partition: int) -> list[tuple[int, str]]:
+    """(offset, value) of what was produced to ``partition``, in order."""
+    return [(p.offset, v) for p, v in zip(puts, values, strict=True) if p.partition == partition]
+
+
+@case("v1line/consume/1", "V1L-CONS-1")
+def test_consume_lists_committed_records_from_the_offset_in_order(target: CaseContext) -> None:
+    """Four committed records: CONSUME from the second lists the last three, in offset order.
+
+    V1L-CONS-1: "`CONSUME <topic> <partition> <offset>` answers `messages=<offset>:<value>,...
+    hw=<n>` listing the partition's committed records from that offset on, in offset order, each
+    with the offset it was produced at."
+    """
+    with target.connect() as conn:
+        topic = target.name("list")
+        values = ["v0", "v1", "v2", "v3"]
+        puts = produce_committed(target, conn, topic, "k", values, "V1L-CONS-1")
+        partition = puts[0].partition
+        mine = produced_to(puts, values, partition)
+        start = mine[1][0] if len(mine) > 1 else mine[0][0]
+        want = [(o, v) for o, v in mine if o >= start]
+        got = consume(target, conn, topic, partition, start, "V1L-CONS-1")
+        require(
+            got.messages() == want,
+            "V1L-CONS-1",
+            f"CONSUME {topic} {partition} {start}: messages {listed(got.messages())}, expected"
+            f" {listed(want)} (the records produced there, from offset {start})",
+            got.at("messages", asked=("offset",)),
+        )
+
+
+def lagging_record(
+    target: CaseContext, conn: Connection, topic: str, requirement: str
+) -> tuple[Produced, Produced]:
+    """Follower 1 reports the leader's last offset (it is in the ISR), then one more record
+    is appended that no follower has: in ``doc`` it stays above hw (V1L-REPL-13)."""
+    first, second = (produce(target, conn, topic, "k", v, requirement) for v in ("a", "b"))
+    report(target, conn, topic, first.partition, 1, second.offset, requirement)
+    third = produce(target, conn, topic, "k", "c", requirement)
+    return second, third
+
+
+@case("v1line/consume/2", "V1L-CONS-2")
+def test_consume_returns_nothing_above_the_hw_it_reports(target: CaseContext) -> None:
+    """With a record no in-sync follower has, CONSUME from 0 returns no offset above its hw.
+
+    V1L-CONS-2: "CONSUME never returns a record whose offset is above the hw it reports."
+    """
+    with target.connect() as conn:
+        topic = target.name("abovehw")
+        _, last = lagging_record(target, conn, topic, "V1L-CONS-2")
+        for offset in (0, last.offset):
+            got = consume(target, conn, topic, last.partition, offset, "V1L-CONS-2")
+            hw = got.number("hw")
+            above = [(o, v) for o, v in got.messages() if o > hw]
+            require(
+                not above,
+                "V1L-CONS-2",
+                f"CONSUME {topic} {last.partition} {offset}: hw={hw} but messages"
+                f" {listed(got.messages())} hold offset(s) above it",
+                got.at("messages", "hw"),
+            )
+
+
+def exactly_empty(got: Reply, what: str, requirement: str) -> None:
+    require(
+        got.payload is not None and EMPTY.fullmatch(got.payload) is not None,
+        requirement,
+        f"{what}: answered {got.shown()}, expected exactly 'messages= hw=<n>'",
+        got.at("messages", "hw"),
+    )
+
+
+@case("v1line/consume/3", "V1L-CONS-3")
+def test_nothing_committed_at_the_offset_is_exactly_messages_empty(target: CaseContext) -> None:
+    """CONSUME one past the last committed offset, and far past it, answers 'messages= hw=<n>'.
+
+    V1L-CONS-3: "when nothing is committed at the requested offset (an empty partition, an
+    offset past hw) the reply is exactly `messages= hw=<n>`."
+    """
+    with target.connect() as conn:
+        topic = target.name("empty")
+        (put,) = produce_committed(target, conn, topic, "k", ["only"], "V1L-CONS-3")
+        for offset in (put.offset + 1, put.offset + 1000):
+            args = f"{topic} {put.partition} {offset}"
+            got = call(target, conn, "CONSUME", args, "V1L-CONS-3", f"CONSUME {args}")
+            exactly_empty(got, f"CONSUME {args} (past the last record)", "V1L-CONS-3")
+
+
+VALUES = ["plain", "a=b", "[1]", '{"x":1}', "caf\u00e9", "", "x;y", "-"]
+
+
+@case("v1line/consume/4", "V1L-CONS-4")
+def test_the_value_returned_is_the_value_produced(target: CaseContext) -> None:
+    """Values with '=', brackets, quotes, non-ASCII text or nothing at all come back as produced.
+
+    V1L-CONS-4: "the value returned for an offset is exactly the value produced there (byte for
+    byte, for values without `,`)."
+    """
+    with target.connect() as conn:
+        topic = target.name("bytes")
+        puts = produce_committed(target, conn, topic, "k", VALUES, "V1L-CONS-4")
+        for put, value in zip(puts, VALUES, strict=True):
+            got = consume(target, conn, topic, put.partition, put.offset, "V1L-CONS-4")
+            first = got.messages()[:1]
+            require(
+                first == [(put.offset, value)],
+                "V1L-CONS-4",
+                f"CONSUME {topic} {put.partition} {put.offset}: messages {listed(got.messages())},"
+                f" expected {listed([(put.offset, value)])} first",
+                put.reply.at("offset") + got.at("messages"),
+            )
+
+
+@case("v1line/consume/5", "V1L-CONS-5")
+def test_a_negative_offset_or_partition_does_not_stop_the_broker(target: CaseContext) -> None:
+    """CONSUME at offset -1 or partition -1 is an error or empty, and the broker keeps serving.
+
+    V1L-CONS-5: "a negative offset or partition is answered with an error or an empty
+    `messages=` reply and never stops the broker from serving."
+    """
+    with target.connect() as conn:
+        topic = target.name("negative")
+        (put,) = produce_committed(target, conn, topic, "k", ["v"], "V1L-CONS-5")
+        for args in (f"{topic} {put.partition} -1", f"{topic} -1 0"):
+            got = call(target, conn, "CONSUME", args, "V1L-CONS-5", f"CONSUME {args}")
+            if got.ok:
+                require(
+                    not got.messages(),
+                    "V1L-CONS-5",
+                    f"CONSUME {args}: messages {listed(got.messages())}, expected an error or none",
+                    got.at("messages"),
+                )
+    with target.connect() as fresh:
+        expect_ok(target, fresh, "PING", "", "V1L-CONS-5", "PING on a new connection after")
+
+
+@case("v1line/consume/6", "V1L-CONS-6")
+def test_the_reference_brokers_consume_conventions(target: CaseContext) -> None:
+    """CONSUME has no count limit, an unknown topic answers hw=-1, a partition past the topic's
+    is BAD_REQUEST 'invalid partition'.
+
+    V1L-CONS-6: "CONSUME returns every committed record from the offset (no count limit); an
+    empty or unknown partition reports `hw=-1`; a partition outside the topic is answered
+    BAD_REQUEST `invalid partition`."
+    """
+    with target.connect() as conn:
+        topic = target.name("conv")
+        values = [f"v{i}" for i in range(40)]
+        puts = produce_committed(target, conn, topic, "k", values, "V1L-CONS-6")
+        partition = puts[0].partition
+        want = produced_to(puts, values, partition)
+        got = consume(target, conn, topic, partition, want[0][0], "V1L-CONS-6")
+        require(
+            got.messages() == want,
+            "V1L-CONS-6",
+            f"CONSUME {topic} {partition} {want[0][0]}: {len(got.messages())} record(s), expected"
+            f" all {len(want)} committed there",
+            got.at("messages"),
+        )
+        unknown = target.name("never")
+        none = consume(target, conn, unknown, 0, 0, "V1L-CONS-6")
+        require(
+            none.number("hw") == -1 and not none.messages(),
+            "V1L-CONS-6",
+            f"CONSUME {unknown} 0 0 (a topic never used): answered {none.shown()}, expected"
+            " 'messages= hw=-1'",
+            none.at("messages", "hw"),
+        )
+        args = f"{topic} 1000 0"
+        bad = expect_error(
+            target, conn, "CONSUME", args, BAD_REQUEST, "V1L-CONS-6", f"CONSUME {args}"
+        )
+        require(
+            bad.message == "invalid partition",
+            "V1L-CONS-6",
+            f"CONSUME {args}: answered {bad.shown()}, expected the message 'invalid partition'",
+            bad.at("message"),
+        )

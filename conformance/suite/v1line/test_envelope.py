@@ -1,0 +1,461 @@
+"""V1 line envelope: request and reply lines, parse errors, unknown commands, arg errors
+(SPEC.md, area "envelope")."""
+
+from __future__ import annotations
+
+from conformance.client import PeerClosed, ReplyTimeout
+from conformance.evidence import Evidence
+from conformance.protocols.v1line.codec import LINE_LIMIT
+from conformance.protocols.v1line.errors import BAD_REQUEST, ERROR_CODES, UNKNOWN_COMMAND
+from conformance.suite.case import Violation, case, require
+from conformance.suite.shown import show
+from conformance.suite.target import CaseContext
+from conformance.suite.v1line.steps import consume, nothing_appended, produce, replicate
+from conformance.suite.v1line.verify import (
+    expect_error,
+    expect_ok,
+    expect_parse_error,
+    listed,
+    next_cid,
+    read,
+    send,
+    send_line,
+)
+
+
+@case("v1line/envelope/1", "V1L-ENV-1")
+def test_requests_in_one_write_get_one_reply_each_in_order(target: CaseContext) -> None:
+    """Three requests sent in one write get three replies, in request order.
+
+    V1L-ENV-1: "the broker answers every request with exactly one reply line, in request
+    order, also when several requests arrive in one write."
+    """
+    with target.connect() as conn:
+        topic = target.name("pipe")
+        cids = [next_cid() for _ in range(3)]
+        lines = [
+            f"V1|{cids[0]}|PING|\n",
+            f"V1|{cids[1]}|PRODUCE|{topic} k:v\n",
+            f"V1|{cids[2]}|CONSUME|{topic} 0 0\n",
+        ]
+        send_line(conn, "".join(lines).encode(), "three requests in one write")
+        for i, cid in enumerate(cids):
+            reply = read(target, conn, "V1L-ENV-1", f"reply {i + 1} of 3")
+            require(
+                reply.cid == cid,
+                "V1L-ENV-1",
+                f"reply {i + 1} of 3 is {reply.shown()}, correlation id {show(reply.cid)},"
+                f" expected {show(cid)} (request {i + 1}'s)",
+                reply.at("correlation_id"),
+            )
+        expect_ok(target, conn, "PING", "", "V1L-ENV-1", "PING after the three replies")
+
+
+@case("v1line/envelope/2", "V1L-ENV-2")
+def test_every_reply_ends_in_a_newline(target: CaseContext) -> None:
+    """A success, an error and a parse error each come back as a line ended by a newline.
+
+    V1L-ENV-2: "every reply line ends in `\\n`."
+    """
+    with target.connect() as conn:
+        topic = target.name("newline")
+        # the client reads lines: a reply without its "\n" never arrives
+        expect_ok(target, conn, "PRODUCE", f"{topic} k:v", "V1L-ENV-2", "PRODUCE")
+        expect_error(target, conn, "PRODUCE", f"{topic} novalue", None, "V1L-ENV-2", "PRODUCE")
+        expect_parse_error(target, conn, b"V1|5\n", "V1L-ENV-2", "the line 'V1|5'")
+        expect_ok(target, conn, "PING", "", "V1L-ENV-2", "PING")
+
+
+@case("v1line/envelope/3", "V1L-ENV-3")
+def test_a_success_echoes_a_non_numeric_correlation_id(target: CaseContext) -> None:
+    """A success reply is V1|<cid>|OK|<payload> with the request's non-numeric correlation id.
+
+    V1L-ENV-3: "a success reply is `V1|<cid>|OK` or `V1|<cid>|OK|<payload>`, where `<cid>` is
+    the request's correlation id byte for byte (it need not be numeric)."
+    """
+    with target.connect() as conn:
+        topic = target.name("cid")
+        for cid in ("req-7a", "x"):
+            send(conn, "PRODUCE", f"{topic} k:v", cid=cid)
+            reply = read(target, conn, "V1L-ENV-3", f"PRODUCE with correlation id {cid}")
+            require(
+                reply.ok,
+                "V1L-ENV-3",
+                f"PRODUCE with correlation id {show(cid)}: answered {reply.shown()}, expected OK",
+                reply.at("status", "code"),
+            )
+            require(
+                reply.cid == cid,
+                "V1L-ENV-3",
+                f"PRODUCE with correlation id {show(cid)}: answered {reply.shown()}, correlation"
+                f" id {show(reply.cid)}, expected {show(cid)}",
+                reply.at("correlation_id", asked=("correlation_id",)),
+            )
+
+
+@case("v1line/envelope/4", "V1L-ENV-4")
+def test_error_replies_carry_one_of_the_five_codes(target: CaseContext) -> None:
+    """Every error reply is V1|<cid>|ERR|<code>|<message> with one of the five codes.
+
+    V1L-ENV-4: "an error reply is `V1|<cid>|ERR|<code>|<message>` with code one of BAD_REQUEST,
+    UNKNOWN_COMMAND, REPLICATION_TIMEOUT, NOT_LEADER, GENERATION_MISMATCH."
+    """
+    topic = target.name("codes")
+    with target.connect() as conn:
+        asks = [
+            ("PRODUCE", f"{topic} novalue"),
+            ("NO_SUCH_COMMAND", ""),
+            ("SYNC", f"{target.name('g')} {topic} nobody 1"),
+            ("CONSUME", f"{topic} x 0"),
+        ]
+        for command, args in asks:
+            reply = expect_error(
+                target, conn, command, args, None, "V1L-ENV-4", f"{command} {args}".strip()
+            )
+            require(
+                reply.code in ERROR_CODES,
+                "V1L-ENV-4",
+                f"{command} {args}: answered {reply.shown()}, error code {reply.code}, expected"
+                f" one of {', '.join(ERROR_CODES)}",
+                reply.at("code"),
+            )
+
+
+@case("v1line/envelope/5", "V1L-ENV-5")
+def test_a_line_with_fewer_than_four_sections_is_a_parse_error(target: CaseContext) -> None:
+    """An empty line, 'V1' and 'V1|5' are each answered V1|0|ERR|BAD_REQUEST.
+
+    V1L-ENV-5: "a line with fewer than four `|`-separated sections (an empty line included) is
+    answered `V1|0|ERR|BAD_REQUEST|<message>`."
+    """
+    with target.connect() as conn:
+        for line in (b"\n", b"V1\n", b"V1|5\n"):
+            shown = show(line[:-1].decode())
+            expect_parse_error(target, conn, line, "V1L-ENV-5", f"the line {shown}")
+
+
+@case("v1line/envelope/6", "V1L-ENV-6")
+def test_a_version_other_than_v1_is_a_parse_error(target: CaseContext) -> None:
+    """A version section V2, v1 or empty is answered V1|0|ERR|BAD_REQUEST.
+
+    V1L-ENV-6: "a version section other than exactly `V1` (`V2`, `v1`, empty) is answered
+    `V1|0|ERR|BAD_REQUEST|<message>`."
+    """
+    with target.connect() as conn:
+        for version in ("V2", "v1", ""):
+            line = f"{version}|6|PING|"
+            expect_parse_error(
+                target, conn, f"{line}\n".encode(), "V1L-ENV-6", f"the line {show(line)}"
+            )
+
+
+@case("v1line/envelope/7", "V1L-ENV-7")
+def test_an_empty_correlation_id_is_a_parse_error(target: CaseContext) -> None:
+    """V1||PING| is answered V1|0|ERR|BAD_REQUEST.
+
+    V1L-ENV-7: "an empty correlation id is answered `V1|0|ERR|BAD_REQUEST|<message>`."
+    """
+    with target.connect() as conn:
+        expect_parse_error(target, conn, b"V1||PING|\n", "V1L-ENV-7", "the line 'V1||PING|'")
+
+
+@case("v1line/envelope/8", "V1L-ENV-8")
+def test_an_empty_command_is_a_parse_error(target: CaseContext) -> None:
+    """V1|8|| is answered V1|0|ERR|BAD_REQUEST.
+
+    V1L-ENV-8: "an empty command is answered `V1|0|ERR|BAD_REQUEST|<message>`."
+    """
+    with target.connect() as conn:
+        expect_parse_error(target, conn, b"V1|8||\n", "V1L-ENV-8", "the line 'V1|8||'")
+
+
+@case("v1line/envelope/9", "V1L-ENV-9")
+def test_a_command_without_args_needs_its_trailing_bar(target: CaseContext) -> None:
+    """V1|5|PING is a parse error answered with correlation id 0; V1|6|PING| is served.
+
+    V1L-ENV-9: "a command without args still needs the trailing `|`: `V1|5|PING` (three
+    sections) is a parse error answered with correlation id 0, while `V1|5|PING|` is served."
+    """
+    with target.connect() as conn:
+        expect_parse_error(target, conn, b"V1|5|PING\n", "V1L-ENV-9", "the line 'V1|5|PING'")
+        expect_ok(target, conn, "PING", "", "V1L-ENV-9", "PING with its trailing '|'")
+
+
+@case("v1line/envelope/10", "V1L-ENV-10")
+def test_a_bar_inside_the_args_is_a_parse_error_and_applies_nothing(target: CaseContext) -> None:
+    """A PRODUCE whose value holds '|' is answered V1|0|ERR|BAD_REQUEST and appends nothing.
+
+    V1L-ENV-10: "a line with more than four `|`-separated sections (a `|` inside the args) is a
+    parse error answered `V1|0|ERR|BAD_REQUEST|<message>`; nothing of it is applied."
+    """
+    with target.connect() as conn:
+        topic = target.name("bar")
+        before = produce(target, conn, topic, "k", "first", "V1L-ENV-10")
+        line = f"V1|10|PRODUCE|{topic} k:a|b"
+        expect_parse_error(target, conn, f"{line}\n".encode(), "V1L-ENV-10", "a value with '|'")
+        nothing_appended(target, conn, topic, "k", before, "V1L-ENV-10", "the refused line")
+
+
+@case("v1line/envelope/11", "V1L-ENV-11")
+def test_a_parse_error_uses_correlation_id_0_even_when_one_was_readable(
+    target: CaseContext,
+) -> None:
+    """V2|7|PING| and V1|7|PING are answered with correlation id 0, not 7.
+
+    V1L-ENV-11: "a parse error uses correlation id 0 even when the line's correlation id could be
+    read (`V2|7|PING|` is answered with `V1|0|ERR|BAD_REQUEST|...`)."
+    """
+    with target.connect() as conn:
+        for line in ("V2|7|PING|", "V1|7|PING"):
+            expect_parse_error(
+                target, conn, f"{line}\n".encode(), "V1L-ENV-11", f"the line {show(line)}"
+            )
+
+
+@case("v1line/envelope/12", "V1L-ENV-12")
+def test_the_connection_stays_open_after_a_parse_error(target: CaseContext) -> None:
+    """After each kind of parse error the next request on that connection is answered.
+
+    V1L-ENV-12: "after a parse error the connection stays open and the next valid request on it
+    is answered normally."
+    """
+    with target.connect() as conn:
+        for line in (b"garbage\n", b"V2|1|PING|\n", b"V1||PING|\n", b"\n"):
+            shown = show(line[:-1].decode())
+            expect_parse_error(target, conn, line, "V1L-ENV-12", f"the line {shown}")
+            expect_ok(target, conn, "PING", "", "V1L-ENV-12", f"PING after the line {shown}")
+
+
+@case("v1line/envelope/13", "V1L-ENV-13")
+def test_a_line_over_64_kib_closes_only_its_connection(target: CaseContext) -> None:
+    """A line longer than 64 KiB closes its connection; an open and a new connection are served.
+
+    V1L-ENV-13: "a line longer than 64 KiB closes that connection; the broker keeps serving
+    other connections and new ones."
+    """
+    with target.connect() as other, target.connect() as conn:
+        expect_ok(target, other, "PING", "", "V1L-ENV-13", "PING before the long line")
+        topic = target.name("long")
+        line = f"V1|13|PRODUCE|{topic} k:".encode() + b"x" * (LINE_LIMIT + 16) + b"\n"
+        try:
+            send_line(conn, line, f"a line of {len(line) - 1} bytes")
+            frame = conn.recv_frame(min(target.timeout, 3.0))
+        except PeerClosed:
+            frame = None
+        except ReplyTimeout as exc:
+            raise Violation(
+                "V1L-ENV-13",
+                f"a line of {len(line) - 1} bytes (over 64 KiB): the connection stayed open,"
+                " expected the target to close it",
+                Evidence(exc.evidence.frames),
+            ) from None
+        if frame is not None:
+            reply = conn.exchange()
+            raise Violation(
+                "V1L-ENV-13",
+                f"a line of {len(line) - 1} bytes (over 64 KiB): answered"
+                f" {show(frame.decode('utf-8', 'replace'), 80)}, expected the connection closed",
+                reply,
+            )
+        expect_ok(target, other, "PING", "", "V1L-ENV-13", "PING on another connection after")
+        with target.connect() as fresh:
+            expect_ok(target, fresh, "PING", "", "V1L-ENV-13", "PING on a new connection after")
+
+
+@case("v1line/envelope/14", "V1L-ENV-14")
+def test_an_unknown_command_is_unknown_command_with_its_correlation_id(
+    target: CaseContext,
+) -> None:
+    """V1|<cid>|FETCH_ALL| is answered UNKNOWN_COMMAND with its correlation id; the connection
+    stays open.
+
+    V1L-ENV-14: "a well-formed envelope naming a command the broker does not have is answered
+    `V1|<cid>|ERR|UNKNOWN_COMMAND|<message>` with the request's correlation id, and the
+    connection stays open."
+    """
+    with target.connect() as conn:
+        for command, args in (("FETCH_ALL", ""), ("DELETE_TOPIC", target.name("t"))):
+            expect_error(
+                target, conn, command, args, UNKNOWN_COMMAND, "V1L-ENV-14", f"{command} {args}"
+            )
+            expect_ok(target, conn, "PING", "", "V1L-ENV-14", f"PING after {command}")
+
+
+@case("v1line/envelope/15", "V1L-ENV-15")
+def test_a_wrong_arg_count_is_bad_request_with_its_correlation_id(target: CaseContext) -> None:
+    """A command with too few or too many args is answered BAD_REQUEST with its correlation id.
+
+    V1L-ENV-15: "a command with the wrong number of args is answered BAD_REQUEST with the
+    request's correlation id (not 0)."
+    """
+    topic, group = target.name("count"), target.name("g")
+    with target.connect() as conn:
+        for command, args in (
+            ("PRODUCE", topic),
+            ("CONSUME", f"{topic} 0"),
+            ("CONSUME", f"{topic} 0 0 0"),
+            ("JOIN", f"{group} {topic}"),
+            ("SYNC", f"{group} {topic} c"),
+            ("HEARTBEAT", f"{group} {topic} c 1 1"),
+            ("LEAVE", group),
+            ("COMMIT", f"{group} {topic} c 1 0"),
+            ("OFFSET", f"{group} {topic}"),
+            ("REPLICA_FETCH", f"{topic} 0 1"),
+            ("SET_PARTITION_ROLE", f"{topic} 0"),
+        ):
+            expect_error(
+                target, conn, command, args, BAD_REQUEST, "V1L-ENV-15", f"{command} {args}"
+            )
+
+
+@case("v1line/envelope/16", "V1L-ENV-16")
+def test_a_numeric_field_that_is_not_an_integer_is_bad_request(target: CaseContext) -> None:
+    """'abc', '1.5' and 'x1' in a numeric field of each command are answered BAD_REQUEST.
+
+    V1L-ENV-16: "a numeric field of CONSUME, SYNC, HEARTBEAT, LEAVE, COMMIT, OFFSET or
+    REPLICA_FETCH that is not an integer (`abc`, `1.5`, `x1`) is answered BAD_REQUEST with the
+    request's correlation id."
+    """
+    topic, group = target.name("num"), target.name("g")
+    with target.connect() as conn:
+        for command, args in (
+            ("CONSUME", f"{topic} abc 0"),
+            ("CONSUME", f"{topic} 0 1.5"),
+            ("SYNC", f"{group} {topic} c x1"),
+            ("HEARTBEAT", f"{group} {topic} c 1.5"),
+            ("LEAVE", f"{group} {topic} c abc"),
+            ("COMMIT", f"{group} {topic} c 1 x1 0"),
+            ("COMMIT", f"{group} {topic} c 1 0 1.5"),
+            ("OFFSET", f"{group} {topic} abc"),
+            ("REPLICA_FETCH", f"{topic} 0 x1 0"),
+            ("REPLICA_FETCH", f"{topic} 0 1 abc"),
+        ):
+            expect_error(
+                target, conn, command, args, BAD_REQUEST, "V1L-ENV-16", f"{command} {args}"
+            )
+
+
+@case("v1line/envelope/17", "V1L-ENV-17")
+def test_a_newline_ends_a_request_wherever_it_is(target: CaseContext) -> None:
+    """A newline inside a PRODUCE's value ends it: the rest is the next request.
+
+    V1L-ENV-17: "`\\n` ends a request wherever it appears: bytes after it are parsed as the next
+    request, so no key or value can carry a newline."
+    """
+    with target.connect() as conn:
+        topic = target.name("nl")
+        first, second = next_cid(), next_cid()
+        line = f"V1|{first}|PRODUCE|{topic} k:head\nV1|{second}|PING|\n"
+        send_line(conn, line.encode(), "a PRODUCE whose value holds a newline")
+        one = read(target, conn, "V1L-ENV-17", "the PRODUCE before the newline", command="PRODUCE")
+        require(
+            one.ok and one.cid == first,
+            "V1L-ENV-17",
+            f"the PRODUCE ended by the newline: answered {one.shown()}, expected"
+            f" V1|{first}|OK|... (a PRODUCE of the value 'head')",
+            one.at("correlation_id", "status"),
+        )
+        two = read(target, conn, "V1L-ENV-17", "the PING after the newline")
+        require(
+            two.ok and two.cid == second,
+            "V1L-ENV-17",
+            f"the bytes after the newline: answered {two.shown()}, expected V1|{second}|OK"
+            " (they are the next request, a PING)",
+            two.at("correlation_id", "status"),
+        )
+        partition, offset = one.number("partition"), one.number("offset")
+        replicate(target, conn, topic, partition, offset, "V1L-ENV-17")
+        got = consume(target, conn, topic, partition, offset, "V1L-ENV-17")
+        items = got.messages()
+        require(
+            items[:1] == [(offset, "head")],
+            "V1L-ENV-17",
+            f"CONSUME {topic} {partition} {offset}: messages {listed(items)},"
+            f" expected '{offset}:head' first (the value ends at the newline)",
+            got.at("messages"),
+        )
+
+
+@case("v1line/envelope/18", "V1L-ENV-18")
+def test_the_real_broker_trims_sections_and_reads_args_loosely(target: CaseContext) -> None:
+    """Spaces around sections, a lower-case command, a '\\r' before the newline, runs of
+    whitespace between args and a '|' inside the args are all read as the real broker does.
+
+    V1L-ENV-18: "the envelope's fourth section runs to the end of the line (a `|` inside the args
+    is kept); sections are trimmed of surrounding whitespace, the command name is matched
+    case-insensitively, args are split on runs of whitespace and a `\\r` before `\\n` is ignored."
+    """
+    with target.connect() as conn:
+        topic = target.name("loose")
+        cid = next_cid()
+        send_line(conn, f" V1 | {cid} | ping | \r\n".encode(), "a loosely written PING")
+        reply = read(target, conn, "V1L-ENV-18", "' V1 | <cid> | ping | \\r'")
+        require(
+            reply.ok and reply.cid == cid,
+            "V1L-ENV-18",
+            f"' V1 | {cid} | ping | \\r': answered {reply.shown()}, expected V1|{cid}|OK",
+            reply.at("correlation_id", "status", "code"),
+        )
+        cid = next_cid()
+        send_line(conn, f"V1|{cid}|PRODUCE|{topic}   k:a|b\tacks=1\n".encode(), "loose args")
+        put = read(target, conn, "V1L-ENV-18", "PRODUCE of 'k:a|b'", command="PRODUCE")
+        require(
+            put.ok and put.cid == cid,
+            "V1L-ENV-18",
+            f"PRODUCE {topic} k:a|b (args split by runs of whitespace): answered {put.shown()},"
+            " expected OK",
+            put.at("status", "code"),
+        )
+        partition, offset = put.number("partition"), put.number("offset")
+        replicate(target, conn, topic, partition, offset, "V1L-ENV-18")
+        got = consume(target, conn, topic, partition, offset, "V1L-ENV-18")
+        require(
+            got.messages()[:1] == [(offset, "a|b")],
+            "V1L-ENV-18",
+            f"CONSUME {topic} {partition} {offset}: messages {listed(got.messages())}, expected"
+            f" '{offset}:a|b' (the '|' kept in the value)",
+            got.at("messages"),
+        )
+
+
+REAL_TEXTS = (
+    (b"V1|5\n", "expected format V1|<correlation_id>|<command>|<args>"),
+    (b"V2|5|PING|\n", "unsupported version"),
+    (b"V1||PING|\n", "correlation id required"),
+    (b"V1|5||\n", "command required"),
+)
+
+
+@case("v1line/envelope/19", "V1L-ENV-19")
+def test_error_messages_are_the_real_brokers_texts(target: CaseContext) -> None:
+    """Parse errors, an unknown command, a bad integer and a wrong arg count carry the real
+    broker's messages.
+
+    V1L-ENV-19: "error messages are the real broker's texts: `expected format
+    V1|<correlation_id>|<command>|<args>`, `unsupported version`, `correlation id required`,
+    `command required`, `unsupported command`, `invalid <field>`, and `<COMMAND> requires:
+    <usage>` for a wrong arg count."
+    """
+    topic = target.name("texts")
+    with target.connect() as conn:
+        replies = []
+        for line, text in REAL_TEXTS:
+            shown = show(line[:-1].decode())
+            replies.append((expect_parse_error(target, conn, line, "V1L-ENV-19", shown), text))
+        for command, args, text in (
+            ("NO_SUCH", "", "unsupported command"),
+            ("CONSUME", f"{topic} abc 0", "invalid partition"),
+            ("CONSUME", f"{topic} 0 x1", "invalid offset"),
+            ("CONSUME", f"{topic} 0", "CONSUME requires: <topic> <partition> <offset>"),
+        ):
+            what = f"{command} {args}".strip()
+            replies.append(
+                (expect_error(target, conn, command, args, None, "V1L-ENV-19", what), text)
+            )
+        for reply, text in replies:
+            require(
+                reply.message == text,
+                "V1L-ENV-19",
+                f"answered {reply.shown()}, message {show(reply.message)}, expected {show(text)}",
+                reply.at("message"),
+            )

@@ -1,0 +1,590 @@
+"""V1 line replication: roles, REPLICA_FETCH, the ISR, the high watermark and acks=all,
+with the suite playing the followers (SPEC.md, area "replication")."""
+
+from __future__ import annotations
+
+import time
+
+from conformance.client import Connection
+from conformance.protocols.v1line.errors import BAD_REQUEST, NOT_LEADER, REPLICATION_TIMEOUT
+from conformance.suite.case import Unsupported, case, require
+from conformance.suite.shown import show
+from conformance.suite.target import CaseContext
+from conformance.suite.v1line.steps import (
+    MARGIN_S,
+    Produced,
+    ack_timeout,
+    consume,
+    followers,
+    lag_timeout,
+    min_isr,
+    nothing_appended,
+    produce,
+    produce_acks_all,
+    produce_committed,
+    replication_factor,
+    report,
+    same_partition,
+    wait_read,
+)
+from conformance.suite.v1line.verify import (
+    Reply,
+    expect_error,
+    expect_ok,
+    listed,
+    read,
+    send,
+)
+
+
+def set_role(
+    ctx: CaseContext, conn: Connection, topic: str, partition: int, role: str, requirement: str
+) -> Reply:
+    args = f"{topic} {partition} {role}"
+    what = f"SET_PARTITION_ROLE {args}"
+    return expect_ok(ctx, conn, "SET_PARTITION_ROLE", args, requirement, what)
+
+
+@case("v1line/replication/1", "V1L-REPL-1")
+def test_set_partition_role_answers_topic_partition_role_hw(target: CaseContext) -> None:
+    """SET_PARTITION_ROLE follower, then leader, each answered with topic, partition, role, hw.
+
+    V1L-REPL-1: "`SET_PARTITION_ROLE <topic> <partition> leader|follower` sets the partition's
+    local role and answers `topic=<name> partition=<n> role=<role> hw=<n>`."
+    """
+    with target.connect() as conn:
+        topic = target.name("role")
+        (put,) = produce_committed(target, conn, topic, "k", ["v"], "V1L-REPL-1")
+        for role in ("follower", "leader"):
+            got = set_role(target, conn, topic, put.partition, role, "V1L-REPL-1")
+            want = {"topic": topic, "partition": put.partition, "role": role, "hw": put.offset}
+            for key, value in want.items():
+                require(
+                    got.values[key] == value,
+                    "V1L-REPL-1",
+                    f"SET_PARTITION_ROLE {topic} {put.partition} {role}: {key}={got.values[key]},"
+                    f" expected {key}={value}",
+                    got.at(key),
+                )
+
+
+@case("v1line/replication/2", "V1L-REPL-2")
+def test_a_role_other_than_leader_or_follower_is_bad_request(target: CaseContext) -> None:
+    """Roles 'observer' and 'lead', and an empty role, are answered BAD_REQUEST.
+
+    V1L-REPL-2: "a role other than leader or follower (`observer`, empty) is answered
+    BAD_REQUEST."
+    """
+    with target.connect() as conn:
+        topic = target.name("badrole")
+        produce(target, conn, topic, "k", "v", "V1L-REPL-2")
+        for args in (f"{topic} 0 observer", f"{topic} 0 lead", f"{topic} 0 "):
+            expect_error(
+                target,
+                conn,
+                "SET_PARTITION_ROLE",
+                args,
+                BAD_REQUEST,
+                "V1L-REPL-2",
+                f"SET_PARTITION_ROLE {args}",
+            )
+
+
+@case("v1line/replication/3", "V1L-REPL-3")
+def test_the_role_is_matched_exactly(target: CaseContext) -> None:
+    """Roles 'LEADER' and 'Follower' are answered BAD_REQUEST.
+
+    V1L-REPL-3: "the role is matched exactly: `LEADER` and `Follower` are answered BAD_REQUEST."
+    """
+    with target.connect() as conn:
+        topic = target.name("caserole")
+        produce(target, conn, topic, "k", "v", "V1L-REPL-3")
+        for role in ("LEADER", "Follower"):
+            args = f"{topic} 0 {role}"
+            expect_error(
+                target,
+                conn,
+                "SET_PARTITION_ROLE",
+                args,
+                BAD_REQUEST,
+                "V1L-REPL-3",
+                f"SET_PARTITION_ROLE {args}",
+            )
+
+
+def produce_to_follower(
+    ctx: CaseContext, conn: Connection, topic: str, first: Produced, requirement: str
+) -> Reply:
+    """PRODUCE with ``first``'s key while ``first``'s partition is a follower; when the
+    record lands on another partition, that one is made follower too and it is sent again
+    (placement is not this case's business).  The PRODUCE reply."""
+    followed = {first.partition}
+    set_role(ctx, conn, topic, first.partition, "follower", requirement)
+    for _ in range(8):
+        args = f"{topic} k:refused"
+        reply = expect_or_any(ctx, conn, args, requirement)
+        if not reply.ok or reply.number("partition") in followed:
+            return reply
+        other = reply.number("partition")
+        followed.add(other)
+        set_role(ctx, conn, topic, other, "follower", requirement)
+    raise Unsupported(f"PRODUCE {topic} k:... kept landing on new partitions", "V1L-PROD-9")
+
+
+def expect_or_any(ctx: CaseContext, conn: Connection, args: str, requirement: str) -> Reply:
+    send(conn, "PRODUCE", args)
+    return read(ctx, conn, requirement, f"PRODUCE {args}", command="PRODUCE")
+
+
+@case("v1line/replication/4", "V1L-REPL-4")
+def test_produce_to_a_follower_partition_is_not_leader_and_appends_nothing(
+    target: CaseContext,
+) -> None:
+    """PRODUCE to a partition in follower role is answered NOT_LEADER; nothing is appended.
+
+    V1L-REPL-4: "PRODUCE to a partition in follower role is answered NOT_LEADER and appends
+    nothing (a later CONSUME and hw show no new record)."
+    """
+    with target.connect() as conn:
+        topic = target.name("notleader")
+        (first,) = produce_committed(target, conn, topic, "k", ["kept"], "V1L-REPL-4")
+        reply = produce_to_follower(target, conn, topic, first, "V1L-REPL-4")
+        require(
+            not reply.ok and reply.code == NOT_LEADER,
+            "V1L-REPL-4",
+            f"PRODUCE {topic} k:refused to follower partition {first.partition}: answered"
+            f" {reply.shown()}, expected ERR NOT_LEADER",
+            reply.at("status", "code"),
+        )
+        role = set_role(target, conn, topic, first.partition, "leader", "V1L-REPL-4")
+        require(
+            role.number("hw") == first.offset,
+            "V1L-REPL-4",
+            f"after the refused PRODUCE, SET_PARTITION_ROLE answered hw={role.number('hw')},"
+            f" expected hw={first.offset} (no new record)",
+            role.at("hw"),
+        )
+        got = consume(target, conn, topic, first.partition, first.offset, "V1L-REPL-4")
+        require(
+            got.messages() == [(first.offset, "kept")],
+            "V1L-REPL-4",
+            f"after the refused PRODUCE, CONSUME {topic} {first.partition} {first.offset}:"
+            f" messages {listed(got.messages())}, expected {listed([(first.offset, 'kept')])}",
+            got.at("messages"),
+        )
+        nothing_appended(target, conn, topic, "k", first, "V1L-REPL-4", "the refused PRODUCE")
+
+
+@case("v1line/replication/5", "V1L-REPL-5")
+def test_a_partition_set_back_to_leader_accepts_produce(target: CaseContext) -> None:
+    """A partition set to follower and back to leader takes PRODUCE again.
+
+    V1L-REPL-5: "a partition set back to leader accepts PRODUCE again."
+    """
+    with target.connect() as conn:
+        topic = target.name("backtoleader")
+        first = produce(target, conn, topic, "k", "one", "V1L-REPL-5")
+        set_role(target, conn, topic, first.partition, "follower", "V1L-REPL-5")
+        set_role(target, conn, topic, first.partition, "leader", "V1L-REPL-5")
+        again = produce(target, conn, topic, "k", "two", "V1L-REPL-5")
+        same_partition(first, again, "PRODUCE after leader again")
+
+
+@case("v1line/replication/6", "V1L-REPL-6")
+def test_replica_fetch_answers_the_followers_progress(target: CaseContext) -> None:
+    """REPLICA_FETCH by follower 1 answers replica=1 with acked_offset, hw, isr and
+    under_replicated.
+
+    V1L-REPL-6: "`REPLICA_FETCH <topic> <partition> <replica_id> <offset>` records the
+    follower's progress and answers `replica=<id> acked_offset=<n> hw=<n> isr=[...]
+    under_replicated=<true|false>`."
+    """
+    with target.connect() as conn:
+        topic = target.name("fetch")
+        put = produce(target, conn, topic, "k", "v", "V1L-REPL-6")
+        got = report(target, conn, topic, put.partition, 1, put.offset, "V1L-REPL-6")
+        require(
+            got.number("replica") == 1,
+            "V1L-REPL-6",
+            f"REPLICA_FETCH by replica 1: replica={got.number('replica')}, expected replica=1",
+            got.at("replica", asked=("replica_id",)),
+        )
+
+
+@case("v1line/replication/7", "V1L-REPL-7")
+def test_a_replica_id_outside_the_followers_is_bad_request(target: CaseContext) -> None:
+    """REPLICA_FETCH by replica 0, -1 or the replication factor is answered BAD_REQUEST.
+
+    V1L-REPL-7: "a replica id outside 1..replication_factor-1 (0, negative, replication_factor)
+    is answered BAD_REQUEST."
+    """
+    with target.connect() as conn:
+        topic = target.name("replicaid")
+        put = produce(target, conn, topic, "k", "v", "V1L-REPL-7")
+        for rid in (0, -1, replication_factor(target), replication_factor(target) + 5):
+            args = f"{topic} {put.partition} {rid} {put.offset}"
+            expect_error(
+                target,
+                conn,
+                "REPLICA_FETCH",
+                args,
+                BAD_REQUEST,
+                "V1L-REPL-7",
+                f"REPLICA_FETCH {args} (replication factor {replication_factor(target)})",
+            )
+
+
+def needs_min_isr_2(ctx: CaseContext) -> None:
+    if min_isr(ctx) < 2:
+        raise Unsupported(f"the target runs with min ISR {min_isr(ctx)}: acks=all never waits")
+
+
+@case("v1line/replication/8", "V1L-REPL-8")
+def test_acks_all_with_no_follower_times_out_no_sooner_than_the_timeout(
+    target: CaseContext,
+) -> None:
+    """PRODUCE acks=all with no follower reporting is REPLICATION_TIMEOUT after the acks=all
+    timeout.
+
+    V1L-REPL-8: "PRODUCE `acks=all` while fewer than min ISR replicas are in sync, with no
+    follower reporting during the wait, is answered REPLICATION_TIMEOUT, no sooner than the
+    acks=all timeout."
+    """
+    needs_min_isr_2(target)
+    with target.connect() as conn:
+        topic = target.name("timeout")
+        args = f"{topic} k:v acks=all"
+        waits = ack_timeout(target)
+        start = time.monotonic()
+        send(conn, "PRODUCE", args)
+        reply = read(
+            target,
+            conn,
+            "V1L-REPL-8",
+            f"PRODUCE {args}",
+            command="PRODUCE",
+            timeout=wait_read(target, waits),
+        )
+        took = time.monotonic() - start
+        require(
+            not reply.ok and reply.code == REPLICATION_TIMEOUT,
+            "V1L-REPL-8",
+            f"PRODUCE {args} with no follower in sync (min ISR {min_isr(target)}): answered"
+            f" {reply.shown()} after {took * 1000:.0f} ms, expected ERR REPLICATION_TIMEOUT",
+            reply.at("status", "code", asked=("acks",)),
+        )
+        require(
+            took >= waits,
+            "V1L-REPL-8",
+            f"PRODUCE {args}: REPLICATION_TIMEOUT after {took * 1000:.0f} ms, expected no"
+            f" sooner than the acks=all timeout ({waits * 1000:.0f} ms)",
+            reply.at("code"),
+        )
+
+
+@case("v1line/replication/9", "V1L-REPL-9")
+def test_acks_all_succeeds_once_the_followers_report_the_record(target: CaseContext) -> None:
+    """PRODUCE acks=all is answered OK, with hw at least its offset, once the followers report it.
+
+    V1L-REPL-9: "PRODUCE `acks=all` succeeds when, before the timeout, enough followers report
+    the produced offset for min ISR to hold; its reply's hw is at least the produced offset."
+    """
+    with target.connect() as conn, target.connect() as other:
+        topic = target.name("acksall")
+        seed, reply, took = produce_acks_all(target, conn, other, topic, "k", "v", "V1L-REPL-9")
+        require(
+            reply.ok,
+            "V1L-REPL-9",
+            f"PRODUCE {topic} k:v acks=all, every follower reporting offset {seed.offset + 1}:"
+            f" answered {reply.shown()} after {took * 1000:.0f} ms, expected OK",
+            reply.at("status", "code"),
+        )
+        offset, hw = reply.number("offset"), reply.number("hw")
+        require(
+            hw >= offset,
+            "V1L-REPL-9",
+            f"PRODUCE acks=all answered offset={offset} hw={hw}, expected hw {offset} or more",
+            reply.at("offset", "hw"),
+        )
+
+
+@case("v1line/replication/10", "V1L-REPL-10")
+def test_the_isr_holds_the_leader_and_a_caught_up_follower(target: CaseContext) -> None:
+    """A follower that reports the leader's last offset is listed in the isr, with 0.
+
+    V1L-REPL-10: "the isr list always holds the leader 0, and a follower that has just reported
+    the leader's last offset is in it."
+    """
+    with target.connect() as conn:
+        topic = target.name("isr")
+        put = produce(target, conn, topic, "k", "v", "V1L-REPL-10")
+        for replica in followers(target):
+            got = report(target, conn, topic, put.partition, replica, put.offset, "V1L-REPL-10")
+            isr = got.ints("isr")
+            require(
+                0 in isr and replica in isr,
+                "V1L-REPL-10",
+                f"REPLICA_FETCH by replica {replica} at the leader's last offset {put.offset}:"
+                f" isr=[{' '.join(map(str, isr))}], expected 0 and {replica} in it",
+                got.at("isr", asked=("replica_id", "offset")),
+            )
+
+
+def needs_two_followers(ctx: CaseContext) -> None:
+    if replication_factor(ctx) < 3:
+        raise Unsupported(
+            f"the target runs with replication factor {replication_factor(ctx)}: this case"
+            " watches one follower's ISR membership through another's reports"
+        )
+
+
+@case("v1line/replication/11", "V1L-REPL-11")
+def test_a_silent_follower_leaves_the_isr_after_the_lag_timeout(target: CaseContext) -> None:
+    """Follower 1 catches up, then says nothing for longer than the lag timeout: it is out of
+    the isr.
+
+    V1L-REPL-11: "a follower that reports nothing for longer than the replica lag timeout leaves
+    the isr."
+    """
+    needs_two_followers(target)
+    with target.connect() as conn:
+        topic = target.name("lag")
+        put = produce(target, conn, topic, "k", "v", "V1L-REPL-11")
+        caught = report(target, conn, topic, put.partition, 1, put.offset, "V1L-REPL-11")
+        require(
+            1 in caught.ints("isr"),
+            "V1L-REPL-10",
+            f"REPLICA_FETCH by replica 1 at the leader's last offset {put.offset}:"
+            f" isr=[{' '.join(map(str, caught.ints('isr')))}], expected 1 in it",
+            caught.at("isr"),
+        )
+        time.sleep(lag_timeout(target) + MARGIN_S)
+        later = report(target, conn, topic, put.partition, 2, -1, "V1L-REPL-11")
+        require(
+            1 not in later.ints("isr"),
+            "V1L-REPL-11",
+            f"replica 1 silent for {(lag_timeout(target) + MARGIN_S) * 1000:.0f} ms (lag"
+            f" timeout {lag_timeout(target) * 1000:.0f} ms): isr="
+            f"[{' '.join(map(str, later.ints('isr')))}], expected 1 out of it",
+            caught.at("isr") + later.at("isr"),
+        )
+
+
+@case("v1line/replication/12", "V1L-REPL-12")
+def test_under_replicated_follows_the_isr_size(target: CaseContext) -> None:
+    """under_replicated is true while only the leader is in sync, false once every follower is.
+
+    V1L-REPL-12: "under_replicated is true when the isr is smaller than min ISR and false when it
+    holds every replica."
+    """
+    with target.connect() as conn:
+        topic = target.name("underrep")
+        put = produce(target, conn, topic, "k", "v", "V1L-REPL-12")
+        behind = report(target, conn, topic, put.partition, 1, put.offset - 1, "V1L-REPL-12")
+        isr = behind.ints("isr")
+        if len(isr) < min_isr(target):
+            require(
+                behind.values["under_replicated"] is True,
+                "V1L-REPL-12",
+                f"isr=[{' '.join(map(str, isr))}] ({len(isr)} replica(s), min ISR"
+                f" {min_isr(target)}): under_replicated=false, expected true",
+                behind.at("isr", "under_replicated"),
+            )
+        last = behind
+        for replica in followers(target):
+            last = report(target, conn, topic, put.partition, replica, put.offset, "V1L-REPL-12")
+        isr = last.ints("isr")
+        if len(isr) == replication_factor(target):
+            require(
+                last.values["under_replicated"] is False,
+                "V1L-REPL-12",
+                f"isr=[{' '.join(map(str, isr))}] holds every replica: under_replicated=true,"
+                " expected false",
+                last.at("isr", "under_replicated"),
+            )
+
+
+@case("v1line/replication/13", "V1L-REPL-13")
+def test_a_record_an_in_sync_follower_lacks_stays_above_hw(target: CaseContext) -> None:
+    """A record appended after follower 1 caught up stays above hw, unreturned, until follower 1
+    reports it.
+
+    V1L-REPL-13: "hw is the smallest offset acknowledged by the ISR: a record appended while an
+    in-sync follower has not reported it stays above hw (CONSUME does not return it) until that
+    follower reports it or leaves the ISR."
+    """
+    with target.connect() as conn:
+        topic = target.name("hw")
+        first = produce(target, conn, topic, "k", "first", "V1L-REPL-13")
+        report(target, conn, topic, first.partition, 1, first.offset, "V1L-REPL-13")
+        second = produce(target, conn, topic, "k", "second", "V1L-REPL-13")
+        same_partition(first, second, "a second record with the same key")
+        got = consume(target, conn, topic, second.partition, second.offset, "V1L-REPL-13")
+        require(
+            got.number("hw") == first.offset and not got.messages(),
+            "V1L-REPL-13",
+            f"follower 1 in sync at offset {first.offset}, offset {second.offset} not reported:"
+            f" CONSUME {topic} {second.partition} {second.offset} answered {got.shown()},"
+            f" expected 'messages= hw={first.offset}'",
+            got.at("messages", "hw"),
+        )
+        report(target, conn, topic, first.partition, 1, second.offset, "V1L-REPL-13")
+        now = consume(target, conn, topic, second.partition, second.offset, "V1L-REPL-13")
+        require(
+            now.number("hw") >= second.offset and now.messages()[:1] == [(second.offset, "second")],
+            "V1L-REPL-13",
+            f"follower 1 reported offset {second.offset}: CONSUME {topic} {second.partition}"
+            f" {second.offset} answered {now.shown()}, expected '{second.offset}:second' with"
+            f" hw {second.offset}",
+            now.at("messages", "hw"),
+        )
+
+
+@case("v1line/replication/14", "V1L-REPL-14")
+def test_hw_never_passes_the_leaders_last_offset_nor_goes_back(target: CaseContext) -> None:
+    """Across produces, followers' reports, roles and consumes, hw rises and stays at or below the
+    last offset produced.
+
+    V1L-REPL-14: "hw never exceeds the leader's last offset and, while the partition stays
+    leader, never decreases between replies."
+    """
+    with target.connect() as conn:
+        topic = target.name("hwmono")
+        seen: list[tuple[Reply, int]] = []  # each reply with the leader's last offset then
+        first = produce(target, conn, topic, "k", "a", "V1L-REPL-14")
+        seen.append((first.reply, first.offset))
+        last = first.offset
+        steps = [("produce", "b"), ("report", 1), ("produce", "c"), ("report", 2), ("consume", 0)]
+        steps += [("report", 1), ("produce", "d"), ("report", 2), ("report", 1)]
+        for kind, arg in steps:
+            if kind == "produce":
+                put = produce(target, conn, topic, "k", str(arg), "V1L-REPL-14")
+                same_partition(first, put, "records with the same key")
+                last = put.offset
+                seen.append((put.reply, last))
+            elif kind == "report" and int(arg) in followers(target):
+                got = report(target, conn, topic, first.partition, int(arg), last, "V1L-REPL-14")
+                seen.append((got, last))
+            elif kind == "consume":
+                got = consume(target, conn, topic, first.partition, 0, "V1L-REPL-14")
+                seen.append((got, last))
+        previous: Reply | None = None
+        for reply, leader_last in seen:
+            hw = reply.number("hw")
+            require(
+                hw <= leader_last,
+                "V1L-REPL-14",
+                f"hw={hw} while the leader's last offset is {leader_last}, expected at most that",
+                reply.at("hw"),
+            )
+            if previous is not None:
+                require(
+                    hw >= previous.number("hw"),
+                    "V1L-REPL-14",
+                    f"hw went from {previous.number('hw')} down to {hw} on a leader partition",
+                    previous.at("hw") + reply.at("hw"),
+                )
+            previous = reply
+
+
+@case("v1line/replication/15", "V1L-REPL-15")
+def test_the_reference_brokers_isr_and_progress_conventions(target: CaseContext) -> None:
+    """Before any report hw is the leader's last offset; the isr is ascending; acked_offset
+    echoes the report; progress never goes back.
+
+    V1L-REPL-15: "before any follower reports, the isr is `[0]` and hw is the leader's last
+    offset (-1 when empty); the isr is listed ascending; acked_offset echoes the offset reported
+    and a follower's progress never goes back."
+    """
+    with target.connect() as conn:
+        topic = target.name("conv")
+        role = set_role(target, conn, topic, 0, "leader", "V1L-REPL-15")
+        require(
+            role.number("hw") == -1,
+            "V1L-REPL-15",
+            f"SET_PARTITION_ROLE on an empty partition: hw={role.number('hw')}, expected hw=-1",
+            role.at("hw"),
+        )
+        puts = [produce(target, conn, topic, "k", v, "V1L-REPL-15") for v in ("a", "b")]
+        for put in puts:
+            require(
+                put.hw == put.offset,
+                "V1L-REPL-15",
+                f"PRODUCE before any follower reported: offset={put.offset} hw={put.hw},"
+                " expected hw to be the leader's last offset",
+                put.reply.at("offset", "hw"),
+            )
+        partition, last = puts[-1].partition, puts[-1].offset
+        replies = [
+            report(target, conn, topic, partition, r, last, "V1L-REPL-15")
+            for r in reversed(followers(target))
+        ]
+        isr = replies[-1].ints("isr")
+        require(
+            list(isr) == sorted(isr),
+            "V1L-REPL-15",
+            f"isr=[{' '.join(map(str, isr))}], expected it ascending",
+            replies[-1].at("isr"),
+        )
+        back = report(target, conn, topic, partition, 1, last - 1, "V1L-REPL-15")
+        require(
+            back.number("acked_offset") == last - 1,
+            "V1L-REPL-15",
+            f"REPLICA_FETCH reporting offset {last - 1}: acked_offset="
+            f"{back.number('acked_offset')}, expected the offset reported",
+            back.at("acked_offset", asked=("offset",)),
+        )
+        require(
+            back.number("hw") == last,
+            "V1L-REPL-15",
+            f"replica 1 reported {last} then {last - 1}: hw={back.number('hw')}, expected"
+            f" hw={last} (its progress does not go back)",
+            replies[-1].at("hw") + back.at("hw"),
+        )
+
+
+@case("v1line/replication/16", "V1L-REPL-16")
+def test_the_real_brokers_isr_rules(target: CaseContext) -> None:
+    """A lagging follower is out of the isr at once, hw is the leader's last offset, a report on
+    a follower partition is BAD_REQUEST, roles match any case.
+
+    V1L-REPL-16: "a follower behind the leader's last offset is out of the ISR at once (max lag
+    0), so hw is always the leader's last offset; under_replicated is exactly isr smaller than
+    min ISR; REPLICA_FETCH on a follower-role partition is BAD_REQUEST; roles are matched
+    case-insensitively."
+    """
+    with target.connect() as conn:
+        topic = target.name("realisr")
+        first = produce(target, conn, topic, "k", "a", "V1L-REPL-16")
+        report(target, conn, topic, first.partition, 1, first.offset, "V1L-REPL-16")
+        second = produce(target, conn, topic, "k", "b", "V1L-REPL-16")
+        same_partition(first, second, "a second record with the same key")
+        got = report(target, conn, topic, first.partition, 1, first.offset, "V1L-REPL-16")
+        isr = got.ints("isr")
+        require(
+            1 not in isr and got.number("hw") == second.offset,
+            "V1L-REPL-16",
+            f"replica 1 at offset {first.offset}, leader at {second.offset}:"
+            f" isr=[{' '.join(map(str, isr))}] hw={got.number('hw')}, expected 1 out of the isr"
+            f" and hw={second.offset}",
+            got.at("isr", "hw"),
+        )
+        require(
+            got.values["under_replicated"] is (len(isr) < min_isr(target)),
+            "V1L-REPL-16",
+            f"isr=[{' '.join(map(str, isr))}], min ISR {min_isr(target)}: under_replicated="
+            f"{show(got.values['under_replicated'])}, expected {show(len(isr) < min_isr(target))}",
+            got.at("isr", "under_replicated"),
+        )
+        set_role(target, conn, topic, first.partition, "FOLLOWER", "V1L-REPL-16")
+        args = f"{topic} {first.partition} 1 {second.offset}"
+        expect_error(
+            target,
+            conn,
+            "REPLICA_FETCH",
+            args,
+            BAD_REQUEST,
+            "V1L-REPL-16",
+            f"REPLICA_FETCH {args} on a follower partition",
+        )
+        set_role(target, conn, topic, first.partition, "Leader", "V1L-REPL-16")
