@@ -297,7 +297,7 @@ def partitions_of(
 ) -> tuple[int, ...]:
     """Every partition of ``topic``: what a lone member of a fresh group is assigned
     (V1L-GRP-4: the shares cover every partition)."""
-    group = ctx.name("count")
+    group = f"count-{topic}"
     alone = join(ctx, conn, group, topic, "solo", requirement)
     got = sync(ctx, conn, group, topic, "solo", alone.generation, requirement)
     if not got.assigned:

@@ -8,6 +8,7 @@ from conformance.suite.case import case, require
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 from conformance.suite.v1line.steps import (
+    Produced,
     consume,
     nothing_appended,
     produce,
@@ -70,7 +71,7 @@ def test_offsets_within_a_partition_are_consecutive(target: CaseContext) -> None
         topic = target.name("offsets")
         puts = [produce(target, conn, topic, f"k{i % 6}", f"v{i}", "V1L-PROD-2") for i in range(12)]
         last: dict[int, int] = {}
-        previous = {}
+        previous: dict[int, Produced] = {}
         for put in puts:
             if put.partition in last:
                 want = last[put.partition] + 1

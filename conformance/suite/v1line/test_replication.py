@@ -454,11 +454,12 @@ def test_hw_never_passes_the_leaders_last_offset_nor_goes_back(target: CaseConte
         first = produce(target, conn, topic, "k", "a", "V1L-REPL-14")
         seen.append((first.reply, first.offset))
         last = first.offset
-        steps = [("produce", "b"), ("report", 1), ("produce", "c"), ("report", 2), ("consume", 0)]
-        steps += [("report", 1), ("produce", "d"), ("report", 2), ("report", 1)]
-        for kind, arg in steps:
+        steps = "produce:b report:1 produce:c report:2 consume:0"
+        steps += " report:1 produce:d report:2 report:1"
+        for step in steps.split():
+            kind, arg = step.split(":")
             if kind == "produce":
-                put = produce(target, conn, topic, "k", str(arg), "V1L-REPL-14")
+                put = produce(target, conn, topic, "k", arg, "V1L-REPL-14")
                 same_partition(first, put, "records with the same key")
                 last = put.offset
                 seen.append((put.reply, last))
