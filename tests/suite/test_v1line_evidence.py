@@ -1,0 +1,170 @@
+"""A V1 line verdict names its evidence: the request line and the reply line (or the event)
+it was decided on and the fields it judged, by the annotator's names (``status``, ``code``,
+``correlation_id`` and the ``key`` of each ``key=value`` in a reply; ``command`` and each
+arg by its name in a request).
+
+Each run is ``conformance run --protocol v1line`` against the embedded reference broker
+with one spec quirk and only the cases that quirk breaks (each run starts a broker: keep
+them few).  Over every spec quirk, every FAIL or WARN names entries that exist, opens with
+a request that was sent, and judges fields the entries hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance import protocols
+from conformance.report import wire
+from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
+
+RUNS: dict[str, tuple[str, ...]] = {
+    "parse-error-echoes-cid": ("v1line/envelope/6", "v1line/envelope/11"),
+    "unknown-command-bad-request": ("v1line/envelope/14",),
+    "acks-all-no-wait": ("v1line/replication/8",),
+    "consume-past-hw": ("v1line/consume/2", "v1line/replication/13"),
+    "follower-accepts-produce": ("v1line/replication/4",),
+    "commit-any-partition": ("v1line/offsets/3",),
+    "range-deals-round-robin": ("v1line/groups/6",),
+    "isr-never-shrinks": ("v1line/replication/11",),
+}
+"""Each spec quirk and the cases it makes FAIL."""
+
+RUNNER = QuirkRuns("v1line", RUNS, timeout=2)
+run, case = RUNNER.run, RUNNER.case
+tmp = reports_dir("v1line-evidence")
+
+
+def test_every_spec_quirk_is_run() -> None:
+    spec = {q.name for q in protocols.get("v1line").quirks.values() if q.kind == "spec"}
+    assert set(RUNS) == spec
+
+
+def test_a_parse_error_echoing_the_cid_names_the_correlation_ids(tmp: Path) -> None:
+    c = case("parse-error-echoes-cid", tmp, "v1line/envelope/11")
+    assert c["verdict"] == "FAIL" and c["violated"] == "V1L-ENV-11"
+    assert "correlation id '7', expected '0'" in c["message"]
+    (request, asked), (reply, fields) = judged(c)
+    assert request["dir"] == "send" and asked == ["correlation_id"]
+    assert value(request, "correlation_id") == "7" and value(request, "version") == "V2"
+    assert reply["dir"] == "recv" and fields == ["correlation_id"]
+    assert value(reply, "correlation_id") == "7"
+
+
+def test_an_unknown_command_answered_bad_request_names_the_code(tmp: Path) -> None:
+    c = case("unknown-command-bad-request", tmp, "v1line/envelope/14")
+    assert c["violated"] == "V1L-ENV-14" and "error code BAD_REQUEST, expected" in c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert value(request, "command") == "FETCH_ALL"
+    assert fields == ["code"] and value(reply, "code") == "BAD_REQUEST"
+
+
+def test_acks_all_answered_at_once_names_the_ack_mode_and_the_status(tmp: Path) -> None:
+    c = case("acks-all-no-wait", tmp, "v1line/replication/8")
+    assert c["violated"] == "V1L-REPL-8" and "expected ERR REPLICATION_TIMEOUT" in c["message"]
+    (request, asked), (reply, fields) = judged(c)
+    assert asked == ["acks"] and value(request, "acks") == "acks=all"
+    assert fields == ["status"] and value(reply, "status") == "OK"
+
+
+def test_a_record_above_hw_names_the_messages_and_the_hw(tmp: Path) -> None:
+    c = case("consume-past-hw", tmp, "v1line/consume/2")
+    assert c["violated"] == "V1L-CONS-2" and "above" in c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert value(request, "command") == "CONSUME"
+    assert fields == ["messages", "hw"]
+    hw = int(value(reply, "hw"))
+    offsets = [int(item.split(":")[0]) for item in value(reply, "messages").split(",")]
+    assert max(offsets) > hw
+
+
+def test_a_follower_that_appends_names_the_status_of_the_produce(tmp: Path) -> None:
+    c = case("follower-accepts-produce", tmp, "v1line/replication/4")
+    assert c["violated"] == "V1L-REPL-4" and "expected ERR NOT_LEADER" in c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert value(request, "command") == "PRODUCE"
+    assert fields == ["status"] and value(reply, "status") == "OK"
+
+
+def test_a_range_dealt_round_robin_names_every_members_assignment(tmp: Path) -> None:
+    c = case("range-deals-round-robin", tmp, "v1line/groups/6")
+    assert c["violated"] == "V1L-GRP-6" and "assigned=[0 2], expected [0 1]" in c["message"]
+    frames = judged(c)
+    assert [e["dir"] for e, _ in frames] == ["send", "recv", "send", "recv"]
+    assert [f for _, f in frames] == [[], ["assigned"], [], ["assigned"]]
+
+
+def test_a_follower_kept_in_the_isr_names_both_isr_lists(tmp: Path) -> None:
+    c = case("isr-never-shrinks", tmp, "v1line/replication/11")
+    assert c["violated"] == "V1L-REPL-11" and "expected 1 out of it" in c["message"]
+    frames = judged(c)
+    assert [value(e, "command") for e, _ in frames if e["dir"] == "send"] == ["REPLICA_FETCH"] * 2
+    assert [f for e, f in frames if e["dir"] == "recv"] == [["isr"], ["isr"]]
+
+
+# ------------------------------------------------------------------ every verdict
+
+
+def named(field: str, entry: dict[str, Any]) -> bool:
+    """``field`` stands for at least one field ``entry`` has, by the reports' own rule."""
+    fields = wire.entry(entry).fields
+    listed = {f.name for f in fields}
+    return any(n in listed for n in wire.resolved((field,), fields))
+
+
+def evidence_problems(c: dict[str, Any]) -> list[str]:
+    log, problems = c["wire_log"], []
+    if not c["evidence"]:
+        return ["no evidence"]
+    for j in c["evidence"]:
+        if not 0 <= j["entry"] < len(log):
+            problems.append(f"entry {j['entry']} is not in the log")
+            continue
+        entry = log[j["entry"]]
+        problems += [
+            f"{f} is not a field of {entry['summary']!r}"
+            for f in j["fields"]
+            if not named(f, entry)
+        ]
+    if problems:
+        return problems
+    entries = [log[j["entry"]] for j in c["evidence"]]
+    if entries[0]["dir"] != "send":
+        problems.append(f"the first frame is not a request: {entries[0]['summary']!r}")
+    ended = entries[-1]["dir"] == "event"
+    if not ended and not any(j["fields"] for j in c["evidence"]):
+        problems.append("no field judged, and the verdict is not on a close or silence")
+    return problems
+
+
+def test_every_failure_of_every_spec_quirk_names_evidence_that_exists(tmp: Path) -> None:
+    broken: dict[str, dict[str, Any]] = {}
+    for quirk in RUNS:
+        for c in run(quirk, tmp)["cases"]:
+            if c["verdict"] in ("FAIL", "WARN"):
+                broken[f"{quirk}: {c['case_id']}"] = c
+    assert len(broken) >= len(RUNS), sorted(broken)
+    problems = {k: p for k, c in broken.items() if (p := evidence_problems(c))}
+    assert not problems, problems
+
+
+def test_the_evidence_check_catches_what_it_is_for() -> None:
+    log = [
+        {"dir": "send", "conn": 1, "summary": "req", "hex": "56317c317c50494e477c"},
+        {"dir": "recv", "conn": 1, "summary": "rep", "hex": "56317c317c4f4b"},
+    ]
+    log[0]["fields"] = [["command", 5, 9, "PING"]]
+    log[1]["fields"] = [["status", 5, 7, "OK"]]
+    good = {"wire_log": log, "evidence": [{"entry": 0, "fields": []}, {"entry": 1, "fields": []}]}
+    assert evidence_problems(good) == [
+        "no field judged, and the verdict is not on a close or silence"
+    ]
+    good["evidence"][1]["fields"] = ["status"]
+    assert evidence_problems(good) == []
+    for evidence in (
+        [],
+        [{"entry": 0, "fields": []}, {"entry": 1, "fields": ["code"]}],
+        [{"entry": 1, "fields": ["status"]}],
+        [{"entry": 0, "fields": []}, {"entry": 7, "fields": []}],
+    ):
+        assert evidence_problems({"wire_log": log, "evidence": evidence}), evidence
