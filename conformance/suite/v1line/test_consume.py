@@ -60,13 +60,14 @@ def test_consume_lists_committed_records_from_the_offset_in_order(target: CaseCo
 
 def lagging_record(
     target: CaseContext, conn: Connection, topic: str, requirement: str
-) -> tuple[Produced, Produced]:
+) -> tuple[Reply, Produced]:
     """Follower 1 reports the leader's last offset (it is in the ISR), then one more record
-    is appended that no follower has: in ``doc`` it stays above hw (V1L-REPL-13)."""
+    is appended that no follower has: in ``doc`` it stays above hw (V1L-REPL-13).  The
+    follower's REPLICA_FETCH reply and the last record."""
     first, second = (produce(target, conn, topic, "k", v, requirement) for v in ("a", "b"))
-    report(target, conn, topic, first.partition, 1, second.offset, requirement)
+    caught = report(target, conn, topic, first.partition, 1, second.offset, requirement)
     third = produce(target, conn, topic, "k", "c", requirement)
-    return second, third
+    return caught, third
 
 
 @case("v1line/consume/2", "V1L-CONS-2")
@@ -77,17 +78,19 @@ def test_consume_returns_nothing_above_the_hw_it_reports(target: CaseContext) ->
     """
     with target.connect() as conn:
         topic = target.name("abovehw")
-        _, last = lagging_record(target, conn, topic, "V1L-CONS-2")
+        caught, last = lagging_record(target, conn, topic, "V1L-CONS-2")
         for offset in (0, last.offset):
             got = consume(target, conn, topic, last.partition, offset, "V1L-CONS-2")
             hw = got.number("hw")
-            above = [(o, v) for o, v in got.messages() if o > hw]
+            above = [o for o, _ in got.messages() if o > hw]
             require(
                 not above,
                 "V1L-CONS-2",
-                f"CONSUME {topic} {last.partition} {offset}: hw={hw} but messages"
-                f" {listed(got.messages())} hold offset(s) above it",
-                got.at("messages", "hw"),
+                f"follower 1 in sync at offset {last.offset - 1}, offset {last.offset} not"
+                f" reported: CONSUME {topic} {last.partition} {offset} answered hw={hw} with"
+                f" messages {listed(got.messages())}, expected no record above offset {hw}"
+                f" (it returned offset {', '.join(map(str, above))})",
+                caught.at("isr", "hw") + got.at("messages", "hw"),
             )
 
 

@@ -275,9 +275,8 @@ def test_an_unknown_command_is_unknown_command_with_its_correlation_id(
     """
     with target.connect() as conn:
         for command, args in (("FETCH_ALL", ""), ("DELETE_TOPIC", target.name("t"))):
-            expect_error(
-                target, conn, command, args, UNKNOWN_COMMAND, "V1L-ENV-14", f"{command} {args}"
-            )
+            what = f"{command} {args}".strip()
+            expect_error(target, conn, command, args, UNKNOWN_COMMAND, "V1L-ENV-14", what)
             expect_ok(target, conn, "PING", "", "V1L-ENV-14", f"PING after {command}")
 
 
