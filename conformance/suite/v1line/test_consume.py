@@ -12,6 +12,7 @@ from conformance.suite.target import CaseContext
 from conformance.suite.v1line.steps import (
     Produced,
     consume,
+    partitions_of,
     produce,
     produce_committed,
     report,
@@ -105,7 +106,8 @@ def exactly_empty(got: Reply, what: str, requirement: str) -> None:
 
 @case("v1line/consume/3", "V1L-CONS-3")
 def test_nothing_committed_at_the_offset_is_exactly_messages_empty(target: CaseContext) -> None:
-    """CONSUME one past the last committed offset, and far past it, answers 'messages= hw=<n>'.
+    """CONSUME of an empty partition, one past the last committed offset and far past it each
+    answer 'messages= hw=<n>'.
 
     V1L-CONS-3: "when nothing is committed at the requested offset (an empty partition, an
     offset past hw) the reply is exactly `messages= hw=<n>`."
@@ -113,6 +115,11 @@ def test_nothing_committed_at_the_offset_is_exactly_messages_empty(target: CaseC
     with target.connect() as conn:
         topic = target.name("empty")
         (put,) = produce_committed(target, conn, topic, "k", ["only"], "V1L-CONS-3")
+        for partition in partitions_of(target, conn, topic, "V1L-CONS-3"):
+            if partition != put.partition:
+                args = f"{topic} {partition} 0"
+                got = call(target, conn, "CONSUME", args, "V1L-CONS-3", f"CONSUME {args}")
+                exactly_empty(got, f"CONSUME {args} (an empty partition)", "V1L-CONS-3")
         for offset in (put.offset + 1, put.offset + 1000):
             args = f"{topic} {put.partition} {offset}"
             got = call(target, conn, "CONSUME", args, "V1L-CONS-3", f"CONSUME {args}")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from conformance.client import PeerClosed, ReplyTimeout
 from conformance.evidence import Evidence
 from conformance.protocols.v1line.codec import LINE_LIMIT
@@ -10,7 +12,17 @@ from conformance.protocols.v1line.errors import BAD_REQUEST, ERROR_CODES, UNKNOW
 from conformance.suite.case import Violation, case, require
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
-from conformance.suite.v1line.steps import consume, nothing_appended, produce, replicate
+from conformance.suite.v1line.steps import (
+    MARGIN_S,
+    ack_timeout,
+    consume,
+    followers,
+    nothing_appended,
+    produce,
+    replicate,
+    report,
+    wait_read,
+)
 from conformance.suite.v1line.verify import (
     expect_error,
     expect_ok,
@@ -18,6 +30,7 @@ from conformance.suite.v1line.verify import (
     listed,
     next_cid,
     read,
+    readable,
     send,
     send_line,
 )
@@ -49,6 +62,36 @@ def test_requests_in_one_write_get_one_reply_each_in_order(target: CaseContext) 
                 reply.at("correlation_id"),
             )
         expect_ok(target, conn, "PING", "", "V1L-ENV-1", "PING after the three replies")
+
+
+@case("v1line/envelope/20", "V1L-ENV-1")
+def test_a_reply_that_waits_for_acks_all_holds_back_the_next_one(target: CaseContext) -> None:
+    """A PING sent right after a PRODUCE acks=all is answered after it, while the followers report.
+
+    V1L-ENV-1: "the broker answers every request with exactly one reply line, in request order,
+    also when several requests arrive in one write."
+    """
+    with target.connect() as conn, target.connect() as other:
+        topic = target.name("order")
+        seed = produce(target, conn, topic, "k", "seed", "V1L-ENV-1")
+        waiting, after = next_cid(), next_cid()
+        lines = f"V1|{waiting}|PRODUCE|{topic} k:v acks=all\nV1|{after}|PING|\n"
+        send_line(conn, lines.encode(), "PRODUCE acks=all and PING in one write")
+        deadline = time.monotonic() + ack_timeout(target) + MARGIN_S
+        while not readable(conn, 0.0) and time.monotonic() < deadline:
+            for replica in followers(target):
+                report(target, other, topic, seed.partition, replica, seed.offset + 1, "V1L-ENV-1")
+            readable(conn, 0.02)
+        for i, cid in enumerate((waiting, after)):
+            what = ("the PRODUCE acks=all", "the PING")[i]
+            reply = read(target, conn, "V1L-ENV-1", what, timeout=wait_read(target, 0.0))
+            require(
+                reply.cid == cid,
+                "V1L-ENV-1",
+                f"reply {i + 1} of 2 is {reply.shown()}, correlation id {show(reply.cid)},"
+                f" expected {show(cid)} ({what}, request {i + 1})",
+                reply.at("correlation_id"),
+            )
 
 
 @case("v1line/envelope/2", "V1L-ENV-2")
