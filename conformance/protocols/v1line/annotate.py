@@ -2,11 +2,15 @@
 
 A request's fields are its envelope sections (``version``, ``correlation_id``,
 ``command``) and each arg token named after the command's grammar (:mod:`commands`),
-with byte spans into the line; an arg token is ``droppable`` (with the space before it),
-so the fuzzer's structural minimizer can cut args out whole.  A line that does not parse
-is still split where it can be (sections, tokens), named by position.  A reply's fields
-are its sections and, for a success, its ``key=value`` pairs.  Nothing here raises on
-bytes: text that is not UTF-8 is read with replacement characters for the summary only.
+with byte spans into the line.  Args are split on runs of ASCII whitespace (a tab
+separates args in ``real``); an arg token is ``droppable`` with the whitespace before it
+(the first arg: after it), so the fuzzer's structural minimizer can cut args out whole
+and what is left still starts with a token.  A line that does not parse is still split
+where it can be (sections, tokens), named by position.  A reply's fields are its
+sections (``version``, ``correlation_id``, ``status``), an error's ``code`` and
+``message``, and a success's ``key=value`` pairs named by key (a list value such as
+``isr=[0 1]`` runs to its ``]``).  Nothing here raises on bytes: text that is not UTF-8
+is read with replacement characters.
 """
 
 from __future__ import annotations
@@ -39,22 +43,45 @@ def _sections(line: bytes, names: Sequence[str], most: int) -> list[FieldSpan]:
     return fields
 
 
-def _args(line: bytes, section: FieldSpan, command: str) -> list[FieldSpan]:
-    spec = COMMANDS.get(command.upper())
-    names = spec.arg_names if spec is not None else ()
-    fields: list[FieldSpan] = []
-    pos, index = section.start, 0
-    while pos < section.end:
-        if line[pos : pos + 1] == b" ":
+SPACES = b" \t\x0b\x0c\r"
+"""ASCII whitespace: what separates args (``doc`` splits on one space, ``real`` on runs
+of whitespace; the annotator names tokens either way)."""
+
+
+def _tokens(line: bytes, start: int, end: int) -> list[tuple[int, int]]:
+    """The ``[start, end)`` spans of the whitespace-separated tokens of ``line[start:end]``."""
+    spans: list[tuple[int, int]] = []
+    pos = start
+    while pos < end:
+        if line[pos] in SPACES:
             pos += 1
             continue
-        end = line.find(b" ", pos, section.end)
-        end = section.end if end < 0 else end
+        stop = pos
+        while stop < end and line[stop] not in SPACES:
+            stop += 1
+        spans.append((pos, stop))
+        pos = stop
+    return spans
+
+
+def _args(line: bytes, section: FieldSpan, command: str) -> list[FieldSpan]:
+    """Each arg token of the args ``section``, named after ``command``'s grammar (by
+    position past it), droppable with the whitespace that separates it: the run before
+    it, or for the first, the run after it (so what is left starts with a token)."""
+    spec = COMMANDS.get(command.upper())
+    names = spec.arg_names if spec is not None else ()
+    spans = _tokens(line, section.start, section.end)
+    fields: list[FieldSpan] = []
+    for index, (a, b) in enumerate(spans):
         name = names[index] if index < len(names) else f"arg {index + 1}"
-        start = pos - 1 if pos > section.start else pos  # with the space before it
-        value = line[pos:end].decode("utf-8", "replace")
-        fields.append(FieldSpan(name, start, end, value, droppable=True))
-        pos, index = end, index + 1
+        if index > 0:
+            cut = (spans[index - 1][1], b)
+        elif len(spans) > 1:
+            cut = (a, spans[1][0])
+        else:
+            cut = (a, b)
+        value = line[a:b].decode("utf-8", "replace")
+        fields.append(FieldSpan(name, cut[0], cut[1], value, droppable=True))
     return fields
 
 
@@ -72,28 +99,45 @@ def annotate_request(line: bytes) -> Annotation:
     return Annotation(summary, fields)
 
 
+def _payload(line: bytes, start: int) -> list[FieldSpan]:
+    """The ``key=value`` fields of an OK payload from ``start`` on: a value that opens a
+    list (``[0 1 2]``) runs to its ``]``."""
+    fields: list[FieldSpan] = []
+    spans = _tokens(line, start, len(line))
+    i = 0
+    while i < len(spans):
+        a, b = spans[i]
+        key, sep, _ = line[a:b].partition(b"=")
+        if sep and line[a + len(key) + 1 : b].startswith(b"["):
+            while not line[:b].endswith(b"]") and i + 1 < len(spans):
+                i += 1
+                b = spans[i][1]
+        if sep:
+            value = line[a + len(key) + 1 : b].decode("utf-8", "replace")
+            fields.append(FieldSpan(key.decode("utf-8", "replace"), a, b, value))
+        i += 1
+    return fields
+
+
 def annotate_reply(line: bytes) -> Annotation:
     text = line.decode("utf-8", "replace")
-    head = _sections(line, ("version", "correlation_id", "status"), 3)
-    fields = list(head)
-    if len(head) == 3:
-        status_end = head[2].end
-        status, _, rest = str(head[2].value).partition("|")
-        fields[2] = FieldSpan("status", head[2].start, head[2].start + len(status.encode()), status)
-        if status == "ERR" and rest:
-            code, _, _message = rest.partition("|")
-            start = fields[2].end + 1
-            fields.append(FieldSpan("code", start, start + len(code.encode()), code))
-            if _message:
-                fields.append(FieldSpan("message", start + len(code.encode()) + 1, status_end))
-        elif status == "OK" and rest:
-            pos = fields[2].end + 1
-            for token in rest.split(" "):
-                key, sep, value = token.partition("=")
-                size = len(token.encode())
-                if sep:
-                    fields.append(FieldSpan(key, pos, pos + size, value))
-                pos += size + 1
+    fields = _sections(line, ("version", "correlation_id", "status"), 3)
+    if len(fields) == 3:
+        rest = fields[2]
+        bar = line.find(b"|", rest.start)
+        end = len(line) if bar < 0 else bar
+        status = line[rest.start : end].decode("utf-8", "replace")
+        fields[2] = FieldSpan("status", rest.start, end, status)
+        if status == "ERR" and bar >= 0:
+            code_end = line.find(b"|", bar + 1)
+            code_end = len(line) if code_end < 0 else code_end
+            code = line[bar + 1 : code_end].decode("utf-8", "replace")
+            fields.append(FieldSpan("code", bar + 1, code_end, code))
+            if code_end < len(line):
+                message = line[code_end + 1 :].decode("utf-8", "replace")
+                fields.append(FieldSpan("message", code_end + 1, len(line), message))
+        elif status == "OK" and bar >= 0:
+            fields += _payload(line, bar + 1)
     return Annotation(f"reply {_summary(text)}", fields)
 
 
