@@ -96,6 +96,8 @@ def annotate_request(line: bytes) -> Annotation:
         summary = f"{request.command} {_summary(text)}"
     except V1LineError as exc:
         summary = f"unparsed ({exc.code}: {exc.message}) {_summary(text)}"
+    except ValueError as exc:  # the codec's int() past 4300 digits (leading zeros)
+        summary = f"unparsed (codec error: {exc}) {_summary(text)}"
     return Annotation(summary, fields)
 
 

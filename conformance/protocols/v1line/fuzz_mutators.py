@@ -303,8 +303,8 @@ def arity(rng: random.Random, pool: Pool) -> bytes:
         del args[at]
     elif op == 1 and args:
         args.insert(at, args[at])
-    elif op == 2 and len(args) > 1:
-        other = rng.randrange(len(args))
+    elif op == 2 and len(args) > 1 and len(set(args)) > 1:
+        other = rng.choice([i for i, a in enumerate(args) if a != args[at]])
         args[at], args[other] = args[other], args[at]
     elif op == 3:
         args.insert(rng.randint(0, len(args)), rng.choice((b"x", b"0", b"acks=1", b"k:v")))
@@ -345,14 +345,12 @@ def separator(rng: random.Random, pool: Pool) -> bytes:
 
 
 def _recase(rng: random.Random, text: bytes) -> bytes:
-    how = rng.randrange(4)
-    if how == 0:
-        return text.lower()
-    if how == 1:
-        return text.upper()
-    if how == 2:
-        return text.title()
-    return bytes(c ^ 0x20 if chr(c).isalpha() and rng.random() < 0.5 else c for c in text)
+    """``text`` in another case: lower, upper, title, swapped or mixed (never the same,
+    if it has a letter)."""
+    mixed = bytes(c ^ 0x20 if chr(c).isalpha() and rng.random() < 0.5 else c for c in text)
+    ways = (text.lower(), text.upper(), text.title(), text.swapcase(), mixed)
+    changed = [w for w in ways if w != text]
+    return rng.choice(changed) if changed else text
 
 
 def case(rng: random.Random, pool: Pool) -> bytes:

@@ -148,6 +148,8 @@ def unanswered(revision: Revision) -> Callable[[bytes], str]:
     def blame(line: bytes) -> str:
         try:
             request = codec.parse_request(line, revision=revision)
+        except ValueError:  # the codec's int() past 4300 digits (leading zeros): its bug
+            return "V1L-ENV-16"
         except BadRequest as exc:
             if exc.stage == "args":
                 return "V1L-ENV-16" if exc.message.startswith("invalid ") else "V1L-ENV-15"
@@ -203,7 +205,7 @@ def owes_reply(line: bytes, revision: Revision) -> bool:
         return True
     try:
         request = codec.parse_request(line, revision=revision)
-    except V1LineError:
+    except (V1LineError, ValueError):  # ValueError: the codec's int() past 4300 digits
         return True
     return not (request.command == "PRODUCE" and request.arg("acks") == "all")
 
