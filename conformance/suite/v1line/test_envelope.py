@@ -344,6 +344,7 @@ def test_a_wrong_arg_count_is_bad_request_with_its_correlation_id(target: CaseCo
             ("OFFSET", f"{group} {topic}"),
             ("REPLICA_FETCH", f"{topic} 0 1"),
             ("SET_PARTITION_ROLE", f"{topic} 0"),
+            ("PING", "extra"),
         ):
             expect_error(
                 target, conn, command, args, BAD_REQUEST, "V1L-ENV-15", f"{command} {args}"

@@ -36,6 +36,9 @@ from conformance.suite.v1line.verify import (
     send,
 )
 
+TRIES = 3
+"""Attempts of a case whose few exchanges must end within the lag timeout to be judged."""
+
 
 def set_role(
     ctx: CaseContext, conn: Connection, topic: str, partition: int, role: str, requirement: str
@@ -414,12 +417,16 @@ def test_a_record_an_in_sync_follower_lacks_stays_above_hw(target: CaseContext) 
     follower reports it or leaves the ISR."
     """
     with target.connect() as conn:
-        topic = target.name("hwlag")
-        first = produce(target, conn, topic, "k", "first", "V1L-REPL-13")
-        caught = report(target, conn, topic, first.partition, 1, first.offset, "V1L-REPL-13")
-        second = produce(target, conn, topic, "k", "second", "V1L-REPL-13")
-        same_partition(first, second, "a second record with the same key")
-        got = consume(target, conn, topic, second.partition, second.offset, "V1L-REPL-13")
+        for attempt in range(TRIES):
+            topic = target.name(f"hwlag{attempt}")
+            first = produce(target, conn, topic, "k", "first", "V1L-REPL-13")
+            start = time.monotonic()
+            caught = report(target, conn, topic, first.partition, 1, first.offset, "V1L-REPL-13")
+            second = produce(target, conn, topic, "k", "second", "V1L-REPL-13")
+            same_partition(first, second, "a second record with the same key")
+            got = consume(target, conn, topic, second.partition, second.offset, "V1L-REPL-13")
+            if time.monotonic() - start < lag_timeout(target):
+                break  # else follower 1 may have left the ISR meanwhile: try again
         require(
             got.number("hw") == first.offset and not got.messages(),
             "V1L-REPL-13",
