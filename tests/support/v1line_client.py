@@ -200,6 +200,19 @@ def messages(reply: str) -> tuple[list[tuple[int, str]], int]:
     return items, int(m.group(2))
 
 
+def fnv1a32(data: bytes) -> int:
+    """FNV-1a, 32 bits (offset basis 2166136261, prime 16777619)."""
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def partition_of(key: str, partitions: int = 3) -> int:
+    """The partition PRODUCE places a key on (V1L-PROD-10): FNV-1a 32-bit modulo the count."""
+    return fnv1a32(key.encode()) % partitions
+
+
 def int_list(text: str) -> list[int]:
     """``[0 1 2]`` -> ``[0, 1, 2]``."""
     assert text.startswith("[") and text.endswith("]"), f"not a list: {text!r}"

@@ -17,7 +17,14 @@ from conformance.engine import Engine
 from conformance.protocols.v1line.handler import V1Config, V1Frontend, V1Session
 from conformance.protocols.v1line.quirks import CRASH_EXIT_CODE, QUIRKS, Quirks
 from tests.support import v1line_client
-from tests.support.v1line_client import Client, Served, fields, int_list, messages
+from tests.support.v1line_client import (
+    Client,
+    Served,
+    fields,
+    int_list,
+    messages,
+    partition_of,
+)
 
 REVISIONS = ("doc", "real")
 FIRST_GENERATION = {"doc": 1, "real": 2}  # V1L-GRP-3 (doc), V1L-GRP-2 (real)
@@ -29,18 +36,6 @@ _names = itertools.count()
 def fresh(prefix: str) -> str:
     """A topic or group name no other test of this module uses."""
     return f"{prefix}{next(_names)}"
-
-
-def fnv1a32(data: bytes) -> int:
-    h = 0x811C9DC5
-    for b in data:
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
-def partition_of(key: str, partitions: int = 3) -> int:
-    """V1L-PROD-10: the FNV-1a 32-bit hash of the key modulo the partition count."""
-    return fnv1a32(key.encode()) % partitions
 
 
 @pytest.fixture(scope="module", params=REVISIONS)
@@ -100,6 +95,8 @@ ARG_ERRORS = [
     ("REPLICA_FETCH", "t 0 3 0", "invalid replica id"),
     ("REPLICA_FETCH", "t 0 -1 0", "invalid replica id"),
     ("SET_PARTITION_ROLE", "t 0 observer", "invalid role"),  # V1L-REPL-2
+    ("SET_PARTITION_ROLE", "t 3 leader", "invalid partition"),  # V1L-CONS-6's rule
+    ("REPLICA_FETCH", "t 3 1 0", "invalid partition"),
     ("JOIN", "g t c assignor=sticky", "invalid assignor; expected assignor=round_robin|range"),
     ("JOIN", "g t c strategy=range", "invalid assignor; expected assignor=round_robin|range"),
 ]
@@ -397,7 +394,7 @@ def test_stale_generation_or_unknown_member_is_generation_mismatch(served: Serve
         assert reader.call(22, "OFFSET", f"{fresh('none')} {t} 0") == "V1|22|OK|offset=0"
 
 
-SESSION_MS = 600
+SESSION_MS = 800
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

@@ -122,21 +122,13 @@ def test_offsets_and_groups_survive_a_restart(tmp_path: Path, revision: str, sto
         served.stop()
 
 
-FILES_BEHIND_THE_JOURNAL = (
-    "handler.py V1Frontend._check_files refuses to start when offsets.json differs from the "
-    "recovered journal (`committed != offset`), but kill -9 between the journal's write of a "
-    "COMMIT and the rewrite of offsets.json leaves the file one commit behind the journal, so "
-    "the broker never starts again on that data directory (V1L-DUR-4, -1)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=FILES_BEHIND_THE_JOURNAL)
 def test_a_broker_killed_between_its_journal_and_offsets_json_starts_again(
     tmp_path: Path,
 ) -> None:
     """V1L-DUR-4: the state a kill leaves when it comes after the journal has the COMMIT of 6
     and before offsets.json has (the file still says 5): the broker starts and OFFSET
-    answers 6 (the journal's) or 5 (the file's; the commit's reply was never sent)."""
+    answers 6 (the journal's) or 5 (the file's; the commit's reply was never sent).  The
+    kill -9 loop below found this (the broker took the files for another broker's)."""
     data = tmp_path / "data"
     served = _serve(data)
     try:
@@ -279,11 +271,11 @@ def _check_broker(c: Client, ledger: Ledger, when: str) -> None:
     ledger.rebalance_sent = False
 
 
-@pytest.mark.xfail(strict=True, reason=FILES_BEHIND_THE_JOURNAL)
 def test_nothing_acknowledged_is_lost_over_repeated_kill_9(tmp_path: Path) -> None:
     """V1L-DUR-4, -5, -1: SIGKILL at a random moment of a commit and rebalance loop, KILLS
     times, each time restarted on the same data directory.  (A kill lands between the
-    journal and offsets.json in about one round in three: with the bug, 22 rounds fail.)"""
+    journal's write and offsets.json's in about one round in three: a broker that took files
+    one commit behind its journal for another broker's, and would not start, failed here.)"""
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
     data, ledger = tmp_path / "data", Ledger()

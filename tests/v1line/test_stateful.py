@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from conformance.engine import Engine
 from conformance.protocols.v1line.handler import AcksAllWait, V1Config, V1Frontend
-from tests.support.v1line_client import fields, int_list, messages
+from tests.support.v1line_client import fields, int_list, messages, partition_of
 
 PARTITIONS, RF, MIN_ISR = 3, 3, 2
 ACK_MS, LAG_MS, SESSION_MS = 1050, 1550, 2950
@@ -40,13 +40,6 @@ KEYS = ("k0", "k1", "k2", "k3", "k4")
 VALUES = st.text("abcxyz019", min_size=0, max_size=4)
 NOT_LEADER = "ERR|NOT_LEADER|partition leader unavailable on this broker"
 MISMATCH = "ERR|GENERATION_MISMATCH|"
-
-
-def fnv1a32(data: bytes) -> int:
-    h = 0x811C9DC5
-    for b in data:
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
 
 
 def shares(assignor: str, members: list[str]) -> dict[str, list[int]]:
@@ -246,7 +239,7 @@ class V1Machine(RuleBasedStateMachine):
 
     @rule(key=st.sampled_from(KEYS), value=VALUES, acks=st.sampled_from([None, "0", "1", "all"]))
     def produce(self, key: str, value: str, acks: str | None) -> None:
-        p = fnv1a32(key.encode()) % PARTITIONS
+        p = partition_of(key, PARTITIONS)
         args = f"{TOPIC} {key}:{value}" + ("" if acks is None else f" acks={acks}")
         cid, replies, pending = self.send("PRODUCE", args)
         if self.role[p] == "follower":
