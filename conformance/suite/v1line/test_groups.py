@@ -302,7 +302,7 @@ def test_a_silent_member_is_removed_after_the_session_timeout(target: CaseContex
             now.generation > joined.generation,
             "V1L-GRP-11",
             f"member 'quiet' silent for {session + MARGIN_S:.2f} s (session timeout"
-            f" {session:.2f} s): generation={now.generation}, expected above"
+            f" {session:.2f} s, --session-timeout-ms): generation={now.generation}, expected above"
             f" {joined.generation}" + (f" (a heartbeat was answered {beat})" if beat else ""),
             joined.reply.at("generation") + now.reply.at("generation"),
         )

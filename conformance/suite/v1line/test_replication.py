@@ -280,7 +280,8 @@ def test_acks_all_with_no_follower_times_out_no_sooner_than_the_timeout(
             took >= waits,
             "V1L-REPL-8",
             f"PRODUCE {args}: REPLICATION_TIMEOUT after {took * 1000:.0f} ms, expected no"
-            f" sooner than the acks=all timeout ({waits * 1000:.0f} ms)",
+            f" sooner than the acks=all timeout ({waits * 1000:.0f} ms: this run's"
+            " --ack-timeout-ms, which must match the target's)",
             reply.at("code"),
         )
 
@@ -367,7 +368,7 @@ def test_a_silent_follower_leaves_the_isr_after_the_lag_timeout(target: CaseCont
             1 not in later.ints("isr"),
             "V1L-REPL-11",
             f"replica 1 silent for {(lag_timeout(target) + MARGIN_S) * 1000:.0f} ms (lag"
-            f" timeout {lag_timeout(target) * 1000:.0f} ms): isr="
+            f" timeout {lag_timeout(target) * 1000:.0f} ms, --replica-lag-timeout-ms): isr="
             f"[{' '.join(map(str, later.ints('isr')))}] still lists replica 1, expected it out",
             caught.at("isr") + later.at("isr"),
         )
