@@ -70,9 +70,10 @@ def test_acks_all_answered_at_once_names_the_ack_mode_and_the_status(tmp: Path) 
 def test_a_record_above_hw_names_the_messages_and_the_hw(tmp: Path) -> None:
     c = case("consume-past-hw", tmp, "v1line/consume/2")
     assert c["violated"] == "V1L-CONS-2" and "expected no record above offset" in c["message"]
-    (fetch, _), (_, isr), (request, _), (reply, fields) = judged(c)
-    assert value(fetch, "command") == "REPLICA_FETCH" and isr == ["isr", "hw"]
-    assert value(request, "command") == "CONSUME"
+    (fetch, reported), (_, isr), (request, asked), (reply, fields) = judged(c)
+    assert value(fetch, "command") == "REPLICA_FETCH" and reported == ["replica_id", "offset"]
+    assert isr == ["isr", "hw"] and value(fetch, "replica_id") == "1"
+    assert value(request, "command") == "CONSUME" and asked == ["partition", "offset"]
     assert fields == ["messages", "hw"]
     hw = int(value(reply, "hw"))
     offsets = [int(item.split(":")[0]) for item in value(reply, "messages").split(",")]

@@ -91,7 +91,8 @@ def test_consume_returns_nothing_above_the_hw_it_reports(target: CaseContext) ->
                 f" reported: CONSUME {topic} {last.partition} {offset} answered hw={hw} with"
                 f" messages {listed(got.messages())}, expected no record above offset {hw}"
                 f" (it returned offset {', '.join(map(str, above))})",
-                caught.at("isr", "hw") + got.at("messages", "hw"),
+                caught.at("isr", "hw", asked=("replica_id", "offset"))
+                + got.at("messages", "hw", asked=("partition", "offset")),
             )
 
 

@@ -435,7 +435,8 @@ def test_a_record_an_in_sync_follower_lacks_stays_above_hw(target: CaseContext) 
             f" CONSUME {topic} {second.partition} {second.offset} answered {got.shown()},"
             f" expected 'messages= hw={first.offset}' (offset {second.offset} stays above hw"
             " until follower 1 reports it)",
-            caught.at("isr", "hw") + got.at("messages", "hw"),
+            caught.at("isr", "hw", asked=("replica_id", "offset"))
+            + got.at("messages", "hw", asked=("partition", "offset")),
         )
         report(target, conn, topic, first.partition, 1, second.offset, "V1L-REPL-13")
         now = consume(target, conn, topic, second.partition, second.offset, "V1L-REPL-13")
