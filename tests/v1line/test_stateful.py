@@ -13,8 +13,9 @@ never back while leader (V1L-REPL-14), in ``real`` always the leader's last offs
 hw at its offset or REPLICATION_TIMEOUT, never before the ack timeout (V1L-REPL-8, -9).
 
 The clock: AcksAllWait (handler.py) reads ``time.monotonic()`` besides the front-end's clock
-(its ``deadline`` and the first poll), so the fake clock runs far above the real one and
-each wait's ``deadline`` is moved onto the fake clock before it is polled.  Times move in
+(its ``deadline`` and the first poll; :func:`test_acks_all_waits_on_the_injected_clock`), so
+the fake clock runs far above the real one and each wait's ``deadline`` is moved onto the
+fake clock before it is polled.  Times move in
 steps of 100 ms and the timeouts are not multiples of 100, so no check sits on a boundary.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -422,3 +424,21 @@ TestV1Doc = V1Machine.TestCase
 TestV1Doc.settings = BOUNDED
 TestV1Real = V1RealMachine.TestCase
 TestV1Real.settings = BOUNDED
+
+
+CLOCK_LEAK = (
+    "AcksAllWait (handler.py) takes its deadline from time.monotonic() and do_produce polls "
+    "it with time.monotonic(), beside V1Frontend.clock: with an injected clock behind the "
+    "real one, PRODUCE acks=all answers REPLICATION_TIMEOUT at once, before the ack timeout "
+    "has passed on the front-end's clock (V1L-REPL-8)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=CLOCK_LEAK)
+def test_acks_all_waits_on_the_injected_clock() -> None:
+    """V1L-REPL-8 on the sans-IO front-end: no follower has reported and no time has passed
+    on its clock, so acks=all waits (a pending reply), whatever time.monotonic() says."""
+    fe = V1Frontend(Engine(), V1Config(partitions=1))
+    fe.clock = lambda: 0.0
+    outcome = fe.new_session("x").handle(b"V1|1|PRODUCE|t k:v acks=all")
+    assert outcome.replies == [] and outcome.pending is not None, outcome.replies
