@@ -21,7 +21,7 @@ from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
 RUNS: dict[str, tuple[str, ...]] = {
     "parse-error-echoes-cid": ("v1line/envelope/6", "v1line/envelope/11"),
     "unknown-command-bad-request": ("v1line/envelope/14",),
-    "acks-all-no-wait": ("v1line/replication/8",),
+    "acks-all-no-wait": ("v1line/replication/8", "v1line/replication/9"),
     "consume-past-hw": ("v1line/consume/2", "v1line/replication/13"),
     "follower-accepts-produce": ("v1line/replication/4",),
     "commit-any-partition": ("v1line/offsets/3",),
@@ -65,6 +65,11 @@ def test_acks_all_answered_at_once_names_the_ack_mode_and_the_status(tmp: Path) 
     (request, asked), (reply, fields) = judged(c)
     assert asked == ["acks"] and value(request, "acks") == "acks=all"
     assert fields == ["status"] and value(reply, "status") == "OK"
+    c = case("acks-all-no-wait", tmp, "v1line/replication/9")
+    assert c["violated"] == "V1L-REPL-9" and "(in-sync followers)" in c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert value(request, "acks") == "acks=all" and fields == ["offset", "hw"]
+    assert int(value(reply, "hw")) < int(value(reply, "offset"))
 
 
 def test_a_record_above_hw_names_the_messages_and_the_hw(tmp: Path) -> None:

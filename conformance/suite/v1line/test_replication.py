@@ -289,28 +289,34 @@ def test_acks_all_with_no_follower_times_out_no_sooner_than_the_timeout(
 
 @case("v1line/replication/9", "V1L-REPL-9")
 def test_acks_all_succeeds_once_the_followers_report_the_record(target: CaseContext) -> None:
-    """PRODUCE acks=all is answered OK, with hw at least its offset, once the followers report it.
+    """PRODUCE acks=all, on a new partition and on one whose followers are in sync, is answered
+    OK with hw at least its offset once the followers report it.
 
     V1L-REPL-9: "PRODUCE `acks=all` succeeds when, before the timeout, enough followers report
     the produced offset for min ISR to hold; its reply's hw is at least the produced offset."
     """
     with target.connect() as conn, target.connect() as other:
-        topic = target.name("acksall")
-        seed, reply, took = produce_acks_all(target, conn, other, topic, "k", "v", "V1L-REPL-9")
-        require(
-            reply.ok,
-            "V1L-REPL-9",
-            f"PRODUCE {topic} k:v acks=all, every follower reporting offset {seed.offset + 1}:"
-            f" answered {reply.shown()} after {took * 1000:.0f} ms, expected OK",
-            reply.at("status", "code"),
-        )
-        offset, hw = reply.number("offset"), reply.number("hw")
-        require(
-            hw >= offset,
-            "V1L-REPL-9",
-            f"PRODUCE acks=all answered offset={offset} hw={hw}, expected hw {offset} or more",
-            reply.at("offset", "hw"),
-        )
+        for state in ("new", "in-sync"):
+            topic = target.name(f"acksall-{state}")
+            if state == "in-sync":  # the followers in the ISR, at the leader's last offset
+                produce_committed(target, conn, topic, "k", ["before"], "V1L-REPL-9")
+            seed, reply, took = produce_acks_all(target, conn, other, topic, "k", "v", "V1L-REPL-9")
+            what = f"PRODUCE {topic} k:v acks=all ({state} followers)"
+            require(
+                reply.ok,
+                "V1L-REPL-9",
+                f"{what}, every follower reporting offset {seed.offset + 1}: answered"
+                f" {reply.shown()} after {took * 1000:.0f} ms, expected OK",
+                reply.at("status", "code"),
+            )
+            offset, hw = reply.number("offset"), reply.number("hw")
+            require(
+                hw >= offset,
+                "V1L-REPL-9",
+                f"{what}: answered offset={offset} hw={hw} after {took * 1000:.0f} ms, expected"
+                f" hw {offset} or more (the reply came before every in-sync follower reported it)",
+                reply.at("offset", "hw"),
+            )
 
 
 @case("v1line/replication/10", "V1L-REPL-10")
