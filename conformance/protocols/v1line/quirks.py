@@ -46,8 +46,10 @@ QUIRKS: dict[str, QuirkSpec] = {
         _spec(
             "acks-all-no-wait",
             "replication",
-            "V1L-REPL-8",
-            "answers PRODUCE acks=all at once, as acks=1, whatever the followers did",
+            "V1L-REPL-8,V1L-REPL-9",
+            "answers PRODUCE acks=all at once, as acks=1, whatever the followers did: while "
+            "fewer than min ISR replicas are in sync (no REPLICATION_TIMEOUT), and with the hw "
+            "of that moment, below the record's offset while an in-sync follower lags",
         ),
         _spec(
             "consume-past-hw",
