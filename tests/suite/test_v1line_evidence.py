@@ -26,7 +26,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "follower-accepts-produce": ("v1line/replication/4",),
     "commit-any-partition": ("v1line/offsets/3",),
     "range-deals-round-robin": ("v1line/groups/6",),
-    "isr-never-shrinks": ("v1line/replication/11",),
+    "isr-never-shrinks": ("v1line/replication/11", "v1line/replication/17"),
 }
 """Each spec quirk and the cases it makes FAIL."""
 
@@ -107,6 +107,11 @@ def test_a_follower_kept_in_the_isr_names_both_isr_lists(tmp: Path) -> None:
     frames = judged(c)
     assert [value(e, "command") for e, _ in frames if e["dir"] == "send"] == ["REPLICA_FETCH"] * 2
     assert [f for e, f in frames if e["dir"] == "recv"] == [["isr"], ["isr"]]
+    c = case("isr-never-shrinks", tmp, "v1line/replication/17")
+    assert c["violated"] == "V1L-REPL-9" and "expected OK (min ISR 2" in c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert value(request, "acks") == "acks=all" and fields == ["status", "code"]
+    assert value(reply, "code") == "REPLICATION_TIMEOUT"
 
 
 # ------------------------------------------------------------------ every verdict

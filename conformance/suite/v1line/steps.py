@@ -16,6 +16,7 @@ cases and no others.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.client import Connection
@@ -212,18 +213,19 @@ def produce_acks_all(
     value: str,
     requirement: str,
     acks: str = "acks=all",
+    replicas: Sequence[int] | None = None,
 ) -> tuple[Produced, Reply, float]:
-    """PRODUCE ``key:value`` acks=all while the followers report it on ``other``: a
-    record with the same key first (acks=1) shows where it goes; then the followers
-    report the offset after it until the acks=all reply comes.  The seed record, the
-    reply and how long it took (seconds)."""
+    """PRODUCE ``key:value`` acks=all while the followers (``replicas``, default all)
+    report it on ``other``: a record with the same key first (acks=1) shows where it goes;
+    then the followers report the offset after it until the acks=all reply comes.  The
+    seed record, the reply and how long it took (seconds)."""
     seed = produce(ctx, conn, topic, key, "seed", requirement)
     args = f"{topic} {key}:{value} {acks}"
     start = time.monotonic()
     send(conn, "PRODUCE", args)
     deadline = start + ack_timeout(ctx) + MARGIN_S
     while not readable(conn, 0.0) and time.monotonic() < deadline:
-        for replica in followers(ctx):
+        for replica in followers(ctx) if replicas is None else replicas:
             report(ctx, other, topic, seed.partition, replica, seed.offset + 1, requirement)
         readable(conn, 0.02)
     reply = read(

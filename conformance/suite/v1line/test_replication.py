@@ -319,6 +319,54 @@ def test_acks_all_succeeds_once_the_followers_report_the_record(target: CaseCont
             )
 
 
+@case("v1line/replication/17", "V1L-REPL-9")
+def test_acks_all_does_not_wait_for_a_follower_that_left_the_isr(target: CaseContext) -> None:
+    """With one follower silent past the lag timeout, PRODUCE acks=all is answered OK once the
+    others report it.
+
+    V1L-REPL-9: "PRODUCE `acks=all` succeeds when, before the timeout, enough followers report
+    the produced offset for min ISR to hold; its reply's hw is at least the produced offset."
+    """
+    needs_two_followers(target)
+    live = list(followers(target))[:-1]
+    dead = followers(target)[-1]
+    if 1 + len(live) < min_isr(target):
+        raise Unsupported(
+            f"the target runs with min ISR {min_isr(target)}: acks=all needs every follower"
+        )
+    with target.connect() as conn, target.connect() as other:
+        topic = target.name("deadfollower")
+        (before,) = produce_committed(target, conn, topic, "k", ["before"], "V1L-REPL-9")
+        deadline = time.monotonic() + lag_timeout(target) + MARGIN_S
+        while time.monotonic() < deadline:  # the live followers stay in sync, the dead one not
+            time.sleep(min(lag_timeout(target) / 3, max(0.0, deadline - time.monotonic())))
+            for replica in live:
+                report(target, conn, topic, before.partition, replica, before.offset, "V1L-REPL-9")
+        seed, reply, took = produce_acks_all(
+            target, conn, other, topic, "k", "v", "V1L-REPL-9", replicas=live
+        )
+        what = (
+            f"PRODUCE {topic} k:v acks=all, replica {dead} silent for"
+            f" {(lag_timeout(target) + MARGIN_S) * 1000:.0f} ms (lag timeout"
+            f" {lag_timeout(target) * 1000:.0f} ms, --replica-lag-timeout-ms), replica(s)"
+            f" {', '.join(map(str, live))} reporting offset {seed.offset + 1}"
+        )
+        require(
+            reply.ok,
+            "V1L-REPL-9",
+            f"{what}: answered {reply.shown()} after {took * 1000:.0f} ms, expected OK (min ISR"
+            f" {min_isr(target)} holds without replica {dead})",
+            reply.at("status", "code"),
+        )
+        require(
+            reply.number("hw") >= reply.number("offset"),
+            "V1L-REPL-9",
+            f"{what}: answered offset={reply.number('offset')} hw={reply.number('hw')},"
+            f" expected hw {reply.number('offset')} or more",
+            reply.at("offset", "hw"),
+        )
+
+
 @case("v1line/replication/10", "V1L-REPL-10")
 def test_the_isr_holds_the_leader_and_a_caught_up_follower(target: CaseContext) -> None:
     """A follower that reports the leader's last offset is listed in the isr, with 0.
