@@ -78,8 +78,9 @@ QUIRKS: dict[str, QuirkSpec] = {
         _spec(
             "isr-never-shrinks",
             "replication",
-            "V1L-REPL-11",
-            "a follower that stops reporting never leaves the ISR",
+            "V1L-REPL-9,V1L-REPL-11",
+            "a follower that stops reporting never leaves the ISR, so it holds the hw down "
+            "and PRODUCE acks=all waits for it even when the other followers make min ISR",
         ),
         _fault(
             "crash-on-negative-offset",
