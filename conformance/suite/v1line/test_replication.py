@@ -507,8 +507,8 @@ def test_a_record_an_in_sync_follower_lacks_stays_above_hw(target: CaseContext) 
 
 @case("v1line/replication/14", "V1L-REPL-14")
 def test_hw_never_passes_the_leaders_last_offset_nor_goes_back(target: CaseContext) -> None:
-    """Across produces, followers' reports, roles and consumes, hw rises and stays at or below the
-    last offset produced.
+    """Across produces, followers' reports and consumes, hw rises and stays at or below the last
+    offset produced.
 
     V1L-REPL-14: "hw never exceeds the leader's last offset and, while the partition stays
     leader, never decreases between replies."
