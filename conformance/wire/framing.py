@@ -237,7 +237,10 @@ class LineDeframer:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[bytes]:
-        """Buffer ``data`` and return every complete line, without its ``\\n``."""
+        """Buffer ``data`` and return every complete line, without its ``\\n``.  As
+        :class:`LengthPrefixDeframer` does, the lines complete before an over-long one are
+        handed out first; the error is raised then, or on the next call when there were
+        some (see :attr:`error`)."""
         if self._error is not None:
             raise self._error
         self._buf += data
@@ -246,14 +249,14 @@ class LineDeframer:
         try:
             while True:
                 end = buf.find(b"\n", pos)
-                if end < 0:
-                    if len(buf) - pos > self.max_line:
-                        self._error = FrameTooLarge(len(buf) - pos, self.max_line)
-                        raise self._error
-                    return lines
-                if end - pos > self.max_line:
-                    self._error = FrameTooLarge(end - pos, self.max_line)
+                size = (len(buf) if end < 0 else end) - pos
+                if size > self.max_line:
+                    self._error = FrameTooLarge(size, self.max_line)
+                    if lines:
+                        return lines
                     raise self._error
+                if end < 0:
+                    return lines
                 lines.append(bytes(buf[pos:end]))
                 pos = end + 1
         finally:

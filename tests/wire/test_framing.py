@@ -214,6 +214,18 @@ def test_long_line_is_refused_before_its_terminator() -> None:
         d.feed(b"x" * 4)
 
 
+def test_lines_before_a_long_one_come_out_first() -> None:
+    """The lines complete before an over-long one are handed out, then the error stands."""
+    d = LineDeframer(max_line=8)
+    assert d.feed(b"one\ntwo\n" + b"x" * 9 + b"\nthree\n") == [b"one", b"two"]
+    assert isinstance(d.error, FrameTooLarge)
+    with pytest.raises(FrameTooLarge):
+        d.feed(b"four\n")
+    unterminated = LineDeframer(max_line=8)
+    assert unterminated.feed(b"one\n" + b"x" * 9) == [b"one"]
+    assert isinstance(unterminated.error, FrameTooLarge)
+
+
 def test_line_deframer_is_poisoned_after_an_error() -> None:
     d = LineDeframer(max_line=4)
     with pytest.raises(FrameTooLarge):
