@@ -21,7 +21,8 @@ Fetch until data arrives): the outcome then carries a :class:`Pending`, which th
 server polls whenever the front-end reports a change, and at least every ``TICK``
 seconds, until it gives its replies; it must give them once its deadline has passed.
 The connection's later requests wait their turn, so replies stay in request order; a
-peer that closes its side while a reply waits has the connection closed.
+peer that closes its side while a reply waits has the connection closed, unless the
+pending reply says it is not abandoned so (``abandon_on_eof``).
 
 Fault hooks, for brokers that misbehave on purpose (the fuzzer's targets); both are
 protocol-agnostic and cost nothing when unused:
@@ -64,6 +65,10 @@ class Stream(Protocol):
 class Pending(Protocol):
     deadline: float
     """``time.monotonic()`` seconds by which :meth:`poll` must give the replies."""
+    abandon_on_eof: bool
+    """Whether the peer's end of stream abandons the reply (Kafka: a broker closes on
+    end of stream); if not, the reply is still sent, and the requests after it answered,
+    as a line protocol's broker that reads until end of stream and answers each line does."""
 
     def poll(self, now: float) -> list[bytes] | None:
         """The framed replies once ready (at the latest at the deadline), else None."""
@@ -242,10 +247,11 @@ class Server:
 
     async def _settle(self, pending: Pending, reader: asyncio.StreamReader) -> list[bytes] | None:
         """Poll ``pending`` on every change and every TICK until it gives its replies;
-        None if the peer closed its side meanwhile (and sent nothing more): the
-        connection is then closed, as a Kafka broker closes on end of stream."""
+        None if the peer closed its side meanwhile (and sent nothing more) and the
+        pending reply is abandoned then: the connection is then closed, as a Kafka broker
+        closes on end of stream."""
         while True:
-            if reader.at_eof():
+            if reader.at_eof() and pending.abandon_on_eof:
                 return None
             changed = self._changed
             now = time.monotonic()

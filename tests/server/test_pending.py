@@ -19,9 +19,10 @@ def frame(payload: bytes) -> bytes:
 class Wait:
     """Replies ``b"woke"`` once the front-end's flag is set, ``b"late"`` at the deadline."""
 
-    def __init__(self, front: Front, seconds: float) -> None:
+    def __init__(self, front: Front, seconds: float, abandon_on_eof: bool = True) -> None:
         self.front = front
         self.deadline = time.monotonic() + seconds
+        self.abandon_on_eof = abandon_on_eof
 
     def poll(self, now: float) -> list[bytes] | None:
         if self.front.flag:
@@ -40,6 +41,8 @@ class Session:
     def handle(self, payload: bytes) -> Outcome:
         if payload.startswith(b"wait"):
             return Outcome(pending=Wait(self.front, float(payload[4:] or 5)))
+        if payload.startswith(b"hold"):  # a reply the peer's end of stream does not abandon
+            return Outcome(pending=Wait(self.front, float(payload[4:] or 5), False))
         if payload == b"set":
             self.front.flag = True
             for listener in self.front.listeners:
@@ -138,3 +141,25 @@ def test_a_peer_that_closes_its_side_while_a_reply_waits_is_closed() -> None:
     got, took = asyncio.run(scenario())
     assert got == b""
     assert took < 2  # not the 30 s deadline
+
+
+def test_a_reply_not_abandoned_on_eof_is_sent_and_the_requests_after_it_answered() -> None:
+    """``abandon_on_eof`` False (a line protocol answers every line it read): the peer's
+    half-close does not drop the waiting reply, nor the replies to what followed it."""
+
+    async def scenario() -> list[bytes]:
+        server = Server(Front())
+        _, port = await server.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(frame(b"hold0.3") + frame(b"after"))
+            await writer.drain()
+            writer.write_eof()
+            got = [await asyncio.wait_for(_read(reader), 3) for _ in range(2)]
+            assert await asyncio.wait_for(reader.read(), 3) == b""  # then closed
+            writer.close()
+            return got
+        finally:
+            await server.close()
+
+    assert asyncio.run(scenario()) == [b"late", b"echo after"]

@@ -140,12 +140,6 @@ def test_a_line_over_64_kib_closes_that_connection_only(served: Served) -> None:
         assert endless.closed_within(v1line_client.DEADLINE_S), "an endless line left it open"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LineDeframer.feed (conformance/wire/framing.py) raises FrameTooLarge and drops "
-    "the complete lines it already split off in the same read, so a request written "
-    "together with a following over-limit line is never answered (V1L-ENV-1)",
-)
 def test_a_request_before_an_oversized_line_in_one_write_is_answered(served: Served) -> None:
     """V1L-ENV-1, -13: every complete request is answered, then the long line closes."""
     for attempt in range(3):
@@ -186,23 +180,7 @@ def test_pipelined_requests_in_one_write_are_answered_in_order(c: Client) -> Non
     assert c.silent_for(0.05) and c.buf == b"", "more replies than requests"
 
 
-HALF_CLOSE_DROPS_A_WAITING_REPLY = (
-    "Server._settle (conformance/server.py) gives up a pending reply once the peer has "
-    "half-closed (reader.at_eof()) and closes the connection: an acks=all written before "
-    "the client's shutdown(SHUT_WR) and every request after it get no reply, though the "
-    "record is appended (the real broker's scanner loop answers each line read; V1L-ENV-1)"
-)
-
-
-@pytest.mark.parametrize(
-    "acks",
-    [
-        "1",
-        pytest.param(
-            "all", marks=pytest.mark.xfail(strict=True, reason=HALF_CLOSE_DROPS_A_WAITING_REPLY)
-        ),
-    ],
-)
+@pytest.mark.parametrize("acks", ["1", "all"])
 def test_requests_written_before_a_half_close_are_all_answered(served: Served, acks: str) -> None:
     """V1L-ENV-1: a client that writes its requests and then shuts its sending side (as
     ``printf ... | nc -N`` does) gets every reply, in order, then the end of the stream."""

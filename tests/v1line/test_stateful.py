@@ -12,10 +12,11 @@ never back while leader (V1L-REPL-14), in ``real`` always the leader's last offs
 (V1L-REPL-16), the isr list and under_replicated (V1L-REPL-10, -12), acks=all answered with
 hw at its offset or REPLICATION_TIMEOUT, never before the ack timeout (V1L-REPL-8, -9).
 
-The clock: AcksAllWait (handler.py) reads ``time.monotonic()`` besides the front-end's clock
-(its ``deadline`` and the first poll; :func:`test_acks_all_waits_on_the_injected_clock`), so
-the fake clock runs far above the real one and each wait's ``deadline`` is moved onto the
-fake clock before it is polled.  Times move in
+The clock: the server polls a waiting acks=all with its own clock (``time.monotonic()``
+seconds, against the wait's ``deadline``), the replication rules read the front-end's, so each
+wait's ``deadline`` is moved onto the fake clock before it is polled
+(:func:`test_acks_all_waits_on_the_injected_clock` checks that nothing else reads the real one).
+Times move in
 steps of 100 ms and the timeouts are not multiples of 100, so no check sits on a boundary.
 """
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -426,15 +426,6 @@ TestV1Real = V1RealMachine.TestCase
 TestV1Real.settings = BOUNDED
 
 
-CLOCK_LEAK = (
-    "AcksAllWait (handler.py) takes its deadline from time.monotonic() and do_produce polls "
-    "it with time.monotonic(), beside V1Frontend.clock: with an injected clock behind the "
-    "real one, PRODUCE acks=all answers REPLICATION_TIMEOUT at once, before the ack timeout "
-    "has passed on the front-end's clock (V1L-REPL-8)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=CLOCK_LEAK)
 def test_acks_all_waits_on_the_injected_clock() -> None:
     """V1L-REPL-8 on the sans-IO front-end: no follower has reported and no time has passed
     on its clock, so acks=all waits (a pending reply), whatever time.monotonic() says."""

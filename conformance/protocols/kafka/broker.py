@@ -64,6 +64,7 @@ class _Pending:
     request: Request
     wait: Wait
     deadline: float = field(init=False)
+    abandon_on_eof: bool = field(default=True, init=False)  # a Kafka broker closes on EOF
 
     def __post_init__(self) -> None:
         self.deadline = self.wait.deadline

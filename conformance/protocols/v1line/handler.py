@@ -297,10 +297,14 @@ class AcksAllWait:
     offset: int
     started_ms: float
     deadline: float
+    """The server's clock (``time.monotonic()`` seconds); the replication rules use the
+    front-end's (``clock``, milliseconds), which a test may replace."""
+    abandon_on_eof: bool = False
+    """A V1 broker answers every line it read (V1L-ENV-1), a half-closed peer's too."""
 
     def poll(self, now: float) -> list[bytes] | None:
-        now_ms = max(now * 1000.0, self.frontend.clock())
-        if now >= self.deadline:
+        now_ms = self.frontend.clock()
+        if now >= self.deadline:  # the server's deadline: answer now, whatever the clock says
             now_ms = max(now_ms, self.started_ms + self.replica.config.ack_timeout_ms)
         state = self.replica.acks_all_state(self.offset, self.started_ms, now_ms)
         if state == "waiting":
