@@ -209,7 +209,8 @@ class GroupCoordinator:
                 assignor=chosen,
             )
         )
-        self._groups[group].members[member_id].timeout_s = policy.session_timeout_s
+        joined = self._groups[group].members[member_id]
+        joined.last_seen, joined.timeout_s = self._clock(), policy.session_timeout_s
         return JoinResult(member_id, generation, tuple(sorted(m for m, _, _ in members)))
 
     def members_of(self, group: str, consumer_id: str) -> list[str]:

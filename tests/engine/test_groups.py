@@ -278,6 +278,34 @@ def test_another_members_join_does_not_refresh_a_session(engine: Engine, clock: 
     assert engine.members_of("g", "b") == [b.member_id]
 
 
+def test_a_join_that_rebalances_refreshes_the_joiners_session(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """A GIVEN member joining again with another assignor is a join: its session restarts."""
+    policy = GroupPolicy(member_ids=MemberIds.GIVEN)
+    engine.join_group("g", "t", "a", policy=policy)
+    clock.now += 8
+    engine.join_group("g", "t", "a", policy=policy, assignor="roundrobin")
+    clock.now += 8
+    assert engine.expire_members() == []
+    clock.now += 3
+    assert engine.expire_members() == ["a"]
+
+
+def test_a_policys_session_timeout_is_its_members(engine: Engine, clock: FakeClock) -> None:
+    """session_timeout_s: members joined under the policy expire after it, others after the
+    engine's (10 s here)."""
+    short = GroupPolicy(member_ids=MemberIds.GIVEN, session_timeout_s=2.0)
+    engine.join_group("g", "t", "quick", policy=short)
+    engine.join_group("h", "t", "slow")
+    clock.now += 3
+    assert engine.expire_members() == ["quick"]
+    clock.now += 8
+    assert engine.expire_members() == ["slow-1"]
+    with pytest.raises(ValueError, match="session_timeout_s"):
+        GroupPolicy(session_timeout_s=0)
+
+
 # ------------------------------------------------------------- group policies
 # One coordinator, rules as data (groups.py, "One group model").  Each test below names
 # the policy field it relies on and compares with the default (Cursus) policy where the
