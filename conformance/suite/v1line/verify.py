@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import select
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -314,10 +313,6 @@ def expect_parse_error(
             reply.at("correlation_id", asked=("correlation_id",)),
         )
     return reply
-
-
-def elapsed_since(start: float) -> float:
-    return time.monotonic() - start
 
 
 def listed(items: Sequence[tuple[int, str]]) -> str:
