@@ -321,13 +321,18 @@ def members_shares(
     return {m: sync(ctx, conn, group, topic, m, generation, requirement) for m in members}
 
 
+def wire_list(items: Sequence[int]) -> str:
+    """A list of ids as the wire writes it: ``[0 2]``, ``[]``."""
+    return "[" + " ".join(map(str, items)) + "]"
+
+
 def check_cover(
     shares: dict[str, Joined], partitions: tuple[int, ...], requirement: str, what: str
 ) -> None:
     """The shares are disjoint and cover ``partitions`` exactly."""
     dealt = [p for j in shares.values() for p in j.assigned]
     evidence = evidence_of(*(j.reply for j in shares.values()), fields=("assigned",))
-    listing = "; ".join(f"{m} [{show_all(j.assigned, empty='')}]" for m, j in shares.items())
+    listing = ", ".join(f"{m} assigned={wire_list(j.assigned)}" for m, j in shares.items())
     if sorted(dealt) != sorted(partitions):
         raise Violation(
             requirement,

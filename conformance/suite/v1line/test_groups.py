@@ -19,6 +19,7 @@ from conformance.suite.v1line.steps import (
     partitions_of,
     session_timeout,
     sync,
+    wire_list,
 )
 from conformance.suite.v1line.verify import (
     Reply,
@@ -28,11 +29,6 @@ from conformance.suite.v1line.verify import (
     expect_ok,
     real,
 )
-
-
-def ids(partitions: tuple[int, ...] | list[int]) -> str:
-    """A partition list as the wire writes it: ``[0 2]``."""
-    return "[" + " ".join(map(str, partitions)) + "]"
 
 
 @case("v1line/groups/1", "V1L-GRP-1")
@@ -48,7 +44,7 @@ def test_join_answers_generation_and_assigned(target: CaseContext) -> None:
         require(
             len(first.assigned) > 0,
             "V1L-GRP-1",
-            f"JOIN {group} {topic} c1, its only member: assigned={ids(first.assigned)},"
+            f"JOIN {group} {topic} c1, its only member: assigned={wire_list(first.assigned)},"
             " expected the topic's partitions",
             first.reply.at("assigned"),
         )
@@ -143,8 +139,8 @@ def check_deal(
         require(
             sorted(share.assigned) == want[member],
             requirement,
-            f"{rule}: member {member} got assigned={ids(share.assigned)}, expected"
-            f" {ids(want[member])} (members ordered by consumer id: ca, cb)",
+            f"{rule}: member {member} got assigned={wire_list(share.assigned)}, expected"
+            f" {wire_list(want[member])} (members ordered by consumer id: ca, cb)",
             evidence_of(*(s.reply for s in shares.values()), fields=("assigned",)),
         )
 
@@ -247,8 +243,8 @@ def test_sync_at_the_current_generation_answers_the_assignment(target: CaseConte
             got == want,
             "V1L-GRP-9",
             f"SYNC at generation {joined.generation}: generation={got[0]}"
-            f" assigned={ids(got[1])}, expected generation={want[0]} assigned={ids(want[1])}"
-            " (as JOIN answered)",
+            f" assigned={wire_list(got[1])}, expected generation={want[0]}"
+            f" assigned={wire_list(want[1])} (as JOIN answered)",
             joined.reply.at("generation", "assigned") + ok.at("generation", "assigned"),
         )
 
@@ -309,8 +305,8 @@ def test_a_silent_member_is_removed_after_the_session_timeout(target: CaseContex
         require(
             sorted(now.assigned) == list(everything),
             "V1L-GRP-11",
-            f"after 'quiet' expired, the remaining member got assigned={ids(now.assigned)},"
-            f" expected every partition {ids(everything)}",
+            f"after 'quiet' expired, the remaining member got assigned={wire_list(now.assigned)},"
+            f" expected every partition {wire_list(everything)}",
             now.reply.at("assigned"),
         )
 
@@ -347,8 +343,8 @@ def test_leave_answers_left_and_hands_the_partitions_on(target: CaseContext) -> 
         require(
             sorted(now.assigned) == list(everything),
             "V1L-GRP-12",
-            f"after 'goer' left, the remaining member got assigned={ids(now.assigned)},"
-            f" expected every partition {ids(everything)}",
+            f"after 'goer' left, the remaining member got assigned={wire_list(now.assigned)},"
+            f" expected every partition {wire_list(everything)}",
             now.reply.at("assigned"),
         )
 
@@ -386,7 +382,8 @@ def test_leave_at_another_generation_or_by_a_stranger_changes_nothing(
             sorted(still.assigned) == sorted(joined.assigned),
             "V1L-GRP-13",
             f"after the refused LEAVEs, SYNC at generation {gen} answered"
-            f" assigned={ids(still.assigned)}, expected {ids(joined.assigned)} (unchanged)",
+            f" assigned={wire_list(still.assigned)}, expected {wire_list(joined.assigned)}"
+            " (unchanged)",
             joined.reply.at("assigned") + still.reply.at("assigned"),
         )
 
