@@ -180,3 +180,18 @@ def test_the_evidence_check_catches_what_it_is_for() -> None:
         [{"entry": 0, "fields": []}, {"entry": 7, "fields": []}],
     ):
         assert evidence_problems({"wire_log": log, "evidence": evidence}), evidence
+
+
+def test_each_revision_runs_its_own_cases_and_passes_the_reference_broker(tmp: Path) -> None:
+    for revision, own, others in (
+        ("doc", {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13"},
+         {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16"}),
+        ("real", {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16"},
+         {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13"}),
+    ):  # fmt: skip
+        cases = run(revision, tmp, "--revision", revision)["cases"]
+        ids = {c["case_id"] for c in cases}
+        assert own <= ids and not ids & others, (revision, sorted(ids))
+        assert {c["verdict"] for c in cases} == {"PASS"}, [
+            (c["case_id"], c["message"]) for c in cases if c["verdict"] != "PASS"
+        ]
