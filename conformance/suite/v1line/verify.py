@@ -258,6 +258,14 @@ def expect_ok(
     return reply
 
 
+def still_served(ctx: CaseContext, conn: Connection, requirement: str, what: str) -> Reply:
+    """A request every V1 broker answers OK, to see that ``conn`` is still served: OFFSET
+    of a group nobody uses (it needs no membership, V1L-OFF-5).  Not PING, which is the
+    subject of its own area (the real broker has none)."""
+    args = f"{ctx.name('probe')} {ctx.name('probe')} 0"
+    return expect_ok(ctx, conn, "OFFSET", args, requirement, what)
+
+
 def require_error(reply: Reply, code: str | None, requirement: str, what: str) -> None:
     """``reply`` is an error (of ``code``, when given)."""
     want = f"ERR {code}" if code else "an error"
