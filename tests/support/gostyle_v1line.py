@@ -141,6 +141,8 @@ class Broker:
     def member(self, args: list[str]) -> tuple[Group, str]:
         group, _topic, consumer, gen_text = args[:4]
         generation = atoi(gen_text, "generation")
+        for text, name in zip(args[4:], ("partition", "offset"), strict=False):
+            atoi(text, name)  # every number is read before the group is looked at
         g = self.groups.get(group)
         if g is None:
             raise Err("GENERATION_MISMATCH", "group not found")
