@@ -255,31 +255,39 @@ def test_a_line_at_the_limit_is_one_request_and_one_past_it_is_refused() -> None
     proto = fuzz.protocol("v1line")
     for i in range(TRIES):
         (data,), _ = proto.frame_mutators["overlong"](random.Random(f"o{i}"), proto, proto.pool(0))
-        longest = max(data.split(b"\n"), key=len)
+        lines = data.split(b"\n")
+        longest = max(lines, key=len)
         if len(longest) <= LIMIT and data.endswith(b"\n"):
             assert harness.expectation(proto, data).owed >= 1
-        if len(longest) > LIMIT:
-            assert harness.expectation(proto, data) == harness.Expectation(0, True)
+        if len(longest) > LIMIT:  # the lines before it are owed their replies, then a close
+            before = lines.index(longest)
+            assert harness.expectation(proto, data) == harness.Expectation(before, True)
 
 
 # ------------------------------------------------------------------ oracle and requirements
 
 
-@pytest.mark.parametrize(
-    ("line", "doc", "real"),
-    [
-        (b"V1|1|PRODUCE|t k:v acks=all", False, False),
-        (b"V1|1|PRODUCE|t k:v ACKS=ALL", True, False),  # doc: a BAD_REQUEST is owed
-        (b"V1|1|produce|t k:v acks=all", True, False),
-        (b"V1|1|PRODUCE|t k:v acks=1", True, True),
-        (b"V1|1|PRODUCE|t k:v", True, True),
-        (b"", True, True),
-        (b"\xff", True, True),
-    ],
-)
-def test_only_a_produce_acks_all_owes_no_reply(line: bytes, doc: bool, real: bool) -> None:
-    assert fuzz.protocol("v1line", {}, "doc").owes_reply(line) is doc
-    assert fuzz.protocol("v1line", {}, "real").owes_reply(line) is real
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_every_line_owes_a_reply_and_no_case_asks_acks_all(revision: Revision) -> None:
+    """acks=all answers at the target's acks=all timeout, as long as the deadline."""
+    proto = fuzz.protocol("v1line", {}, revision)
+    lines = (b"V1|1|PRODUCE|t k:v acks=all", b"V1|1|PRODUCE|t k:v", b"", b"\xff")
+    assert all(proto.owes_reply(line) for line in lines)
+    one = proto.pool(0)
+    for i in range(3000):
+        for line in generate(proto, one, 0, i).sent.split(b"\n"):
+            for rev in REVISIONS:
+                request = parses(line, rev)
+                asks = request is not None and request.command == "PRODUCE"
+                assert not (asks and request is not None and request.arg("acks") == "all"), line
+
+
+def test_a_short_acks_all_timeout_lets_the_pool_ask_acks_all() -> None:
+    quick = V1Fuzzing({"ack_timeout_ms": 200}, "doc").pool(0)
+    acks = [r.arg("acks") for r in quick.requests if r.command == "PRODUCE"]
+    assert "all" in acks and acks.count("all") < len(acks) // 4
+    slow = V1Fuzzing({"ack_timeout_ms": 2000}, "doc").pool(0)
+    assert "all" not in [r.arg("acks") for r in slow.requests if r.command == "PRODUCE"]
 
 
 def test_requirements_of_findings() -> None:

@@ -37,7 +37,9 @@ meaning):
 * ``no-newline`` -- whole requests, the last without its newline;
 * ``blank-lines`` -- empty lines (``\\n``, ``\\r\\n``, spaces) alone or between requests.
 
-Guards, so that the campaign's shape holds whatever a mutator draws: no mutator names
+Guards, so that the campaign's shape holds whatever a mutator draws: no mutator writes
+an ``acks=all`` that reads as one (its reply may come no sooner than the deadline:
+:mod:`.fuzzing`), though it writes ``ACKS=1``, ``acks=al`` and the like; no mutator names
 the sink topic (what the pool produces to, never read back) anywhere but in a PRODUCE,
 so no CONSUME's reply grows with the campaign; no field that the broker stores (a
 PRODUCE's topic or message, a group's names) is made longer than :data:`STORED_MAX`;
@@ -205,7 +207,7 @@ ROLES = (b"LEADER", b"Follower", b"observer", b"lead", b"leaders", b"0", b"1", b
 OPTIONS = {
     "acks": (
         b"acks=2", b"acks=", b"acks", b"ack=1", b"acks=-1", b"acks=01", b"acks==1", b"acks=1 ",
-        b"=1", b"acks=ALL", b"ACKS=1", b"acks=al", b"acks=all,1", b"acks:1",
+        b"=1", b"Acks=0", b"ACKS=1", b"acks=al", b"acks=all,1", b"acks:1",
     ),
     "assignor": (
         b"assignor=RANGE", b"assignor=sticky", b"assignor=", b"assignor", b"strategy=range",

@@ -1,14 +1,15 @@
 """The V1 line protocol for the fuzzer: the valid pool, mutators, the canary, requirements.
 
-ORACLE (the harness's, :mod:`conformance.fuzz.harness`, on ``\\n``-terminated lines):
+ORACLE (the harness's, :mod:`conformance.fuzz.harness`, on ``\n``-terminated lines):
 every whole request line is answered by exactly one reply line, or the connection is
 closed, within the deadline (the reference broker closes only on a line over 64 KiB,
-V1L-ENV-13, or when its peer half-closes); the broker keeps accepting and serving new
-connections; what the canary wrote is read back.  One request is silent here by design:
-a PRODUCE ``acks=all`` (as its revision reads it) waits for followers up to the target's
-acks=all timeout (2 s by default, as long as the fuzzer's deadline), so it owes no reply
-within the deadline; the case is half-closed after it and the target must close the
-connection (the reference broker does at once) or answer.
+V1L-ENV-13); the broker keeps accepting and serving new connections; what the canary
+wrote is read back.  V1 has no silent request: every line owes its reply, a PRODUCE
+``acks=all`` included -- but that one comes when followers catch up or at the target's
+acks=all timeout (2 s by default, the fuzzer's default deadline), so the pool and the
+mutators write no ``acks=all`` (:data:`ACKS_ALL_MAX_MS`) unless the fuzz options give an
+``ack_timeout_ms`` of at most a second (the embedded broker's then answers
+REPLICATION_TIMEOUT within the deadline).  The suite covers acks=all (V1L-REPL-8, -9).
 
 The pool is drawn from :mod:`.strategies` per command and revision (a ``real`` line may
 carry what only ``real`` reads: any case, runs of whitespace, a ``|`` in a value) with
@@ -63,6 +64,8 @@ PARTITIONS = 3
 """The reference broker's partitions per topic (``serve --partitions``, default 3)."""
 READ_RECORDS = 9
 PINNED = 0.85
+ACKS_ALL_MAX_MS = 1000
+"""The longest acks=all timeout the pool writes acks=all for (see the module doc)."""
 DRAWS = {
     "PRODUCE": 24, "CONSUME": 16, "JOIN": 4, "SYNC": 4, "HEARTBEAT": 4, "LEAVE": 3,
     "COMMIT": 6, "OFFSET": 4, "REPLICA_FETCH": 6, "SET_PARTITION_ROLE": 4, "PING": 2,
@@ -74,7 +77,7 @@ WRITERS = ("PRODUCE", "REPLICA_FETCH", "SET_PARTITION_ROLE")
 """The commands aimed at the sink topic (the others read ``fuzz-read``)."""
 
 
-def _aim(request: Request, rng: random.Random, n: int) -> Request:
+def _aim(request: Request, rng: random.Random, n: int, acks_all: bool) -> Request:
     """``request`` pointed at the fuzz set-up (see the module doc)."""
     values = dict(zip(request.spec.arg_names, request.args, strict=True))
     command = request.command
@@ -92,8 +95,8 @@ def _aim(request: Request, rng: random.Random, n: int) -> Request:
         values["generation"] = n % 4
     if "replica_id" in values:
         values["replica_id"] = 1 + n % 2
-    if values.get("acks") == "all" and n % 2:
-        values["acks"] = "1"  # acks=all in about 1 in 8: it ends its case
+    if values.get("acks") == "all" and (n % 2 or not acks_all):
+        values["acks"] = "1"  # acks=all in about 1 in 8, when its reply comes in time
     if "message" in values:
         message = values["message"]
         assert isinstance(message, KeyValue)
@@ -101,20 +104,27 @@ def _aim(request: Request, rng: random.Random, n: int) -> Request:
     return replace(request, args=tuple(values.values()))
 
 
-def _drawn(revision: Revision, seed: int, command: str, n: int) -> tuple[bytes, Request]:
+def _drawn(
+    revision: Revision, seed: int, command: str, n: int, acks_all: bool
+) -> tuple[bytes, Request]:
     key = f"v1line-pool:{revision}:{seed}:{command}:{n}"
     rng = random.Random(key)
     request = draw(key, strategies.requests(command))
     if rng.random() < PINNED:
-        request = _aim(request, rng, n)
+        request = _aim(request, rng, n, acks_all)
+    elif request.command == "PRODUCE" and request.arg("acks") == "all" and not acks_all:
+        request = replace(request, args=(*request.args[:2], "1"))
     line, parsed = draw(f"{key}:line", strategies.written(request, revision))
     return line, parsed
 
 
 @functools.lru_cache(maxsize=8)
-def pool(revision: Revision, seed: int) -> Pool:
-    """The pool of ``revision`` for the campaign ``seed`` (see the module doc)."""
-    drawn = [_drawn(revision, seed, c, n) for c in COMMANDS for n in range(DRAWS.get(c, 2))]
+def pool(revision: Revision, seed: int, acks_all: bool = False) -> Pool:
+    """The pool of ``revision`` for the campaign ``seed`` (see the module doc);
+    ``acks_all``: some PRODUCEs ask acks=all."""
+    drawn = [
+        _drawn(revision, seed, c, n, acks_all) for c in COMMANDS for n in range(DRAWS.get(c, 2))
+    ]
     written = {r.arg("topic") for _, r in drawn if r.command == "PRODUCE"}
     kept = [
         (line, r)
@@ -158,7 +168,7 @@ def unanswered(revision: Revision) -> Callable[[bytes], str]:
             return ENVELOPE_REQUIREMENTS.get(exc.message, "V1L-ENV-5")
         except V1LineError:
             return "V1L-ENV-14"
-        return COMMAND_REQUIREMENTS[request.command]  # acks=all: closed or answered
+        return COMMAND_REQUIREMENTS[request.command]
 
     return blame
 
@@ -199,17 +209,6 @@ def blame(revision: Revision) -> Blame:
 # ------------------------------------------------------------------ the part
 
 
-def owes_reply(line: bytes, revision: Revision) -> bool:
-    """False for a PRODUCE ``acks=all`` (it waits for followers: see the module doc)."""
-    if b"PRODUCE" not in line.upper():
-        return True
-    try:
-        request = codec.parse_request(line, revision=revision)
-    except (V1LineError, ValueError):  # ValueError: the codec's int() past 4300 digits
-        return True
-    return not (request.command == "PRODUCE" and request.arg("acks") == "all")
-
-
 def _unhex(text: str) -> bytes:
     """A canary value as written (hex), or the text itself if it is not hex."""
     try:
@@ -220,7 +219,8 @@ def _unhex(text: str) -> bytes:
 
 class V1Fuzzing:
     """The fuzzing part (:class:`conformance.fuzz.case.Fuzzing`) of the V1 line protocol
-    at one revision (it has no fuzz options)."""
+    at one revision, with the ``fuzz`` option values (``ack_timeout_ms``, if the plug-in
+    ever gives ``fuzz`` that option: see the module doc)."""
 
     canary_topic = CANARY
     structure_mutators: Mapping[str, StructureMutator] = STRUCTURE_MUTATORS
@@ -228,16 +228,19 @@ class V1Fuzzing:
 
     def __init__(self, options: Mapping[str, Any] | None = None, revision: str = "doc") -> None:
         self.revision: Revision = "real" if revision == "real" else "doc"
+        timeout = (options or {}).get("ack_timeout_ms")
+        self.acks_all = timeout is not None and int(timeout) <= ACKS_ALL_MAX_MS
+        """Whether the pool writes acks=all (see the module doc)."""
         self.blame = blame(self.revision)
         self._sent = 0
         self._partition = 0
         self._read_from = 0
 
     def pool(self, seed: int) -> Pool:
-        return pool(self.revision, seed)
+        return pool(self.revision, seed, self.acks_all)
 
     def owes_reply(self, payload: bytes) -> bool:
-        return owes_reply(payload, self.revision)
+        return True  # every line is answered (V1L-ENV-1), an acks=all too
 
     def setup_payloads(self) -> Sequence[bytes]:
         out = [
