@@ -178,8 +178,16 @@ def _negative_read(line: bytes) -> bool:
     sections = line.decode("utf-8", "replace").strip().split("|", 3)
     if len(sections) != 4 or sections[2].strip().upper() != "CONSUME":
         return False
-    numbers = [codec.integer(t) for t in sections[3].split()[1:3]]
-    return any(v is not None and v < 0 for v in numbers)
+    return any(_negative(t) for t in sections[3].split()[1:3])
+
+
+def _negative(token: str) -> bool:
+    """A negative integer (``codec.integer`` raises ValueError past 4300 digits)."""
+    try:
+        value = codec.integer(token)
+    except ValueError:
+        return False
+    return value is not None and value < 0
 
 
 def serving_of(revision: Revision) -> Callable[[Sequence[bytes]], str]:
@@ -271,7 +279,7 @@ class V1Fuzzing:
             if not isinstance(got, OkReply) or got.payload is None:
                 return None
             values = codec.decode_payload("PRODUCE", got.payload)
-        except BadReply:
+        except (BadReply, ValueError):  # ValueError: int() past 4300 digits
             return None
         partition, offset = values["partition"], values["offset"]
         if not isinstance(partition, int) or not isinstance(offset, int):
@@ -291,7 +299,7 @@ class V1Fuzzing:
             if not isinstance(got, OkReply) or got.payload is None:
                 return []
             messages = codec.decode_payload("CONSUME", got.payload)["messages"]
-        except BadReply:
+        except (BadReply, ValueError):  # ValueError: int() past 4300 digits
             return []
         by_offset: dict[int, bytes] = {}
         for item in messages if isinstance(messages, tuple) else ():
