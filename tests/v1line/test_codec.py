@@ -108,6 +108,12 @@ def test_integers_take_a_sign_and_leading_zeros_within_int64(revision: Revision)
     assert parse_request(b"V1|1|CONSUME|t +007 0", revision=revision).args == ("t", 7, 0)
     top = parse_request(f"V1|1|REPLICA_FETCH|t 0 {I64_MIN} {I64_MAX}".encode(), revision=revision)
     assert top.args == ("t", 0, I64_MIN, I64_MAX)
+    # more leading zeros than int() reads from text (4300 digits) are still a number
+    zeros = b"0" * 5000
+    padded = parse_request(
+        b"V1|1|REPLICA_FETCH|t " + zeros + b"7 1 -" + zeros + b"12", revision=revision
+    )
+    assert padded.args == ("t", 7, 1, -12)
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

@@ -114,9 +114,10 @@ def integer(token: str) -> int | None:
     if not INTEGER_RE.fullmatch(token):
         return None
     digits = token.lstrip("+-").lstrip("0") or "0"
-    if len(digits) > 19:  # keeps int() clear of its digit limit; past int64 anyway
+    if len(digits) > 19:  # past int64 anyway
         return None
-    value = int(token)
+    # the digits without their leading zeros: int() refuses a text over 4300 digits long
+    value = -int(digits) if token.startswith("-") else int(digits)
     return value if I64_MIN <= value <= I64_MAX else None
 
 
