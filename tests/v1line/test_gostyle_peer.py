@@ -97,12 +97,14 @@ def test_the_fuzzer_finds_and_replays_the_real_brokers_negative_offset_crash(
     )
     proc = conformance(
         "fuzz", "--protocol", "v1line", "--revision", "real", "--target-cmd", command,
-        "--cases", "3000", "--seed", "1", cwd=tmp_path,
+        "--cases", "600", "--seed", "1", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    findings = sorted((tmp_path / "findings").glob("*/finding.yaml"))
+    findings = sorted((tmp_path / "fuzz" / "findings").glob("crash-*.yaml"))
     assert findings, proc.stdout[-3000:]
     finding = yaml.safe_load(findings[0].read_text())
     assert finding["finding"] == "CRASH", finding
-    replay = conformance("replay", str(findings[0]), cwd=tmp_path, timeout=120)
+    replay = conformance(
+        "replay", str(findings[0]), "--target-cmd", command, cwd=tmp_path, timeout=120
+    )
     assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout + replay.stderr
