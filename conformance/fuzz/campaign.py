@@ -74,7 +74,7 @@ class Row:
     outcome: str
     replies: int
     finding: str
-    """HANG, CRASH or BAD_REPLY from the case itself; '' for none."""
+    """HANG, DROPPED, CRASH or BAD_REPLY from the case itself; '' for none."""
     requirement: str
     canary: str
     """'' not run after this case, 'ok', or 'lost' (a CORRUPTION)."""
@@ -344,7 +344,7 @@ def _rows(
     out = []
     for case, result in ended:
         outcome = result.outcome
-        if went_down and outcome in (*harness.DOWN, harness.CLOSED, harness.HANG):
+        if went_down and outcome in (*harness.DOWN, harness.CLOSED, harness.HANG, harness.DROPPED):
             if outcome in harness.DOWN and not shown:
                 shown = True
             else:

@@ -153,7 +153,7 @@ class Fuzzing(Protocol):
     def canary_values(self, reply: bytes) -> list[bytes]: ...
 
 
-OPTIONAL_HOOKS = ("own_options", "session_choice", "canary_readback")
+OPTIONAL_HOOKS = ("own_options", "session_choice", "canary_readback", "may_close")
 """Members a fuzzing part may have, for a protocol whose cases may run outside the
 session a client opens (Iggy's login gate) or whose produce reply names no offset:
 
@@ -169,7 +169,12 @@ session a client opens (Iggy's login gate) or whose produce reply names no offse
 * ``canary_readback() -> Sequence[bytes]`` -- requests sent after the canary's produce
   on its connection; :meth:`Fuzzing.canary_acked` then reads the reply of the last of
   them, not the produce's (Iggy: SEND_MESSAGES answers an empty OK, the offset is found
-  by polling the partition's last messages for the value just written).
+  by polling the partition's last messages for the value just written);
+* ``may_close(sent: bytes) -> bool`` -- whether a target may close a case's connection
+  before it has answered every whole request in ``sent``.  Without it, any close is
+  allowed (a Kafka broker closes on a request it cannot read); with it, a close that
+  leaves a reply owed where it says False is the finding DROPPED (the V1 line protocol
+  answers every line and closes only on a line over 64 KiB).
 
 A part without them (Cursus, Kafka) behaves as before."""
 
@@ -266,6 +271,12 @@ class FuzzProtocol:
 
     def _open(self, values: Mapping[str, Any]) -> Opening | None:
         return self.plugin.open(values, self.revision or self.plugin.default_revision)
+
+    def may_close(self, sent: bytes) -> bool:
+        """Whether the target may close the connection of a case that sent ``sent`` with
+        replies still owed (the part's ``may_close``; yes)."""
+        hook = getattr(self.part, "may_close", None)
+        return True if hook is None else bool(hook(sent))
 
     def canary_readback(self) -> list[bytes]:
         """Requests sent after the canary's produce (the part's ``canary_readback``; none)."""

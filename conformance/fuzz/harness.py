@@ -18,6 +18,8 @@ closes the connection.  Exceptions and their own rules:
 Findings, by class:
 
 * ``HANG`` -- the deadline passes on an open connection while a reply or a close is owed;
+* ``DROPPED`` -- the target closed the connection with a reply owed, where the protocol
+  says it may not (its fuzzing part's ``may_close``; a protocol without one may close);
 * ``CRASH`` -- after the target closed or hung, a new connection is refused (or, twice,
   dropped before it answers a probe request); also a case whose own connection is
   refused (the target died after answering an earlier case: the campaign then looks
@@ -61,11 +63,13 @@ BAD_REPLY = "bad_reply"
 REFUSED = "refused"
 CRASH = "crash"
 STOPPED = "stopped"
+DROPPED = "dropped"
 ABORTED = "aborted"
 """Ran while the target died or stopped: judged by the finding of the case that showed it."""
 
 FINDING_OF = {
     HANG: "HANG",
+    DROPPED: "DROPPED",
     BAD_REPLY: "BAD_REPLY",
     CRASH: "CRASH",
     REFUSED: "CRASH",
@@ -88,6 +92,8 @@ class Expectation:
     """Replies owed: complete frames before any silent request or bad prefix."""
     must_close: bool
     """The case ends inside a frame or after a silent request: half-close, wait for EOF."""
+    may_close: bool = True
+    """The target may close before the owed replies (else that close is DROPPED)."""
 
 
 def expectation(proto: FuzzProtocol, sent: bytes) -> Expectation:
@@ -102,7 +108,7 @@ def expectation(proto: FuzzProtocol, sent: bytes) -> Expectation:
             return Expectation(owed, True)
         owed += 1
     tail = deframer.error is not None or deframer.buffered > 0
-    return Expectation(owed, tail)
+    return Expectation(owed, tail, proto.may_close(sent))
 
 
 @dataclass(frozen=True)
@@ -307,7 +313,7 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
         result = _opened(proto, sock, deadline, case.session) or _converse(
             proto, sock, case, deadline
         )
-    if result.outcome in (CLOSED, HANG):
+    if result.outcome in (CLOSED, HANG, DROPPED):
         seen = probe(proto, host, port, deadline)
         if seen == REFUSED:
             return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
@@ -398,9 +404,9 @@ def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadlin
         except TimeoutError:
             continue
         except OSError:  # reset: a close
-            return Result(CLOSED, replies, time.monotonic() - t0, "reset")
+            return _closed(expect, replies, time.monotonic() - t0, "reset")
         if not data:
-            return Result(CLOSED, replies, time.monotonic() - t0)
+            return _closed(expect, replies, time.monotonic() - t0, "")
         try:
             # pushes after a silent request are not counted: only replies owed are
             replies = min(replies + len(deframer.feed(data)), expect.owed)
@@ -408,6 +414,13 @@ def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadlin
             return Result(BAD_REPLY, replies, time.monotonic() - t0, str(exc))
         if deframer.error is not None:
             return Result(BAD_REPLY, replies, time.monotonic() - t0, str(deframer.error))
+
+
+def _closed(expect: Expectation, replies: int, latency_s: float, how: str) -> Result:
+    if replies < expect.owed and not expect.may_close:
+        why = f"closed with {expect.owed - replies} of {expect.owed} replies owed"
+        return Result(DROPPED, replies, latency_s, f"{why} ({how})" if how else why)
+    return Result(CLOSED, replies, latency_s, how)
 
 
 def exchange(

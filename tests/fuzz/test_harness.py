@@ -233,3 +233,45 @@ def test_leak_when_resident_memory_grows_past_the_bound(clean: External) -> None
     assert [(e.finding, e.window) for e in found] == [("LEAK", tuple(range(20, 30)))]
     steady = campaign.run_range(PROTO, clean, 5, 0, 40, options)
     assert not any(r.leak for r in steady)
+
+
+# ---------------------------------------------- a close the protocol does not allow
+V1 = fuzz.protocol("v1line")
+V1_PING = V1.frame(b"V1|1|PING|")
+
+
+def v1_closes_on_bad(conn: socket.socket, _: socket.socket) -> None:
+    """A V1 broker that answers each line but closes, unanswered, on one holding ``bad``."""
+    buf = b""
+    while data := read_some(conn):
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if b"bad" in line:
+                conn.close()
+                return
+            conn.sendall(b"V1|1|OK\n")
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sent", "outcome"),
+    [
+        (V1_PING + V1.frame(b"V1|2|CONSUME|bad 0 0"), harness.DROPPED),
+        (V1_PING + V1_PING, harness.ANSWERED),
+        # a line over 64 KiB may close the connection (V1L-ENV-13), whatever came before it
+        (V1.frame(b"V1|3|PRODUCE|bad " + b"x" * 70_000), harness.CLOSED),
+    ],
+)
+def test_a_close_with_a_line_unanswered_is_dropped_where_the_protocol_allows_none(
+    sent: bytes, outcome: str
+) -> None:
+    """V1's ``may_close``: only a line over 64 KiB may close; a protocol without the hook
+    (Cursus, above: ``closes``) may close on anything."""
+    with server(v1_closes_on_bad) as port:
+        got = harness.execute(V1, case(sent), "127.0.0.1", port, DEADLINE)
+    assert got.outcome == outcome, got
+    if outcome == harness.DROPPED:
+        assert (got.finding, got.replies) == ("DROPPED", 1)
+        assert "closed with 1 of 2 replies owed" in got.detail
+        assert V1.requirement(got.finding, case(sent), got.replies) == "V1L-CONS-1"

@@ -1,15 +1,16 @@
 """The V1 line protocol for the fuzzer: the valid pool, mutators, the canary, requirements.
 
 ORACLE (the harness's, :mod:`conformance.fuzz.harness`, on ``\n``-terminated lines):
-every whole request line is answered by exactly one reply line, or the connection is
-closed, within the deadline (the reference broker closes only on a line over 64 KiB,
-V1L-ENV-13); the broker keeps accepting and serving new connections; what the canary
-wrote is read back.  V1 has no silent request: every line owes its reply, a PRODUCE
-``acks=all`` included -- but that one comes when followers catch up or at the target's
-acks=all timeout (2 s by default, the fuzzer's default deadline), so the pool and the
-mutators write no ``acks=all`` (:data:`ACKS_ALL_MAX_MS`) unless the fuzz options give an
-``ack_timeout_ms`` of at most a second (the embedded broker's then answers
-REPLICATION_TIMEOUT within the deadline).  The suite covers acks=all (V1L-REPL-8, -9).
+every whole request line is answered by exactly one reply line within the deadline; the
+connection may close only after a line over 64 KiB (V1L-ENV-13; any other close with a
+line unanswered is the finding DROPPED, :meth:`V1Fuzzing.may_close`); the broker keeps
+accepting and serving new connections; what the canary wrote is read back.  V1 has no
+silent request: every line owes its reply, a PRODUCE ``acks=all`` included -- but that one
+comes when followers catch up or at the target's acks=all timeout (2 s by default, the
+fuzzer's default deadline), so the pool and the mutators write no ``acks=all``
+(:data:`ACKS_ALL_MAX_MS`) unless the fuzz options give an ``--ack-timeout-ms`` of at most
+a second (the embedded broker of ``fuzz`` runs with 20 ms).  The suite covers acks=all
+(V1L-REPL-8, -9).
 
 The pool is drawn from :mod:`.strategies` per command and revision (a ``real`` line may
 carry what only ``real`` reads: any case, runs of whitespace, a ``|`` in a value) with
@@ -45,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from conformance.errors import ProtocolError
 from conformance.fuzz.case import Blame, FrameMutator, Pool, StructureMutator
 from conformance.fuzz.draw import draw
 from conformance.protocols.v1line import codec, strategies
@@ -249,6 +251,17 @@ class V1Fuzzing:
 
     def owes_reply(self, payload: bytes) -> bool:
         return True  # every line is answered (V1L-ENV-1), an acks=all too
+
+    def may_close(self, sent: bytes) -> bool:
+        """Only a line over 64 KiB may close the connection (V1L-ENV-13); a close that
+        leaves any other line unanswered breaks V1L-ENV-1 (and -12 after a parse error):
+        the finding DROPPED."""
+        deframer = codec.FRAMING.deframer("request")
+        try:
+            deframer.feed(sent)
+        except ProtocolError:
+            return True
+        return deframer.error is not None
 
     def setup_payloads(self) -> Sequence[bytes]:
         out = [
