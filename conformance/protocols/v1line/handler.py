@@ -18,23 +18,11 @@ Behaviour (SPEC.md numbers every rule; revision ``doc`` or ``real``):
   REPLICA_FETCH and every tick) until the record is committed with min ISR in sync, or
   answers REPLICATION_TIMEOUT after the acks=all timeout (V1L-REPL-8, -9); the record
   stays appended either way, as in the real broker.
-* Groups are the engine's, under :data:`policy`'s rules (groups.py's table, V1 column):
-  the consumer id is the member id, first generation 2 in ``real`` and 1 in ``doc``,
-  session reaping with ``session_timeout_ms``, groups made by their first JOIN, commits
-  checked against generation and ownership.  Every group refusal is GENERATION_MISMATCH
-  (V1L-GRP-9, -10, -13, V1L-OFF-2..4).
-* Durability (V1L-DUR-1..6): with a data directory, ``groups.json`` and
-  ``offsets.json`` are rewritten atomically (durable.py) after every change of a
-  group's generation, members or assignor and after every COMMIT, before the reply is
-  sent.  They are a view of the engine, whose journal (written first) is what the
-  broker recovers from, so after kill -9 both the files and the recovered state hold
-  every acknowledged commit and generation.  At start the files are checked against the
-  recovered state: a file that holds a group at a generation the journal has not reached,
-  or an offset the journal never had (a data directory written by another broker, or a
-  journal removed by hand) stops the
-  broker with one line instead of being overwritten; otherwise they are rewritten from
-  it.  ``last_heartbeat_unix_ms`` is written as 0: session times are not durable here (a
-  restarted broker gives every member a fresh session).
+* Groups (broker_groups.py) are the engine's, under :meth:`V1Config.policy`; every group
+  refusal is GENERATION_MISMATCH (V1L-GRP-9, -10, -13, V1L-OFF-2..4).
+* Durability (V1L-DUR-1..6, broker_files.py): with a data directory, ``groups.json`` and
+  ``offsets.json`` are a view of the engine, rewritten atomically after every change and
+  before the reply; the engine's journal, written first, is what a restart recovers from.
 """
 
 from __future__ import annotations
@@ -50,19 +38,18 @@ from conformance.engine import (
     CommitCheck,
     Creation,
     Engine,
-    EngineError,
     GroupPolicy,
     MemberIds,
     NewRecord,
     Reaping,
 )
 from conformance.errors import ProtocolError
-from conformance.exits import UsageError
 from conformance.protocols.v1line import codec, durable
+from conformance.protocols.v1line.broker_files import GroupFilesView
+from conformance.protocols.v1line.broker_groups import GroupCommands, Refused
 from conformance.protocols.v1line.commands import KeyValue, PayloadValue, Request, Revision
 from conformance.protocols.v1line.errors import (
     BAD_REQUEST,
-    GENERATION_MISMATCH,
     REPLICATION_TIMEOUT,
     BadRequest,
     UnknownCommand,
@@ -84,13 +71,6 @@ from conformance.wire.framing import LineDeframer
 
 DEFAULT_PARTITIONS = 3
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
-GROUP_ERRORS = {
-    "UNKNOWN_GROUP": "group not found",
-    "UNKNOWN_MEMBER": "unknown member",
-    "GENERATION_MISMATCH": "stale generation",
-    "PARTITION_NOT_OWNED": "partition not assigned to member",
-}
-"""Engine group refusals -> the real broker's GENERATION_MISMATCH texts (FACTS.md, groups)."""
 
 
 def fnv1a32(data: bytes) -> int:
@@ -142,15 +122,6 @@ class V1Config:
         )
 
 
-class Refused(Exception):
-    """A request a handler refuses: ``code`` and ``message`` with the request's id."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class V1Frontend:
     """Shared by every connection: the engine, the partitions' replication, the files."""
 
@@ -164,11 +135,16 @@ class V1Frontend:
         self.clock: Callable[[], float] = _clock_ms
         self._replicas: dict[tuple[str, int], PartitionReplication] = {}
         self._listeners: list[Callable[[], None]] = []
-        self.files = durable.GroupFiles(engine.data_dir) if engine.data_dir else None
-        self._written: tuple[dict[str, durable.Group], durable.Offsets] | None = None
+        self.files: GroupFilesView | None = None
+        if engine.data_dir:
+            self.files = GroupFilesView(engine, durable.GroupFiles(engine.data_dir))
+            self.files.check()
+            self.files.save()
+
+    def save_durable(self) -> None:
+        """Rewrite the group files that no longer match the engine (none without a data dir)."""
         if self.files is not None:
-            self._check_files(self.files)
-        self.save_durable()
+            self.files.save()
 
     # ---------------------------------------------------------------- the server's
 
@@ -221,70 +197,6 @@ class V1Frontend:
             self._replicas[key] = rep
         return rep
 
-    # ---------------------------------------------------------------- durability
-
-    def durable_view(self) -> tuple[dict[str, durable.Group], durable.Offsets]:
-        groups: dict[str, durable.Group] = {}
-        offsets: durable.Offsets = {}
-        for info in self.engine.list_groups():
-            committed = self.engine.committed_all(info.name)
-            if committed:
-                offsets[info.name] = committed
-            if not info.topics:
-                continue
-            topic = info.topics[0]
-            order = [m.member_id for m in info.members]
-            groups[info.name] = durable.Group(
-                topic=topic,
-                generation=info.generation,
-                assignor="round_robin" if info.assignor == "roundrobin" else info.assignor,
-                member_order=order,
-                assignments={m.member_id: list(m.assignment.get(topic, [])) for m in info.members},
-                members=[durable.Member(m, 0) for m in order],
-            )
-        return groups, offsets
-
-    def _check_files(self, files: durable.GroupFiles) -> None:
-        """Refuse to start (UsageError, one line) on files ahead of the recovered state."""
-        try:
-            groups, offsets = files.load()
-        except durable.DurableStateError as exc:
-            raise UsageError(f"cannot start the v1line broker: {exc}") from None
-        ahead: list[str] = []
-        for name, g in groups.items():
-            known = self.engine.group_generation(name) if self._has_group(name) else None
-            if known is None or known < g.generation:
-                ahead.append(f"group {name!r} at generation {g.generation}")
-        for name, topics in offsets.items():
-            for topic, parts in topics.items():
-                for partition, offset in parts.items():
-                    # the value may differ: a kill between the journal and the file leaves
-                    # the file one commit behind (and a commit may lower an offset)
-                    if self.engine.committed(name, topic, partition) is None:
-                        ahead.append(f"offset {offset} of {name!r} {topic}/{partition}")
-        if ahead:
-            raise UsageError(
-                f"cannot start the v1line broker: {files.data_dir} holds "
-                f"{ahead[0]}{f' and {len(ahead) - 1} more' if len(ahead) > 1 else ''} that its "
-                "journal does not (files of another broker?); move groups.json and "
-                "offsets.json away or use another --data-dir"
-            )
-
-    def _has_group(self, name: str) -> bool:
-        return any(info.name == name for info in self.engine.list_groups())
-
-    def save_durable(self) -> None:
-        """Rewrite whichever file no longer matches the engine (nothing without a data dir)."""
-        if self.files is None:
-            return
-        groups, offsets = self.durable_view()
-        before = self._written
-        if before is None or before[0] != groups:
-            self.files.save_groups(groups)
-        if before is None or before[1] != offsets:
-            self.files.save_offsets(offsets)
-        self._written = (groups, offsets)
-
 
 @dataclass
 class AcksAllWait:
@@ -316,7 +228,7 @@ class AcksAllWait:
         return [codec.encode_result(self.correlation_id, "PRODUCE", values)]
 
 
-class V1Session:
+class V1Session(GroupCommands):
     def __init__(self, frontend: V1Frontend) -> None:
         self.frontend = frontend
         self.engine = frontend.engine
@@ -434,113 +346,6 @@ class V1Session:
         values = rep.report(replica_id, offset, self.frontend.clock())
         self.frontend.changed()
         return self.ok(request, values)
-
-    # --------------------------------------------------------------------- groups
-
-    def _group_call(self, request: Request, call: Callable[[], Outcome]) -> Outcome:
-        try:
-            outcome = call()
-        except EngineError as exc:
-            text = GROUP_ERRORS.get(exc.code)
-            if text is None:
-                raise Refused(BAD_REQUEST, exc.message) from None
-            raise Refused(GENERATION_MISMATCH, text) from None
-        finally:
-            self.frontend.save_durable()
-        return outcome
-
-    def _assigned(self, group: str, topic: str, member: str, generation: int) -> tuple[int, ...]:
-        shares = self.engine.sync_group(group, member, generation)
-        if topic not in shares:
-            raise Refused(GENERATION_MISMATCH, "unknown member")
-        return tuple(shares[topic])
-
-    def do_join(
-        self, request: Request, group: str, topic: str, consumer: str, assignor: str | None
-    ) -> Outcome:
-        self.frontend.partition_count(topic, create=True)
-
-        def join() -> Outcome:
-            joined = self.engine.join_group(
-                group,
-                topic,
-                consumer,
-                policy=self.frontend.policy,
-                assignor=self.quirks.assignor(assignor),
-            )
-            assigned = self._assigned(group, topic, consumer, joined.generation)
-            return self.ok(request, {"generation": joined.generation, "assigned": assigned})
-
-        return self._group_call(request, join)
-
-    def _check_generation(self, group: str, consumer: str, generation: int) -> None:
-        current = self.engine.group_generation(group)
-        if consumer not in self.engine.members_of(group, consumer):
-            raise Refused(GENERATION_MISMATCH, "unknown member")
-        if generation != current:
-            raise Refused(GENERATION_MISMATCH, "stale generation")
-
-    def do_sync(
-        self, request: Request, group: str, topic: str, consumer: str, generation: int
-    ) -> Outcome:
-        def sync() -> Outcome:
-            self._check_generation(group, consumer, generation)
-            assigned = self._assigned(group, topic, consumer, generation)
-            return self.ok(request, {"generation": generation, "assigned": assigned})
-
-        return self._group_call(request, sync)
-
-    def do_heartbeat(
-        self, request: Request, group: str, topic: str, consumer: str, generation: int
-    ) -> Outcome:
-        def beat() -> Outcome:
-            self._check_generation(group, consumer, generation)
-            self.engine.heartbeat(group, consumer, generation)
-            return self.ok(request, {"heartbeat": "ok"})
-
-        return self._group_call(request, beat)
-
-    def do_leave(
-        self, request: Request, group: str, topic: str, consumer: str, generation: int
-    ) -> Outcome:
-        def leave() -> Outcome:
-            self._check_generation(group, consumer, generation)
-            self.engine.leave_group(group, consumer, generation)
-            return self.ok(request, {"left": True})
-
-        return self._group_call(request, leave)
-
-    def do_commit(
-        self,
-        request: Request,
-        group: str,
-        topic: str,
-        consumer: str,
-        generation: int,
-        partition: int,
-        offset: int,
-    ) -> Outcome:
-        def commit() -> Outcome:
-            self._check_generation(group, consumer, generation)
-            if offset < 0:
-                raise Refused(BAD_REQUEST, "invalid offset")
-            if not 0 <= partition < self.frontend.partition_count(topic, create=False):
-                raise Refused(GENERATION_MISMATCH, "partition not assigned to member")
-            self.engine.commit_many(
-                group,
-                topic,
-                {partition: offset},
-                consumer,
-                generation,
-                policy=self.frontend.policy,
-            )
-            return self.ok(request, {"committed": True})
-
-        return self._group_call(request, commit)
-
-    def do_offset(self, request: Request, group: str, topic: str, partition: int) -> Outcome:
-        committed = self.engine.committed(group, topic, partition)
-        return self.ok(request, {"offset": 0 if committed is None else committed})
 
 
 def _empty_key(request: Request) -> bool:
