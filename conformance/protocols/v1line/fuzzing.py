@@ -52,8 +52,8 @@ from conformance.fuzz.draw import draw
 from conformance.protocols.v1line import codec, strategies
 from conformance.protocols.v1line.commands import COMMANDS, KeyValue, OkReply, Request, Revision
 from conformance.protocols.v1line.errors import BadReply, BadRequest, V1LineError
+from conformance.protocols.v1line.fuzz_frames import FRAME_MUTATORS_V1
 from conformance.protocols.v1line.fuzz_mutators import (
-    FRAME_MUTATORS_V1,
     GROUP,
     READ_TOPIC,
     SINK_TOPIC,
