@@ -54,7 +54,7 @@ QUIRKS: dict[str, QuirkSpec] = {
         _spec(
             "consume-past-hw",
             "consume",
-            "V1L-CONS-2,V1L-REPL-13",
+            "V1L-CONS-2",
             "CONSUME returns every record the leader has, past the high watermark",
         ),
         _spec(
