@@ -143,7 +143,9 @@ class GroupCoordinator:
 
     def group_info(self, group: str) -> GroupInfo:
         self.expire_members()
-        g = self._group(group)
+        return self._info(self._group(group))
+
+    def _info(self, g: Group) -> GroupInfo:
         shares = {t: self._assignment(g, t) for t in g.subscriptions}
         members = tuple(
             MemberInfo(m, g.members[m].consumer_id, {t: shares[t][m] for t in g.subscriptions})
@@ -153,8 +155,9 @@ class GroupCoordinator:
         return GroupInfo(g.name, g.generation, assignor, tuple(g.subscriptions), members)
 
     def list_groups(self) -> list[GroupInfo]:
+        """Every group, sessions expired once (not once per group: a listing stays linear)."""
         self.expire_members()
-        return [self.group_info(name) for name in sorted(self._groups)]
+        return [self._info(self._groups[name]) for name in sorted(self._groups)]
 
     def subscribe(
         self, group: str, topic: str, *, policy: GroupPolicy = DEFAULT_GROUP_POLICY
