@@ -10,7 +10,8 @@ The rules, whatever the policy:
 
 * **Join** adds the member (or, with GIVEN ids, finds it already there: then nothing
   changes unless the join names another assignor or topic) and moves the group to
-  ``max(generation + 1, policy.first_generation)``; the join's topic is subscribed.
+  ``max(generation + 1, policy.first_generation)``; the join's topic is subscribed (under
+  ``one_topic`` it replaces the group's topic, and a switch drops the other members).
 * **Leave**, **session expiry** and **disconnect** remove members: one new generation per
   group touched.  A leave may carry a generation, which must then be the group's.
 * **Sync** answers the member's share of every subscribed topic, computed by the group's
@@ -188,7 +189,13 @@ class GroupCoordinator:
             )
         g = self._implicit(group, policy)
         chosen = g.assignor if assignor is None else assignor
-        subscriptions = g.subscriptions if topic in g.subscriptions else [*g.subscriptions, topic]
+        switching = policy.one_topic and bool(g.subscriptions) and g.subscriptions != [topic]
+        if policy.one_topic:
+            subscriptions = [topic]
+        elif topic in g.subscriptions:
+            subscriptions = g.subscriptions
+        else:
+            subscriptions = [*g.subscriptions, topic]
         if policy.member_ids is MemberIds.GIVEN:
             member_id, counter = consumer_id, g.counter
             again = g.members.get(member_id)
@@ -199,7 +206,7 @@ class GroupCoordinator:
         else:
             counter = g.counter + 1
             member_id = f"{consumer_id}-{counter}"
-        members = member_entries(g, without=[member_id])
+        members = [] if switching else member_entries(g, without=[member_id])
         members.append((member_id, consumer_id, policy.reaping))
         generation = max(g.generation + 1, policy.first_generation)
         self._write(

@@ -39,7 +39,9 @@ assignor          None: the engine's    None, or the join's   roundrobin (the
                                                               evenly)
 ================  ====================  ====================  ======================
 
-A policy may also carry ``session_timeout_s``, the session length of the members joined
+A policy may also say that a group reads one topic (``one_topic``: V1, whose JOIN names the
+topic of the whole group; a join naming another switches the group and drops its other
+members), and carry ``session_timeout_s``, the session length of the members joined
 under it (V1: the plug-in's ``--session-timeout-ms``; None, the others: the engine's
 ``--session-timeout``).
 
@@ -167,6 +169,10 @@ class GroupPolicy:
     creation: Creation = Creation.IMPLICIT
     commit_check: CommitCheck = CommitCheck.GENERATION
     assignor: str | None = None  # a new group's assignor; None: the engine's
+    one_topic: bool = False
+    """A group reads one topic: a join naming another switches the group to it, drops
+    every other member and starts a new generation (V1, as the real broker does); else a
+    join's topic is one more subscription of the group."""
     session_timeout_s: float | None = None
     """How long a SESSION member joined under this policy may stay silent; None: the
     engine's.  Held in memory only, as session times are: a member recovered after a

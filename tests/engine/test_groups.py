@@ -306,6 +306,25 @@ def test_a_policys_session_timeout_is_its_members(engine: Engine, clock: FakeClo
         GroupPolicy(session_timeout_s=0)
 
 
+def test_one_topic_a_join_naming_another_topic_switches_the_group(engine: Engine) -> None:
+    """one_topic: the group reads the last join's topic; the switch drops the others."""
+    policy = GroupPolicy(member_ids=MemberIds.GIVEN, one_topic=True)
+    engine.join_group("g", "t", "a", policy=policy)
+    b = engine.join_group("g", "t", "b", policy=policy)
+    moved = engine.join_group("g", "u", "b", policy=policy)
+    assert moved.generation == b.generation + 1 and moved.members == ("b",)
+    assert engine.group_info("g").topics == ("u",)
+    assert engine.sync_group("g", "b", moved.generation) == {"u": [0, 1, 2]}
+    with pytest.raises(EngineError) as owned:  # t is no longer the group's
+        engine.commit_many("g", "t", {0: 1}, "b", moved.generation, policy=V1_LIKE)
+    assert owned.value.code == "PARTITION_NOT_OWNED"
+    again = engine.join_group("g", "u", "b", policy=policy)  # the same topic: nothing changes
+    assert again.generation == moved.generation
+    plain = engine.join_group("h", "t", "a")  # without one_topic a join adds a subscription
+    engine.join_group("h", "u", "a")
+    assert engine.group_info("h").topics == ("t", "u") and plain.generation == 1
+
+
 # ------------------------------------------------------------- group policies
 # One coordinator, rules as data (groups.py, "One group model").  Each test below names
 # the policy field it relies on and compares with the default (Cursus) policy where the

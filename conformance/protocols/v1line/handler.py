@@ -118,6 +118,7 @@ class V1Config:
                 else CommitCheck.OWNERSHIP
             ),
             assignor="round_robin",
+            one_topic=True,
             session_timeout_s=self.session_timeout_ms / 1000.0,
         )
 
