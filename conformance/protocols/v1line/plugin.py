@@ -13,7 +13,7 @@ fractions of a second):
 * ``--replication-factor`` (3) and ``--min-isr`` (2): followers are replicas
   1..factor-1; acks=all needs min ISR replicas in sync;
 * ``--ack-timeout-ms`` (2000): how long acks=all waits before REPLICATION_TIMEOUT (also a
-  ``fuzz`` option: a target that answers within a second gets acks=all cases; the
+  ``fuzz`` option: a target that answers within 100 ms gets acks=all cases; the
   embedded broker of ``fuzz`` is started with 20 ms, so acks=all cases cost little);
 * ``--replica-lag-timeout-ms`` (10000): how long a silent follower stays in the ISR;
 * ``--session-timeout-ms`` (10000): how long a silent group member stays in its group;
@@ -84,8 +84,8 @@ OPTIONS = (
     ),
     Option(
         "--ack-timeout-ms",
-        "the target's acks=all timeout: at most 1000 ms, and the cases write acks=all "
-        "(their replies come by then); the embedded broker of fuzz uses 20 "
+        "the target's acks=all timeout: at most 100 ms, and the cases write acks=all "
+        "(their replies come by the deadline); the embedded broker of fuzz uses 20 "
         f"(default {DEFAULT_ACK_TIMEOUT_MS}: no case writes acks=all)",
         ("fuzz",),
         default=DEFAULT_ACK_TIMEOUT_MS,
