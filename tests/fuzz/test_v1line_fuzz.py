@@ -387,8 +387,9 @@ BUDGET = 200
     ("quirk", "finding", "requirement", "revision"),
     [
         ("crash-on-negative-offset", "CRASH", "V1L-CONS-5", "doc"),
-        ("stall-on-empty-key", "HANG", "V1L-PROD-1", "doc"),
-        ("stall-on-empty-key", "HANG", "V1L-PROD-1", "real"),
+        # a STOPPED costs a broker restart and the probe's rounds per minimizing step (about
+        # 45 s here): real, where it is filed against V1L-ENV-12, is measured by hand
+        ("stop-on-empty-key", "STOPPED", "V1L-ENV-1", "doc"),
     ],
 )
 def test_each_fault_quirk_is_found_minimized_and_replayed(

@@ -573,7 +573,7 @@ QUIRK_CASES = {
         "V1|3|OK|replica=1 acked_offset=-1 hw=-1 isr=[0 1 2] under_replicated=false",
     ),
 }
-FAULT_QUIRKS = ("crash-on-negative-offset", "stall-on-empty-key")
+FAULT_QUIRKS = ("crash-on-negative-offset", "stop-on-empty-key")
 
 
 def test_every_quirk_has_a_case_here() -> None:
@@ -601,18 +601,23 @@ def test_crash_on_negative_offset_ends_the_broker() -> None:
         assert "crash-on-negative-offset" in served.log()
 
 
-def test_stall_on_empty_key_stops_serving_that_connection_only() -> None:
-    """Fault quirk: PRODUCE ``:value`` gets no reply and nothing more is answered on that
-    connection, which stays open; other connections are served (without the quirk an empty
-    key is a valid PRODUCE: FACTS.md, PRODUCE)."""
+def test_stop_on_empty_key_stops_serving_everyone_while_accepting() -> None:
+    """Fault quirk: after PRODUCE ``:value`` no line is answered, on that connection, on
+    another open one or on a new one, and new connections are still accepted (without the
+    quirk an empty key is a valid PRODUCE: FACTS.md, PRODUCE)."""
     assert _reply(_session(())[1], "V1|1|PRODUCE|t :v") == "V1|1|OK|partition=0 offset=0 hw=0"
-    served = v1line_client.start("--quirk", "stall-on-empty-key")
+    served = v1line_client.start("--quirk", "stop-on-empty-key")
     try:
         with served.connect() as stalled, served.connect() as other:
-            stalled.send(b"V1|1|PRODUCE|t :v\nV1|2|PING|\n")
+            assert other.call(1, "PING") == "V1|1|OK"
+            stalled.send(b"V1|2|PRODUCE|t :v\nV1|3|PING|\n")
             assert stalled.silent_for(0.3), f"answered: {stalled.sock.recv(100)!r}"
-            assert other.call(3, "PING") == "V1|3|OK"
-            assert other.call(4, "PRODUCE", "t k:v") == "V1|4|OK|partition=0 offset=0 hw=0"
+            other.send(b"V1|4|PING|\n")
+            assert other.silent_for(0.3), "an open connection was still served"
+            with served.connect() as new:  # accepted, never answered
+                new.send(b"V1|5|PING|\n")
+                assert new.silent_for(0.3), "a new connection was served"
             assert not stalled.closed_within(0.1), "the stalled connection was closed"
+        assert served.alive()
     finally:
         served.stop()

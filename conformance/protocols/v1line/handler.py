@@ -136,6 +136,8 @@ class V1Frontend:
         self.clock: Callable[[], float] = _clock_ms
         self._replicas: dict[tuple[str, int], PartitionReplication] = {}
         self._listeners: list[Callable[[], None]] = []
+        self.stopped = False
+        """The fault quirk stop-on-empty-key has tripped: every line stalls its connection."""
         self.files: GroupFilesView | None = None
         if engine.data_dir:
             self.files = GroupFilesView(engine, durable.GroupFiles(engine.data_dir))
@@ -244,13 +246,18 @@ class V1Session(GroupCommands):
 
     def handle(self, frame: bytes) -> Outcome:
         quirks = self.quirks
-        if quirks.active and quirks.crashes_on(frame):
-            _crash("crash-on-negative-offset", "CONSUME with a negative offset")
+        if quirks.active:
+            if self.frontend.stopped:  # stop-on-empty-key has tripped: serve no one
+                return Outcome(stall=True)
+            if quirks.crashes_on(frame):
+                _crash("crash-on-negative-offset", "CONSUME with a negative offset")
         try:
             request = codec.parse_request(frame, revision=self.config.revision)
         except V1LineError as exc:
             return Outcome([self._refusal(exc)])
-        if quirks.active and "stall-on-empty-key" in quirks and _empty_key(request):
+        if quirks.active and "stop-on-empty-key" in quirks and _empty_key(request):
+            print("quirk stop-on-empty-key: no connection is served any more", file=sys.stderr)
+            self.frontend.stopped = True
             return Outcome(stall=True)
         try:
             return self.dispatch(request)

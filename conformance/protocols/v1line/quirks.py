@@ -2,7 +2,7 @@
 
 ``spec`` quirks break exactly the MUST requirements they name (in revision ``doc``, the
 default, where every one of them applies), and nothing else; ``fault`` quirks crash the
-broker or stop it serving a connection, for the fuzzer to find (they stay out of that
+broker or stop it serving everyone, for the fuzzer to find (they stay out of that
 exactness check).  The front-end asks a :class:`Quirks` at each point a quirk bends a
 rule; with none active every answer is the conformant one.
 """
@@ -88,9 +88,10 @@ QUIRKS: dict[str, QuirkSpec] = {
             "negative slice index would (FACTS.md, CONSUME)",
         ),
         _fault(
-            "stall-on-empty-key",
-            "PRODUCE of a message whose key is empty (':value') stops serving that "
-            "connection: nothing more is read or answered, and it is not closed",
+            "stop-on-empty-key",
+            "PRODUCE of a message whose key is empty (':value') stops the broker serving: "
+            "from then on no connection, open or new, is answered, while its port still "
+            "accepts (a stuck event loop as a peer sees it)",
         ),
     )
 }
