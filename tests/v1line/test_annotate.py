@@ -14,7 +14,7 @@ from conformance.protocols import get
 from conformance.protocols.v1line import codec, strategies
 from conformance.protocols.v1line.annotate import annotate
 from conformance.protocols.v1line.commands import REVISIONS, Revision
-from conformance.protocols.v1line.errors import V1LineError
+from conformance.protocols.v1line.errors import BadRequest, V1LineError
 
 
 def fields(line: bytes, direction: str = "request") -> dict[str, FieldSpan]:
@@ -159,5 +159,14 @@ def test_any_bytes_are_annotated_without_an_exception(payload: bytes, direction:
     if direction == "request":
         try:
             codec.parse_request(payload, revision="real")
+        except BadRequest as exc:  # a parse error; an args error is named by its command
+            assert got.summary.startswith("unparsed") == (exc.stage == "envelope")
         except V1LineError:
-            assert got.summary.startswith("unparsed")
+            assert not got.summary.startswith("unparsed")
+
+
+def test_a_line_our_broker_refuses_for_its_args_is_named_as_sent() -> None:
+    """A negative CONSUME offset is a valid integer on the wire; the reference broker's
+    refusal is said as its own, not as a line that does not parse."""
+    got = annotate(b"V1|44|CONSUME|t 0 -1", "request", [])
+    assert got.summary == "CONSUME V1|44|CONSUME|t 0 -1 (reference broker: invalid offset)"

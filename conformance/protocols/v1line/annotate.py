@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from conformance.plugin import Annotation, FieldSpan
 from conformance.protocols.v1line import codec
 from conformance.protocols.v1line.commands import COMMANDS
-from conformance.protocols.v1line.errors import V1LineError
+from conformance.protocols.v1line.errors import BadRequest, V1LineError
 
 
 def _summary(text: str, limit: int = 120) -> str:
@@ -94,10 +94,14 @@ def annotate_request(line: bytes) -> Annotation:
     try:
         request = codec.parse_request(line, revision="real")
         summary = f"{request.command} {_summary(text)}"
+    except BadRequest as exc:
+        if exc.stage == "envelope":
+            summary = f"unparsed ({exc.code}: {exc.message}) {_summary(text)}"
+        else:  # a well-formed line whose args the reference broker refuses: name it as sent
+            command = str(sections[2].value).strip().upper()
+            summary = f"{command} {_summary(text)} (reference broker: {exc.message})"
     except V1LineError as exc:
-        summary = f"unparsed ({exc.code}: {exc.message}) {_summary(text)}"
-    except ValueError as exc:  # the codec's int() past 4300 digits (leading zeros)
-        summary = f"unparsed (codec error: {exc}) {_summary(text)}"
+        summary = f"{exc.code} {_summary(text)}"
     return Annotation(summary, fields)
 
 

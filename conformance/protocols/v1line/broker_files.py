@@ -7,7 +7,9 @@ kill between the journal write and the file write leaves a file one change behin
 journal, never ahead of it.  At start the files are checked against the recovered state:
 one that holds a group at a generation the journal has not reached, or an offset the
 journal never had (a data directory written by another broker, or a journal removed by
-hand), stops the broker with one line instead of being overwritten.
+hand, or a journal written without ``--fsync`` that lost its last writes to a power loss,
+while the files, always fsynced, kept theirs), stops the broker with one line instead of
+being overwritten.
 
 ``last_heartbeat_unix_ms`` is written as 0: session times are not durable here (a
 restarted broker gives every member a fresh session).  A group is written with its first
@@ -74,8 +76,9 @@ class GroupFilesView:
             more = f" and {len(ahead) - 1} more" if len(ahead) > 1 else ""
             raise UsageError(
                 f"cannot start the v1line broker: {self.files.data_dir} holds {ahead[0]}{more} "
-                "that its journal does not (files of another broker?); move groups.json and "
-                "offsets.json away or use another --data-dir"
+                "that its journal does not (files of another broker, or a journal that lost "
+                "writes to a power loss without --fsync?); move groups.json and offsets.json "
+                "away or use another --data-dir"
             )
 
     def save(self) -> None:
