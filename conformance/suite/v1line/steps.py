@@ -4,9 +4,12 @@ The suite plays the followers itself: ``REPLICA_FETCH <topic> <partition> <id> <
 for each follower id 1..replication_factor-1 (the run's ``--replication-factor``), so
 acks=all, the high watermark and the ISR are all checked against one target.  A MUST
 case never relies on where PRODUCE places a record (FNV-1a of the key is a MAY rule):
-it reads the partition from the PRODUCE reply.  Where a case needs two records in one
-partition it sends them with one key (records with one key share a partition, V1L-PROD-9,
-a SHOULD) and checks the second reply's partition before it relies on it.
+it reads the partition from the PRODUCE reply.  Where a case needs a record in a given
+partition it sends records with one key until one lands there (:func:`produce_to`,
+:func:`two_in_one_partition`): records with one key share a partition (V1L-PROD-9, a
+SHOULD), so one try is enough for most brokers, and a broker that places them otherwise
+gets more tries, then UNSUPPORTED (V1L-PROD-9), never a FAIL.  acks=all, where the
+followers must report a record before its reply tells where it went, is :mod:`.acks`'s.
 
 Every step checks what it relies on and blames the requirement the caller names (or the
 one that covers it), so that a target breaking one requirement fails that requirement's
@@ -15,7 +18,6 @@ cases and no others.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,9 +35,6 @@ from conformance.suite.v1line.verify import (
     Reply,
     evidence_of,
     expect_ok,
-    read,
-    readable,
-    send,
     setting,
 )
 
@@ -70,6 +69,14 @@ def session_timeout(ctx: CaseContext) -> float:
 
 def followers(ctx: CaseContext) -> range:
     return range(1, replication_factor(ctx))
+
+
+def needs_two_followers(ctx: CaseContext) -> None:
+    if replication_factor(ctx) < 3:
+        raise Unsupported(
+            f"the target runs with replication factor {replication_factor(ctx)}: this case"
+            " watches one follower's ISR membership through another's reports"
+        )
 
 
 def wait_read(ctx: CaseContext, configured: float) -> float:
@@ -107,15 +114,57 @@ def produce(
     return produced(reply)
 
 
-def same_partition(first: Produced, then: Produced, what: str) -> None:
-    """``then`` went to ``first``'s partition, or the case cannot go on (V1L-PROD-9)."""
-    if then.partition != first.partition:
-        raise Unsupported(
-            f"{what}: two records with one key went to partitions {first.partition} and"
-            f" {then.partition}; this case steers records by key",
-            "V1L-PROD-9",
-            evidence_of(first.reply, then.reply, fields=("partition",)),
-        )
+PLACEMENT_TRIES = 12
+"""Records with one key sent to reach a partition, at most (a broker that deals them round
+robin reaches every partition of a topic of up to 12 within them)."""
+
+
+def produce_to(
+    ctx: CaseContext,
+    conn: Connection,
+    topic: str,
+    partition: int,
+    key: str,
+    value: str,
+    requirement: str = "V1L-PROD-1",
+) -> Produced:
+    """PRODUCE ``key:value`` until a record lands on ``partition`` (the first does when
+    records with one key share a partition); UNSUPPORTED (V1L-PROD-9) when none does."""
+    puts = []
+    for _ in range(PLACEMENT_TRIES):
+        put = produce(ctx, conn, topic, key, value, requirement)
+        if put.partition == partition:
+            return put
+        puts.append(put)
+    raise Unsupported(
+        f"{len(puts)} records with the key {key!r} went to partitions"
+        f" {', '.join(sorted({str(p.partition) for p in puts}))}, none to {partition}; this"
+        " case needs a record there",
+        "V1L-PROD-9",
+        evidence_of(*(p.reply for p in puts), fields=("partition",)),
+    )
+
+
+def two_in_one_partition(
+    ctx: CaseContext, conn: Connection, topic: str, key: str, requirement: str = "V1L-PROD-1"
+) -> tuple[Produced, Produced]:
+    """Records with ``key`` until two land on one partition (the first two do when records
+    with one key share a partition): those two, the earlier first.  UNSUPPORTED
+    (V1L-PROD-9) when no two do."""
+    seen: dict[int, Produced] = {}
+    puts = []
+    for i in range(PLACEMENT_TRIES):
+        put = produce(ctx, conn, topic, key, f"v{i}", requirement)
+        if put.partition in seen:
+            return seen[put.partition], put
+        seen[put.partition] = put
+        puts.append(put)
+    raise Unsupported(
+        f"{len(puts)} records with the key {key!r} went to {len(seen)} partitions, no two to"
+        " one; this case needs two records in one partition",
+        "V1L-PROD-9",
+        evidence_of(*(p.reply for p in puts), fields=("partition",)),
+    )
 
 
 def nothing_appended(
@@ -200,41 +249,6 @@ def produce_committed(
     return out
 
 
-def produce_acks_all(
-    ctx: CaseContext,
-    conn: Connection,
-    other: Connection,
-    topic: str,
-    key: str,
-    value: str,
-    requirement: str,
-    acks: str = "acks=all",
-    replicas: Sequence[int] | None = None,
-) -> tuple[Produced, Reply, float]:
-    """PRODUCE ``key:value`` acks=all while the followers (``replicas``, default all)
-    report it on ``other``: a record with the same key first (acks=1) shows where it goes;
-    then the followers report the offset after it until the acks=all reply comes.  The
-    seed record, the reply and how long it took (seconds)."""
-    seed = produce(ctx, conn, topic, key, "seed", requirement)
-    args = f"{topic} {key}:{value} {acks}"
-    start = time.monotonic()
-    send(conn, "PRODUCE", args)
-    deadline = start + ack_timeout(ctx) + MARGIN_S
-    while not readable(conn, 0.0) and time.monotonic() < deadline:
-        for replica in followers(ctx) if replicas is None else replicas:
-            report(ctx, other, topic, seed.partition, replica, seed.offset + 1, requirement)
-        readable(conn, 0.02)
-    reply = read(
-        ctx,
-        conn,
-        requirement,
-        f"PRODUCE {args}",
-        command="PRODUCE",
-        timeout=wait_read(ctx, ack_timeout(ctx)),
-    )
-    return seed, reply, time.monotonic() - start
-
-
 # ------------------------------------------------------------------ consume
 
 
@@ -290,11 +304,20 @@ def sync(
     return assignment(expect_ok(ctx, conn, "SYNC", args, requirement, f"SYNC {args}"))
 
 
+def group_topic(ctx: CaseContext, conn: Connection, name: str = "t") -> str:
+    """A fresh topic for a group case, made by one PRODUCE (V1L-PROD-1: "creating the topic
+    on first use").  The document does not say that JOIN creates a topic, so no case JOINs
+    a topic nobody produced to."""
+    topic = ctx.name(name)
+    produce(ctx, conn, topic, "k", "v", "V1L-PROD-1")
+    return topic
+
+
 def partitions_of(
     ctx: CaseContext, conn: Connection, topic: str, requirement: str
 ) -> tuple[int, ...]:
-    """Every partition of ``topic``: what a lone member of a fresh group is assigned
-    (V1L-GRP-4: the shares cover every partition)."""
+    """Every partition of ``topic``, which a PRODUCE has made: what a lone member of a
+    fresh group is assigned (V1L-GRP-4: the shares cover every partition)."""
     group = f"count-{topic}"
     alone = join(ctx, conn, group, topic, "solo", requirement)
     got = sync(ctx, conn, group, topic, "solo", alone.generation, requirement)

@@ -7,12 +7,12 @@ from conformance.protocols.v1line.errors import BAD_REQUEST
 from conformance.suite.case import case, require
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
+from conformance.suite.v1line.acks import produce_acks_all
 from conformance.suite.v1line.steps import (
     Produced,
     consume,
     nothing_appended,
     produce,
-    produce_acks_all,
     produce_committed,
     replicate,
 )
@@ -140,7 +140,7 @@ def test_acks_0_1_all_are_accepted_and_others_refused(target: CaseContext) -> No
         topic = target.name("acks")
         for acks in ("0", "1"):
             produce(target, conn, topic, "k", f"with-{acks}", "V1L-PROD-5", acks=acks)
-        _, reply, _ = produce_acks_all(target, conn, other, topic, "k", "all", "V1L-PROD-5")
+        reply = produce_acks_all(target, conn, other, topic, "k", "all", "V1L-PROD-5").reply
         require(
             reply.ok or reply.code == "REPLICATION_TIMEOUT",
             "V1L-PROD-5",
@@ -260,9 +260,9 @@ def test_the_reference_brokers_placement_and_default_ack_mode(target: CaseContex
                 put.reply.at("partition", asked=("message",)),
             )
         if real(target):
-            _, reply, _ = produce_acks_all(
+            reply = produce_acks_all(
                 target, conn, other, topic, "user1", "upper", "V1L-PROD-10", acks="ACKS=ALL"
-            )
+            ).reply
             require(
                 reply.ok or reply.code == "REPLICATION_TIMEOUT",
                 "V1L-PROD-10",
