@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from conformance.suite.case import case, require
 from conformance.suite.target import CaseContext
-from conformance.suite.v1line.verify import call, expect_ok, expect_parse_error
+from conformance.suite.v1line.verify import call, expect_ok, expect_parse_error, real
 
 
 @case("v1line/ping/1", "V1L-PING-1")
 def test_ping_is_answered_on_a_fresh_connection_and_after_anything(target: CaseContext) -> None:
-    """PING is answered with success on a new connection, after a PRODUCE, an error and a parse
-    error.
+    """PING is answered with success on a new connection, after a PRODUCE, an error and (in
+    real, where the connection outlives it) a parse error.
 
     V1L-PING-1: "`V1|<cid>|PING|` is answered with a success reply carrying its correlation id,
     on a fresh connection and after any other request."
@@ -22,8 +22,9 @@ def test_ping_is_answered_on_a_fresh_connection_and_after_anything(target: CaseC
         expect_ok(target, conn, "PING", "", "V1L-PING-1", "PING after a PRODUCE")
         call(target, conn, "CONSUME", f"{topic} x 0", "V1L-PING-1", "a bad CONSUME")
         expect_ok(target, conn, "PING", "", "V1L-PING-1", "PING after an error reply")
-        expect_parse_error(target, conn, b"V1|5\n", "V1L-PING-1", "the line 'V1|5'")
-        expect_ok(target, conn, "PING", "", "V1L-PING-1", "PING after a parse error")
+        if real(target):  # in doc a broker may close after a parse error (V1L-ENV-12)
+            expect_parse_error(target, conn, b"V1|5\n", "V1L-PING-1", "the line 'V1|5'")
+            expect_ok(target, conn, "PING", "", "V1L-PING-1", "PING after a parse error")
 
 
 @case("v1line/ping/2", "V1L-PING-2")
