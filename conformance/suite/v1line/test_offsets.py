@@ -7,7 +7,7 @@ from conformance.client import Connection
 from conformance.protocols.v1line.errors import GENERATION_MISMATCH
 from conformance.suite.case import Unsupported, case, require
 from conformance.suite.target import CaseContext
-from conformance.suite.v1line.steps import Joined, join, sync
+from conformance.suite.v1line.steps import Joined, group_topic, join, sync
 from conformance.suite.v1line.verify import Reply, expect_error, expect_ok
 
 
@@ -58,8 +58,9 @@ def stored(
 
 
 def owner(ctx: CaseContext, conn: Connection, requirement: str) -> tuple[str, str, Joined]:
-    """A fresh group whose one member 'c1' owns every partition of a fresh topic."""
-    topic, group = ctx.name("t"), ctx.name("g")
+    """A fresh group whose one member 'c1' owns every partition of a fresh topic (made by a
+    PRODUCE)."""
+    topic, group = group_topic(ctx, conn), ctx.name("g")
     joined = join(ctx, conn, group, topic, "c1", requirement)
     return topic, group, sync(ctx, conn, group, topic, "c1", joined.generation, requirement)
 
