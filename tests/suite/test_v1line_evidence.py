@@ -22,7 +22,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "parse-error-echoes-cid": ("v1line/envelope/6", "v1line/envelope/11"),
     "unknown-command-bad-request": ("v1line/envelope/14",),
     "acks-all-no-wait": ("v1line/replication/8", "v1line/replication/9"),
-    "consume-past-hw": ("v1line/consume/2", "v1line/replication/13"),
+    "consume-past-hw": ("v1line/consume/2",),
     "follower-accepts-produce": ("v1line/replication/4",),
     "commit-any-partition": ("v1line/offsets/3",),
     "range-deals-round-robin": ("v1line/groups/6",),
