@@ -249,6 +249,14 @@ def produce_committed(
     return out
 
 
+def set_role(
+    ctx: CaseContext, conn: Connection, topic: str, partition: int, role: str, requirement: str
+) -> Reply:
+    args = f"{topic} {partition} {role}"
+    what = f"SET_PARTITION_ROLE {args}"
+    return expect_ok(ctx, conn, "SET_PARTITION_ROLE", args, requirement, what)
+
+
 # ------------------------------------------------------------------ consume
 
 
