@@ -188,18 +188,22 @@ def test_a_wrong_arg_count_is_bad_request_with_its_correlation_id(target: CaseCo
     """
     topic, group = target.name("count"), target.name("g")
     with target.connect() as conn:
+        # the topic, the group and its member exist, so the count is all that is wrong
+        put = produce(target, conn, topic, "k", "v", "V1L-PROD-1")
+        gen = join(target, conn, group, topic, "c", "V1L-GRP-1").generation
+        where = put.partition
         for command, args in (
             ("PRODUCE", topic),
-            ("CONSUME", f"{topic} 0"),
-            ("CONSUME", f"{topic} 0 0 0"),
+            ("CONSUME", f"{topic} {where}"),
+            ("CONSUME", f"{topic} {where} 0 0"),
             ("JOIN", f"{group} {topic}"),
             ("SYNC", f"{group} {topic} c"),
-            ("HEARTBEAT", f"{group} {topic} c 1 1"),
+            ("HEARTBEAT", f"{group} {topic} c {gen} 1"),
             ("LEAVE", group),
-            ("COMMIT", f"{group} {topic} c 1 0"),
+            ("COMMIT", f"{group} {topic} c {gen} {where}"),
             ("OFFSET", f"{group} {topic}"),
-            ("REPLICA_FETCH", f"{topic} 0 1"),
-            ("SET_PARTITION_ROLE", f"{topic} 0"),
+            ("REPLICA_FETCH", f"{topic} {where} 1"),
+            ("SET_PARTITION_ROLE", f"{topic} {where}"),
         ):
             expect_error(
                 target, conn, command, args, BAD_REQUEST, "V1L-ENV-15", f"{command} {args}"
