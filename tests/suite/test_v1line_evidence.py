@@ -7,15 +7,28 @@ Each run is ``conformance run --protocol v1line`` against the embedded reference
 with one spec quirk and only the cases that quirk breaks (each run starts a broker: keep
 them few).  Over every spec quirk, every FAIL or WARN names entries that exist, opens with
 a request that was sent, and judges fields the entries hold.
+
+Verdict truth, last: the reference broker with one behaviour changed that the document (or,
+in ``real``, the real broker) allows gets no FAIL from the cases that once failed it.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conformance import protocols
 from conformance.report import wire
+from tests.support.cli import conformance
 from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
 
 RUNS: dict[str, tuple[str, ...]] = {
@@ -195,3 +208,112 @@ def test_each_revision_runs_its_own_cases_and_passes_the_reference_broker(tmp: P
         assert {c["verdict"] for c in cases} == {"PASS"}, [
             (c["case_id"], c["message"]) for c in cases if c["verdict"] != "PASS"
         ]
+
+
+# ------------------------------------------------------------------ verdict truth
+
+VARIANT_PATCHES = """
+import sys, time
+from conformance.cli import main
+from conformance.protocols.v1line import handler as H
+from conformance.protocols.v1line.broker_groups import GroupCommands, Refused
+from conformance.server import Outcome
+
+variant = sys.argv.pop(1)
+if variant == "close-after-parse-error":
+    handle = H.V1Session.handle
+    def closing(self, frame):
+        out = handle(self, frame)
+        parse_error = out.replies[:1] and out.replies[0].startswith(b"V1|0|ERR|")
+        return Outcome(out.replies, close=True) if parse_error else out
+    H.V1Session.handle = closing
+elif variant == "additive-key":
+    ok = H.V1Session.ok
+    H.V1Session.ok = lambda self, request, values: ok(self, request, {**values, "broker": "b1"})
+elif variant == "round-robin-placement":
+    dealt = iter(range(10**9))
+    H.fnv1a32 = lambda data: next(dealt)
+elif variant == "reject-negative-fetch-offset":
+    fetch = H.V1Session.do_replica_fetch
+    def refusing(self, request, topic, partition, replica_id, offset):
+        if offset < 0:
+            raise Refused("BAD_REQUEST", "invalid offset")
+        return fetch(self, request, topic, partition, replica_id, offset)
+    H.V1Session.do_replica_fetch = refusing
+elif variant == "join-no-create":
+    join = GroupCommands.do_join
+    def joining(self, request, group, topic, consumer, assignor):
+        if not self.frontend.partition_count(topic, create=False):
+            raise Refused("BAD_REQUEST", "unknown topic")
+        return join(self, request, group, topic, consumer, assignor)
+    GroupCommands.do_join = joining
+elif variant == "err-then-close-long-line":
+    H.V1Frontend.framing_error = lambda self, exc: Outcome(
+        [b"V1|0|ERR|BAD_REQUEST|line too long\\n"], close=True
+    )
+elif variant == "stalled-acks-all":
+    poll = H.AcksAllWait.poll
+    def stalled(self, now):
+        if not getattr(self, "stalled", False):
+            object.__setattr__(self, "stalled", True)
+            time.sleep(0.45)
+            now = time.monotonic()
+        return poll(self, now)
+    H.AcksAllWait.poll = stalled
+else:
+    raise SystemExit(f"unknown variant {variant}")
+sys.exit(main(["serve", "--protocol", "v1line", *sys.argv[1:]]))
+"""
+"""The reference broker with one behaviour changed that the document (or the real broker, in
+``real``) allows: closing after a parse error (``doc``), an extra key in replies ("may evolve
+additively"), records dealt round robin (V1L-PROD-9 is a SHOULD), a negative REPLICA_FETCH
+offset refused, JOIN of a topic nobody produced to refused, an error line before closing on a
+line over 64 KiB, and a broker stalled past the acks=all timeout."""
+
+VARIANTS = {
+    "close-after-parse-error": ("doc", "v1line/envelope", "v1line/ping"),
+    "additive-key": ("doc", "v1line/consume", "v1line/groups"),
+    "round-robin-placement": ("doc", "v1line/replication", "v1line/consume/2"),
+    "reject-negative-fetch-offset": ("doc", "v1line/replication/11", "v1line/replication/12"),
+    "join-no-create": ("doc", "v1line/groups", "v1line/offsets", "v1line/envelope/16"),
+    "err-then-close-long-line": ("real", "v1line/envelope/13"),
+    "stalled-acks-all": ("doc", "v1line/replication/9", "v1line/replication/17"),
+}
+"""Each variant: the revision it runs in and the cases it once failed wrongly."""
+TIMING = (
+    "--ack-timeout-ms",
+    "400",
+    "--replica-lag-timeout-ms",
+    "500",
+    "--session-timeout-ms",
+    "600",
+)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_broker_the_document_allows_fails_no_case(tmp_path: Path, variant: str) -> None:
+    revision, *cases = VARIANTS[variant]
+    script = tmp_path / "variant.py"
+    script.write_text(VARIANT_PATCHES)
+    out = tmp_path / "broker.out"
+    args = [sys.executable, str(script), variant, "--port", "0", "--revision", revision, *TIMING]
+    with out.open("wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 20
+        while (m := re.search(r"serving v1line on (\S+:\d+)", out.read_text())) is None:
+            assert proc.poll() is None and time.monotonic() < end, out.read_text()
+            time.sleep(0.02)
+        reports = tmp_path / "reports"
+        run = conformance(
+            tmp_path, "run", "--protocol", "v1line", "--revision", revision,
+            "--target", m.group(1), *TIMING, "--reports", str(reports), "-q", *cases,
+        )  # fmt: skip
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+    ran = json.loads((reports / "results.json").read_text())["cases"]
+    assert ran, run.stdout + run.stderr
+    wrong = {c["case_id"]: c["message"] for c in ran if c["verdict"] in ("FAIL", "ERROR")}
+    assert not wrong, wrong
