@@ -57,10 +57,14 @@ def bad(message: str) -> Err:
 
 
 def atoi(text: str, name: str) -> int:
+    """Go's strconv.Atoi: an optional sign, ASCII digits, within int64; else an error."""
     body = text[1:] if text[:1] in "+-" else text
-    if not body.isdigit() or not body.isascii():
+    if not body.isdigit() or not body.isascii() or len(body.lstrip("0")) > 19:
         raise bad(f"invalid {name}")
-    return int(text)
+    value = int(body.lstrip("0") or "0") * (-1 if text.startswith("-") else 1)
+    if not -(2**63) <= value < 2**63:
+        raise bad(f"invalid {name}")
+    return value
 
 
 def fnv1a(data: bytes) -> int:
@@ -356,6 +360,7 @@ class Handler(socketserver.StreamRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024  # Go listens with the system's backlog, not socketserver's 5
 
     def __init__(self, port: int, broker: Broker) -> None:
         super().__init__(("127.0.0.1", port), Handler)

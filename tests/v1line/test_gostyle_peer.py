@@ -97,11 +97,13 @@ def test_the_fuzzer_finds_and_replays_the_real_brokers_negative_offset_crash(
     )
     proc = conformance(
         "fuzz", "--protocol", "v1line", "--revision", "real", "--target-cmd", command,
-        "--cases", "600", "--seed", "1", cwd=tmp_path,
+        "--cases", "2000", "--seed", "1", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    findings = sorted((tmp_path / "fuzz" / "findings").glob("crash-*.yaml"))
-    assert findings, proc.stdout[-3000:]
+    findings = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
+    # its one fault, and nothing the oracle would invent against a broker it did not grow
+    # up with (an unanswered line, a close, a hang)
+    assert [f.name.split("-seed")[0] for f in findings] == ["crash-V1L-CONS-5"], findings
     finding = yaml.safe_load(findings[0].read_text())
     assert finding["finding"] == "CRASH", finding
     replay = conformance(
