@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.errors import ProtocolError
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, Judged, fields_named
 from conformance.plugin import FieldSpan, Opening, SessionRefused, open_session
 from conformance.wire.framing import Deframer
 
@@ -147,6 +147,28 @@ def _shown(value: object) -> object:
     if isinstance(value, str) and len(value) > 300:
         return value[:300] + "..."
     return value if isinstance(value, int | str | None) else str(value)
+
+
+def judged(
+    log: WireLog | None, evidence: Evidence, fields: Sequence[str], asked: Sequence[str] = ()
+) -> Evidence:
+    """``evidence`` (a request and its reply) with ``fields`` judged in its last frame and
+    ``asked`` in its first, each name kept only where ``log``'s entry holds it (the reports'
+    rule: a judged name must resolve); every name kept when there is no log to ask."""
+
+    def held(entry: int, names: Sequence[str]) -> tuple[str, ...]:
+        if log is None or not 0 <= entry < len(log.entries):
+            return tuple(names)
+        have = [f[0] for f in log.entries[entry].fields]
+        return tuple(n for n in names if fields_named(n, have))
+
+    frames = list(evidence.frames)
+    if not frames:
+        return evidence
+    frames[-1] = Judged(frames[-1].entry, held(frames[-1].entry, fields))
+    if asked and len(frames) > 1:
+        frames[0] = Judged(frames[0].entry, held(frames[0].entry, asked))
+    return Evidence(tuple(frames), evidence.ending)
 
 
 class Connection:

@@ -27,21 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
-from conformance.client import WireLog
-from conformance.evidence import Evidence, Judged, fields_named
+from conformance.client import WireLog, judged
+from conformance.evidence import Evidence
 from conformance.protocols.cursus.messages import Message
 
 T = TypeVar("T", covariant=True)
 U = TypeVar("U")
-
-
-def held(log: WireLog | None, entry: int, names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` that entry ``entry`` of ``log`` holds (by the reports' rule,
-    :func:`~conformance.evidence.fields_named`); all of them when there is no log to ask."""
-    if log is None or not 0 <= entry < len(log.entries):
-        return tuple(names)
-    have = [f[0] for f in log.entries[entry].fields]
-    return tuple(n for n in names if fields_named(n, have))
 
 
 @dataclass(frozen=True)
@@ -58,16 +49,8 @@ class Read(Generic[T]):
 
     def at(self, *fields: str, asked: Sequence[str] = ()) -> Evidence:
         """The evidence with ``fields`` judged in the reply and ``asked`` in the request."""
-        frames = list(self.evidence.frames)
-        if not frames:
-            return self.evidence
         names = [self.words.get(f, f) for f in fields]
-        last = frames[-1]
-        frames[-1] = Judged(last.entry, held(self.log, last.entry, names))
-        if asked and len(frames) > 1:
-            first = frames[0]
-            frames[0] = Judged(first.entry, held(self.log, first.entry, asked))
-        return Evidence(tuple(frames), self.evidence.ending)
+        return judged(self.log, self.evidence, names, asked)
 
     def but(self, value: U) -> Read[U]:
         """The same exchange, read as ``value`` (a member id, an assignment...)."""

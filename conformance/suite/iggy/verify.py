@@ -21,23 +21,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from conformance.client import Connection, PeerClosed, ReplyTimeout, WireLog
-from conformance.evidence import Evidence, Judged, decoded, fields_named
+from conformance.client import Connection, PeerClosed, ReplyTimeout, WireLog, judged
+from conformance.evidence import Evidence, decoded
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.errors import IggyError
 from conformance.protocols.iggy.messages import CODES
 from conformance.suite.case import Violation
 from conformance.suite.target import CaseContext
-
-
-def held(log: WireLog | None, entry: int, names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` that entry ``entry`` of ``log`` holds (the reports' rule); all of them
-    when there is no log to ask."""
-    if log is None or not 0 <= entry < len(log.entries):
-        return tuple(names)
-    have = [f[0] for f in log.entries[entry].fields]
-    return tuple(n for n in names if fields_named(n, have))
 
 
 def status_name(status: int) -> str:
@@ -63,15 +54,7 @@ class Reply:
 
     def at(self, *fields: str, asked: Sequence[str] = ()) -> Evidence:
         """The evidence with ``fields`` judged in the reply and ``asked`` in the request."""
-        frames = list(self.evidence.frames)
-        if not frames:
-            return self.evidence
-        last = frames[-1]
-        frames[-1] = Judged(last.entry, held(self.log, last.entry, fields))
-        if asked and len(frames) > 1:
-            first = frames[0]
-            frames[0] = Judged(first.entry, held(self.log, first.entry, asked))
-        return Evidence(tuple(frames), self.evidence.ending)
+        return judged(self.log, self.evidence, fields, asked)
 
     def shown(self) -> str:
         """The reply in the wire's terms: its status, and its size when it has a payload."""

@@ -24,8 +24,8 @@ import select
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from conformance.client import Connection, PeerClosed, ReplyTimeout, WireLog
-from conformance.evidence import Evidence, Judged, fields_named
+from conformance.client import Connection, PeerClosed, ReplyTimeout, WireLog, judged
+from conformance.evidence import Evidence
 from conformance.protocols.v1line import codec
 from conformance.protocols.v1line.commands import COMMANDS, ErrReply, OkReply, PayloadValue
 from conformance.protocols.v1line.errors import BAD_REQUEST, BadReply
@@ -56,14 +56,6 @@ def setting(ctx: CaseContext, name: str, default: int) -> int:
     """A run option the target is configured with (``ack_timeout_ms``, ``min_isr``...)."""
     value = ctx.options.get(name)
     return default if value is None else int(value)
-
-
-def held(log: WireLog | None, entry: int, names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` that entry ``entry`` of ``log`` holds (the reports' rule)."""
-    if log is None or not 0 <= entry < len(log.entries):
-        return tuple(names)
-    have = [f[0] for f in log.entries[entry].fields]
-    return tuple(n for n in names if fields_named(n, have))
 
 
 @dataclass(frozen=True)
@@ -116,15 +108,7 @@ class Reply:
 
     def at(self, *fields: str, asked: Sequence[str] = ()) -> Evidence:
         """The evidence with ``fields`` judged in the reply and ``asked`` in the request."""
-        frames = list(self.evidence.frames)
-        if not frames:
-            return self.evidence
-        last = frames[-1]
-        frames[-1] = Judged(last.entry, held(self.log, last.entry, fields))
-        if asked and len(frames) > 1:
-            first = frames[0]
-            frames[0] = Judged(first.entry, held(self.log, first.entry, asked))
-        return Evidence(tuple(frames), self.evidence.ending)
+        return judged(self.log, self.evidence, fields, asked)
 
     def kind(self) -> Evidence:
         """The evidence with what tells the reply's kind judged: status, and code."""
