@@ -1,6 +1,7 @@
-"""The V1 front-end keeps groups.json and offsets.json as a view of the engine (V1L-DUR-1..3,
--6), in process: written on a change before the reply, rewritten at start, and a data
-directory whose files are ahead of the engine's journal refuses to start with one line."""
+"""The V1 front-end in process: groups.json and offsets.json as a view of the engine
+(V1L-DUR-1..3, -6: written on a change before the reply, rewritten at start; a data directory
+whose files are ahead of the engine's journal refuses to start with one line), and the
+engine's limits as one-line refusals."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.engine import Engine
+from conformance.engine import Engine, EngineError
 from conformance.exits import UsageError
 from conformance.protocols.v1line.handler import V1Config, V1Frontend
 
@@ -69,3 +70,21 @@ def test_without_a_data_dir_no_file_is_written(
     fe = V1Frontend(Engine(), V1Config())
     _ask(fe, "V1|1|JOIN|g t c1")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_more_partitions_than_the_engine_allows_refuse_to_start() -> None:
+    with pytest.raises(UsageError, match="--partitions 5 is above this broker's limit of 2"):
+        V1Frontend(Engine(max_partitions=2), V1Config(partitions=5))
+
+
+def test_an_engine_refusal_is_a_bad_request_not_a_closed_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine = Engine()
+
+    def refuse(*_: object, **__: object) -> None:
+        raise EngineError("INVALID_ARGUMENT", "the engine says no")
+
+    monkeypatch.setattr(engine, "append", refuse)
+    fe = V1Frontend(engine, V1Config())
+    assert _ask(fe, "V1|7|PRODUCE|t k:v") == "V1|7|ERR|BAD_REQUEST|the engine says no\n"

@@ -38,12 +38,14 @@ from conformance.engine import (
     CommitCheck,
     Creation,
     Engine,
+    EngineError,
     GroupPolicy,
     MemberIds,
     NewRecord,
     Reaping,
 )
 from conformance.errors import ProtocolError
+from conformance.exits import UsageError
 from conformance.protocols.v1line import codec, durable
 from conformance.protocols.v1line.broker_files import GroupFilesView
 from conformance.protocols.v1line.broker_groups import GroupCommands, Refused
@@ -138,6 +140,11 @@ class V1Frontend:
         self._listeners: list[Callable[[], None]] = []
         self.stopped = False
         """The fault quirk stop-on-empty-key has tripped: every line stalls its connection."""
+        if self.config.partitions > engine.max_partitions:
+            raise UsageError(
+                f"--partitions {self.config.partitions} is above this broker's limit of "
+                f"{engine.max_partitions} partitions per topic (--max-partitions)"
+            )
         self.files: GroupFilesView | None = None
         if engine.data_dir:
             self.files = GroupFilesView(engine, durable.GroupFiles(engine.data_dir))
@@ -265,6 +272,8 @@ class V1Session(GroupCommands):
             return Outcome([error_line(request.correlation_id, exc.code, exc.message)])
         except ReplicationError as exc:
             return Outcome([error_line(request.correlation_id, exc.code, exc.message)])
+        except EngineError as exc:  # a limit of the engine (a name, a count): refused, not closed
+            return Outcome([error_line(request.correlation_id, BAD_REQUEST, exc.message)])
 
     def _refusal(self, exc: V1LineError) -> bytes:
         quirks = self.quirks
