@@ -27,9 +27,8 @@ from typing import Any
 import pytest
 
 from conformance import protocols
-from conformance.report import wire
 from tests.support.cli import conformance
-from tests.support.evidence_runs import QuirkRuns, judged, reports_dir, value
+from tests.support.evidence_runs import QuirkRuns, evidence_problems, judged, reports_dir, value
 
 RUNS: dict[str, tuple[str, ...]] = {
     "parse-error-echoes-cid": ("v1line/envelope/6", "v1line/envelope/11"),
@@ -128,38 +127,6 @@ def test_a_follower_kept_in_the_isr_names_both_isr_lists(tmp: Path) -> None:
 
 
 # ------------------------------------------------------------------ every verdict
-
-
-def named(field: str, entry: dict[str, Any]) -> bool:
-    """``field`` stands for at least one field ``entry`` has, by the reports' own rule."""
-    fields = wire.entry(entry).fields
-    listed = {f.name for f in fields}
-    return any(n in listed for n in wire.resolved((field,), fields))
-
-
-def evidence_problems(c: dict[str, Any]) -> list[str]:
-    log, problems = c["wire_log"], []
-    if not c["evidence"]:
-        return ["no evidence"]
-    for j in c["evidence"]:
-        if not 0 <= j["entry"] < len(log):
-            problems.append(f"entry {j['entry']} is not in the log")
-            continue
-        entry = log[j["entry"]]
-        problems += [
-            f"{f} is not a field of {entry['summary']!r}"
-            for f in j["fields"]
-            if not named(f, entry)
-        ]
-    if problems:
-        return problems
-    entries = [log[j["entry"]] for j in c["evidence"]]
-    if entries[0]["dir"] != "send":
-        problems.append(f"the first frame is not a request: {entries[0]['summary']!r}")
-    ended = entries[-1]["dir"] == "event"
-    if not ended and not any(j["fields"] for j in c["evidence"]):
-        problems.append("no field judged, and the verdict is not on a close or silence")
-    return problems
 
 
 def test_every_failure_of_every_spec_quirk_names_evidence_that_exists(tmp: Path) -> None:

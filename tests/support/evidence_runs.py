@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conformance.report import wire
 from tests.support.cli import conformance
 
 
@@ -61,3 +62,44 @@ def reports_dir(name: str) -> Any:
         return tmp_path_factory.mktemp(name)
 
     return tmp
+
+
+def named(field: str, entry: dict[str, Any]) -> bool:
+    """``field`` stands for at least one field ``entry`` has, by the reports' own rule
+    (:func:`conformance.report.wire.resolved`: the field itself, an array's count, the
+    fields under a struct), so a report highlights something for it."""
+    fields = wire.entry(entry).fields
+    listed = {f.name for f in fields}
+    return any(n in listed for n in wire.resolved((field,), fields))
+
+
+def evidence_problems(case: dict[str, Any]) -> list[str]:
+    """What is wrong with a FAIL or WARN's evidence: an entry not in the log, a judged field
+    the entry does not hold, a first frame that is no request, a reply with no request of
+    its connection before it, no field judged where the verdict is not a close or silence."""
+    log, problems = case["wire_log"], []
+    if not case["evidence"]:
+        return ["no evidence"]
+    for j in case["evidence"]:
+        if not 0 <= j["entry"] < len(log):
+            problems.append(f"entry {j['entry']} is not in the log")
+            continue
+        entry = log[j["entry"]]
+        problems += [
+            f"{f} is not a field of {entry['summary']!r}"
+            for f in j["fields"]
+            if not named(f, entry)
+        ]
+    if problems:
+        return problems
+    entries = [log[j["entry"]] for j in case["evidence"]]
+    if entries[0]["dir"] != "send":
+        problems.append(f"the first frame is not a request: {entries[0]['summary']!r}")
+    for i, e in enumerate(entries):
+        before = [x for x in entries[:i] if x["conn"] == e["conn"]]
+        if e["dir"] in ("recv", "event") and not any(x["dir"] == "send" for x in before):
+            problems.append(f"{e['summary']!r} comes with no request of its connection")
+    ended = entries[-1]["dir"] == "event"
+    if not ended and not any(j["fields"] for j in case["evidence"]):
+        problems.append("no field judged, and the verdict is not on a close or silence")
+    return problems
