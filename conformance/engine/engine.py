@@ -159,6 +159,14 @@ class Engine:
             self._journal.close()
             self._journal = None
 
+    def flush(self) -> None:
+        """Force every acknowledged change to disk (fsync of the journal; nothing to do in
+        memory).  A front-end's explicit flush request (mini-Kafka FLUSH) calls it."""
+        if self._closed:
+            raise EngineError(CLOSED, "the engine is closed and accepts no more changes")
+        if self._journal is not None:
+            self._journal.sync()
+
     def __enter__(self) -> Engine:
         return self
 

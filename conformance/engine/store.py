@@ -122,6 +122,12 @@ class Journal:
             assert self._fd is not None
             os.fsync(self._fd)
 
+    def sync(self) -> None:
+        """Force what was written to disk (a no-op write-wise: ``fsync`` of the journal)."""
+        if self._fd is None:
+            raise JournalError(f"the journal {self.path} is closed", errno.EBADF)
+        os.fsync(self._fd)
+
     def _write_all(self, data: bytes) -> None:
         if self._fd is None:
             raise JournalError(f"the journal {self.path} is closed", errno.EBADF)

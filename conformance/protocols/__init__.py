@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "kafka": "conformance.protocols.kafka.plugin:PLUGIN",
     "iggy": "conformance.protocols.iggy.plugin:PLUGIN",
     "v1line": "conformance.protocols.v1line.plugin:PLUGIN",
+    "minikafka": "conformance.protocols.minikafka.plugin:PLUGIN",
 }
 ENTRY_POINT_GROUP = "conformance.protocols"
 

@@ -1,0 +1,1 @@
+"""The mini-Kafka conformance cases, one file per SPEC.md area."""
