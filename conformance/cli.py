@@ -25,33 +25,59 @@ from conformance import protocols
 from conformance.client import HEX_KEEP
 from conformance.engine import MAX_PARTITIONS
 from conformance.exits import EXIT_USAGE, UsageError
-from conformance.options import options_for
+from conformance.options import Option, options_for
 from conformance.plugin import Plugin
 
 DEFAULT_PROTOCOL = "cursus"
 
 
 def _add_quirk(p: argparse.ArgumentParser, help_text: str) -> None:
-    p.add_argument("--quirk", action="append", default=[], metavar="NAME", help=help_text)
+    p.add_argument(
+        "--quirk",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=help_text + "; with --all spelled PROTO=NAME",
+    )
 
 
-def _add_protocol(p: argparse.ArgumentParser) -> None:
+def _add_protocol(p: argparse.ArgumentParser, all_help: str) -> None:
     p.add_argument(
         "--protocol",
-        default=DEFAULT_PROTOCOL,
+        default=None,
         choices=protocols.names(),
         help=f"the wire protocol (default {DEFAULT_PROTOCOL}); "
         "its own options, if it has any, are listed under its name",
     )
+    p.add_argument("--all", action="store_true", help=all_help)
 
 
-def _add_protocol_options(p: argparse.ArgumentParser, plugin: Plugin | None, command: str) -> None:
-    """The options ``plugin`` adds to ``command``, in a group named after the protocol."""
-    if plugin is None:
-        return
-    options = options_for(plugin.options, command)
-    if not options:
-        return
+def _add_revision(p: argparse.ArgumentParser, everything: bool, help_text: str) -> None:
+    if everything:
+        p.add_argument(
+            "--revision",
+            action="append",
+            metavar="PROTO=REV",
+            help="a protocol's revision (repeatable; default: each protocol's own)",
+        )
+    else:
+        p.add_argument("--revision", help=help_text)
+
+
+def _add_protocol_options(
+    p: argparse.ArgumentParser, plugins: Sequence[Plugin], command: str
+) -> None:
+    """The options each plug-in adds to ``command``, in a group named after its protocol
+    (with ``--all`` several; a flag two protocols declare is added once, for both)."""
+    added: set[str] = set()
+    for plugin in plugins:
+        options = [o for o in options_for(plugin.options, command) if o.flag not in added]
+        if options:
+            _add_options(p, plugin, options)
+        added.update(o.flag for o in options)
+
+
+def _add_options(p: argparse.ArgumentParser, plugin: Plugin, options: Sequence[Option]) -> None:
     group = p.add_argument_group(f"{plugin.name} options", plugin.title)
     for o in options:
         group.add_argument(
@@ -75,7 +101,9 @@ def _converter(convert: Callable[[str], object]) -> Callable[[str], object]:
 
 
 def _add_run(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    plugins: Sequence[Plugin],
+    everything: bool,
 ) -> None:
     p = sub.add_parser(
         "run",
@@ -89,15 +117,25 @@ def _add_run(
         metavar="SELECT",
         help="case-ID prefixes (cursus/framing) or requirement IDs (CUR-FRAME-3)",
     )
-    _add_protocol(p)
-    p.add_argument(
-        "--target",
-        metavar="HOST:PORT",
-        help="broker to test; omitted: start the embedded reference broker",
+    _add_protocol(
+        p,
+        "run every protocol's suite (against one embedded broker serving them all, or the "
+        "--target of each), then the cross-protocol matrix",
     )
-    p.add_argument(
-        "--revision", help="protocol revision the target speaks (default: the document's)"
-    )
+    if everything:
+        p.add_argument(
+            "--target",
+            action="append",
+            metavar="PROTO=HOST:PORT",
+            help="a protocol's broker (repeatable); with none, the embedded broker serves all",
+        )
+    else:
+        p.add_argument(
+            "--target",
+            metavar="HOST:PORT",
+            help="broker to test; omitted: start the embedded reference broker",
+        )
+    _add_revision(p, everything, "protocol revision the target speaks (default: the document's)")
     p.add_argument("--strict", action="store_true", help="a broken SHOULD (WARN) fails the run")
     p.add_argument(
         "--timeout",
@@ -152,11 +190,13 @@ def _add_run(
         help="print only the summary line (and what a --baseline found): no progress, no "
         "failure blocks (the reports have them)",
     )
-    _add_protocol_options(p, plugin, "run")
+    _add_protocol_options(p, plugins, "run")
 
 
 def _add_serve(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    plugins: Sequence[Plugin],
+    everything: bool,
 ) -> None:
     p = sub.add_parser(
         "serve",
@@ -165,15 +205,24 @@ def _add_serve(
         description="Run the reference broker.  With --port 0 the system picks a free port; the "
         "line 'serving PROTOCOL on HOST:PORT' on stdout says which.",
     )
-    _add_protocol(p)
+    _add_protocol(
+        p,
+        "serve every protocol from one process over one engine, each on its own port "
+        "(its default, or from --port-base)",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=None, help="default: the protocol's own port")
     p.add_argument(
-        "--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here"
+        "--port-base",
+        type=int,
+        metavar="N",
+        help="with --all: protocol i of 'conformance serve --all' listens on N+i, in the "
+        "order it prints (0: a free port each); default: each protocol's own port",
     )
     p.add_argument(
-        "--revision", help="the protocol revision to serve (default: the protocol's default)"
+        "--data-dir", metavar="DIR", help="keep topics, messages, offsets and groups here"
     )
+    _add_revision(p, everything, "the protocol revision to serve (default: the protocol's default)")
     _add_quirk(p, "misbehave on purpose (repeatable); --quirk list shows them")
     p.add_argument(
         "--session-timeout",
@@ -191,7 +240,7 @@ def _add_serve(
         help=f"most partitions a topic may have: a resource limit (default {MAX_PARTITIONS})",
     )
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
-    _add_protocol_options(p, plugin, "serve")
+    _add_protocol_options(p, plugins, "serve")
 
 
 DEFAULT_CONNECTIONS = 32
@@ -202,7 +251,9 @@ cases in about 400 s with 32)."""
 
 
 def _add_fuzz(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], plugin: Plugin | None
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    plugins: Sequence[Plugin],
+    everything: bool,
 ) -> None:
     p = sub.add_parser(
         "fuzz",
@@ -211,7 +262,11 @@ def _add_fuzz(
         description="Run cases 0..N-1 of a seeded fuzz campaign against a target; write one "
         "Parquet row per case under --out and a YAML reproducer per finding under --findings.",
     )
-    _add_protocol(p)
+    _add_protocol(
+        p,
+        "one campaign per protocol, --cases split between them, findings in one folder "
+        "(against the embedded broker of each)",
+    )
     _add_targets(p, "broker to fuzz; omitted: the embedded broker")
     p.add_argument("--cases", type=int, default=10_000, help="number of cases (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
@@ -257,12 +312,10 @@ def _add_fuzz(
         metavar="S",
         help="start no case after S seconds; the campaign ends with what it has",
     )
-    p.add_argument(
-        "--revision", help="protocol revision the target speaks (default: the protocol's)"
-    )
+    _add_revision(p, everything, "protocol revision the target speaks (default: the protocol's)")
     _add_quirk(p, "start the embedded broker with this quirk (repeatable; see serve --quirk list)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    _add_protocol_options(p, plugin, "fuzz")
+    _add_protocol_options(p, plugins, "fuzz")
 
 
 def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
@@ -303,7 +356,7 @@ def _add_replay(
     )
     p.add_argument("--timeout", type=float, metavar="S", help="override the reproducer's deadline")
     p.add_argument("--revision", help="protocol revision of the target (default: the reproducer's)")
-    _add_protocol_options(p, plugin, "fuzz")
+    _add_protocol_options(p, [] if plugin is None else [plugin], "fuzz")
 
 
 def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -333,16 +386,21 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser, with the options of the protocol ``argv`` names (see :func:`protocol_named`)."""
-    plugin = _plugin_or_none(protocol_named(argv))
+    everything = "--all" in argv
+    if everything:
+        plugins = [p for p in map(_plugin_or_none, protocols.names()) if p is not None]
+    else:
+        plugins = [p for p in [_plugin_or_none(protocol_named(argv))] if p is not None]
+    plugin = plugins[0] if plugins and not everything else None
     parser = argparse.ArgumentParser(
         prog="conformance",
         allow_abbrev=False,
         description="Conformance suite and fuzzer for message-broker wire protocols.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_run(sub, plugin)
-    _add_serve(sub, plugin)
-    _add_fuzz(sub, plugin)
+    _add_run(sub, plugins, everything)
+    _add_serve(sub, plugins, everything)
+    _add_fuzz(sub, plugins, everything)
     _add_replay(sub, plugin)
     _add_report(sub)
     return parser
@@ -386,6 +444,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_USAGE
     args = parser.parse_args(argv)  # argparse exits 2 on a usage error
+    if getattr(args, "all", False) and args.protocol is not None:
+        print(
+            f"conformance {args.command}: --all and --protocol exclude each other", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if getattr(args, "protocol", "") is None:
+        args.protocol = DEFAULT_PROTOCOL
     try:
         if args.command == "run":
             from conformance.runner import run_command
