@@ -182,7 +182,14 @@ def _add_run(
         "passing and unsupported cases keep each frame's summary and length only",
     )
     _add_quirk(p, "start the embedded broker with this deliberate spec violation (repeatable)")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="parallel workers (pytest-xdist; default 1); with --all, suites run at once "
+        "(default all)",
+    )
     p.add_argument(
         "-q",
         "--quiet",

@@ -265,12 +265,17 @@ def pytest_args(
 def run_command(args: argparse.Namespace) -> int:
     import pytest
 
+    if args.all:
+        from conformance.run_all import run_all_command
+
+        return run_all_command(args)
     plugin = plugin_of(args.protocol)
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     revision = check_revision(plugin, args.revision)
     if args.target and args.quirk:
         raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
+    args.jobs = 1 if args.jobs is None else args.jobs
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
     if args.wire_keep < 16:
