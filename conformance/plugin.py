@@ -30,6 +30,9 @@ identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
 ``opening``        what a connection must do before its first real request (a login), as
                    a sans-IO generator driven by :func:`open_session`, made for the
                    option values and the target's revision (a revision may have none)
+``messaging``      how the cross-protocol check creates a topic, produces to it and
+                   consumes from it over this protocol (:class:`Messaging`, sans-IO
+                   generators of the same shape as ``opening``)
 =================  ====================================================================
 
 Heavy parts (the front-end, the fuzzing part with Hypothesis and scapy, the vector schema)
@@ -164,6 +167,38 @@ def open_session(
         return done.value
 
 
+# ------------------------------------------------------------- cross-protocol
+
+
+class MessagingRefused(Exception):
+    """A reply that refuses what a :class:`Messaging` generator asked (the message says
+    which request and what the reply said)."""
+
+
+@dataclass(frozen=True)
+class Messaging:
+    """How the cross-protocol check (:mod:`conformance.cross`) moves messages through one
+    protocol.  Every member makes a sans-IO generator of the shape of :data:`Opening`: it
+    yields framed requests, is sent each reply's payload, raises
+    :class:`MessagingRefused` for a reply that refuses, and returns its result; it runs
+    on a connection the protocol's session opener has opened.  Topics are named by their
+    *shared* name, the engine's, which every protocol of one broker uses for the same
+    topic (docs/cross-protocol.md); messages live in its partition 0."""
+
+    produce: Callable[[str, Sequence[bytes]], Generator[bytes, bytes, list[int]]]
+    """``produce(topic, values)``: each value as one message, in order, each one
+    acknowledged; returns their offsets."""
+    consume: Callable[[str, int, int], Generator[bytes, bytes, list[tuple[int, bytes]]]]
+    """``consume(topic, offset, count)``: up to ``count`` messages from ``offset``, as
+    ``(offset, value)`` pairs (several requests if the protocol returns fewer at once)."""
+    create: Callable[[str], Generator[bytes, bytes, str]] | None = None
+    """``create(base)``: a new topic with one partition, named from ``base``; returns its
+    shared name.  None: this protocol cannot make a topic without writing to it."""
+    owns_topics: bool = False
+    """A topic is visible to this protocol only if it was created over it (Iggy's streams
+    and topics): a pair it belongs to has its topic created over it."""
+
+
 # ----------------------------------------------------------------- vector schema
 
 
@@ -268,6 +303,9 @@ class Plugin:
     plug-in has no ``opening``; in that revision, when it returns None)."""
     vector_dir: Path | None = None
     """Where the golden vectors are; default ``vectors/<name>/`` at the repository root."""
+    messaging: Callable[[Mapping[str, Any], str], Messaging] | None = None
+    """Given the ``run`` option values and the target's revision, how the cross-protocol
+    check talks to it; None: the protocol takes no part in it."""
 
     def check_revision(self, revision: str) -> str:
         """``revision`` if this protocol knows it, else ValueError naming the known ones."""
