@@ -52,6 +52,9 @@ def annotate_frame(
     at, size = _inserted(plugin, data, payload, direction)
     name = "length" if at == 0 else "terminator" if at == len(payload) else "framing"
     value: object = data[at : at + size] if name == "terminator" else len(payload)
+    if name == "length" and size in (2, 4, 8):  # what the wire says (mini-Kafka's counts itself)
+        order = getattr(plugin.framing, "order", "big")
+        value = int.from_bytes(data[at : at + size], "little" if order == "little" else "big")
     before = [s for s in read.fields if s.end <= at]
     after = [s for s in read.fields if s.end > at]
     block = FieldSpan(name, at, at + size, value)

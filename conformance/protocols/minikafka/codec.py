@@ -102,7 +102,8 @@ def encode_request(request: Request) -> bytes:
 
 def _plain(exc: ProtocolError) -> str:
     """A schema error's text with the declaration's paths cut to field names."""
-    return str(exc).replace("request.value.", "").replace("reply.value.value.", "")
+    text = str(exc).replace("request.value.", "").replace("reply.value.value.", "")
+    return text.replace("reply.value:", "success byte:")
 
 
 def _topic_bytes(topic: str | bytes) -> bytes:
