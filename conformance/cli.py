@@ -129,6 +129,12 @@ def _add_run(
             metavar="PROTO=HOST:PORT",
             help="a protocol's broker (repeatable); with none, the embedded broker serves all",
         )
+        p.add_argument(
+            "--cross",
+            action="store_true",
+            help="with --target: the targets are one broker; check that messages cross "
+            "between its protocols (always done against the embedded broker)",
+        )
     else:
         p.add_argument(
             "--target",

@@ -101,17 +101,38 @@ def run_all_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, suites)
     started = time.monotonic()
+    cross: dict[str, Any] | None = None
     if targets:
         for suite in suites:
             suite.address = targets[suite.name][0]
         _run_suites(args, suites, reports, jobs, embedded=False)
+        if args.cross:
+            cross = _cross(args, suites)
     else:
         broker = _start_all(suites, quirks, reports)
         try:
             _run_suites(args, suites, reports, jobs, embedded=True)
+            cross = _cross(args, suites)
         finally:
             stop_process(broker)
-    return _finish(args, suites, reports, time.monotonic() - started, quirks)
+    return _finish(args, suites, reports, time.monotonic() - started, quirks, cross)
+
+
+def _cross(args: argparse.Namespace, suites: Sequence[Suite]) -> dict[str, Any] | None:
+    """The cross-protocol matrix over every suite's target (None: fewer than two take part)."""
+    from conformance.cross import Peer, check_matrix, matrix_summary
+
+    peers = []
+    for suite in suites:
+        host, port = parse_target(suite.address)
+        peers.append(Peer(suite.plugin, host, port, suite.revision, suite.options))
+    if sum(1 for p in peers if p.plugin.messaging is not None) < 2:
+        return None
+    begun = time.monotonic()
+    results = check_matrix(peers, timeout=args.timeout)
+    summary = matrix_summary(peers, results)
+    summary["wall_s"] = round(time.monotonic() - begun, 3)
+    return summary
 
 
 # ------------------------------------------------------------------ the broker
@@ -260,6 +281,7 @@ def _finish(
     reports: Path,
     seconds: float,
     quirks: dict[str, list[str]],
+    cross: dict[str, Any] | None,
 ) -> int:
     from conformance.report.all_html import write_all_report
     from conformance.report.terminal import print_summary
@@ -281,8 +303,29 @@ def _finish(
         print(f"conformance run: {why}", file=sys.stderr)
         return EXIT_USAGE
     codes = [s.code for s in ran]
-    code = EXIT_USAGE if broken else EXIT_FAIL if any(c != EXIT_OK for c in codes) else EXIT_OK
+    crossed = cross is not None and cross["passed"] < len(cross["pairs"])
+    failed = crossed or any(c != EXIT_OK for c in codes)
+    code = EXIT_USAGE if broken else EXIT_FAIL if failed else EXIT_OK
     summary = _summary(suites, ran, empty, broken, seconds, code, quirks)
+    if cross is not None:
+        summary["cross"] = cross
+        for pair in cross["pairs"]:
+            if pair["verdict"] != "PASS":
+                console.print(
+                    Text(f"{pair['verdict']} ", style="bold red").append(
+                        f"cross {pair['producer']} -> {pair['consumer']}: {pair['reason']}",
+                        style="",
+                    ),
+                    soft_wrap=True,
+                )
+        word = "PASSED" if not crossed else "FAILED"
+        console.print(
+            Text(f"{word} ", style="bold green" if not crossed else "bold red").append(
+                f"cross-protocol: {cross['passed']} of {len(cross['pairs'])} ordered pairs "
+                f"read back what was produced; {cross['wall_s']:.1f} s"
+            ),
+            soft_wrap=True,
+        )
     (reports / "results-all.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_all_report(summary, [s.results for s in ran if s.results is not None], reports)
     total = summary["total"]
@@ -292,6 +335,7 @@ def _finish(
     line.append(
         f"all protocols: {len(ran)} suites, {total['cases']} cases, {counts}"
         + (f"; failing: {', '.join(summary['failing'])}" if summary["failing"] else "")
+        + ("; cross-protocol pairs failing" if crossed else "")
         + (f"; not checked: {', '.join(s.name for s in broken)}" if broken else "")
         + f"; {seconds:.1f} s"
     )
