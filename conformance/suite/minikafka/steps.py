@@ -18,7 +18,6 @@ by a case that closed the one before.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -226,8 +225,8 @@ def goes_on_serving(
             if exc.evidence.ending != "timeout":
                 raise  # a close: the target is there, and the verdict is the plugin's
             why = f"{what} stopped it serving: a new connection is not answered"
+            # lost_at stays unset: the run's record says the target was lost after this case
             ctx.target.dead = f"target {ctx.target.address} is unresponsive: {why}"
-            ctx.target.lost_at = time.time()
             frames = (Judged(sent), *exc.evidence.frames)
             raise Violation(
                 requirement,
