@@ -81,9 +81,48 @@ def _check(args: argparse.Namespace, plugin: Plugin) -> None:
 def fuzz_command(args: argparse.Namespace) -> int:
     on_termination()
     try:
-        return _fuzz(args)
+        return _fuzz_all(args) if args.all else _fuzz(args)
     except harness.OutOfResources as exc:
         raise UsageError(str(exc)) from None
+
+
+def _fuzz_all(args: argparse.Namespace) -> int:
+    """``fuzz --all``: one campaign per protocol, against each one's embedded broker, the
+    cases split between them (the first ones get one more when they do not divide), rows
+    under ``--out``/P/, every reproducer in the one ``--findings`` folder (their names carry
+    the requirement, hence the protocol).  Exit 1 if any campaign found something."""
+    from conformance import all_protocols
+
+    if args.target or args.target_cmd:
+        raise UsageError(
+            "fuzz --all fuzzes the embedded broker of each protocol; to fuzz your broker, "
+            "run one campaign per protocol with --protocol P --target HOST:PORT"
+        )
+    plugins = all_protocols.all_plugins()
+    if args.cases < len(plugins):
+        raise UsageError(f"--cases must be at least {len(plugins)} with --all (one per protocol)")
+    revisions = all_protocols.revisions(args.revision, plugins)
+    quirks = all_protocols.quirks(args.quirk, plugins)
+    console = Console(stderr=True, soft_wrap=True)
+    share, extra = divmod(args.cases, len(plugins))
+    codes: dict[str, int] = {}
+    begun = time.monotonic()
+    for i, plugin in enumerate(plugins):
+        one = argparse.Namespace(**vars(args))
+        one.all, one.protocol = False, plugin.name
+        one.revision, one.quirk = revisions[plugin.name], quirks[plugin.name]
+        one.cases = share + (1 if i < extra else 0)
+        one.out = str(Path(args.out) / plugin.name)
+        console.rule(f"{plugin.name} ({one.revision}): {one.cases} cases")
+        codes[plugin.name] = _fuzz(one)
+    found = [name for name, code in codes.items() if code == EXIT_FAIL]
+    console.rule()
+    console.print(
+        f"fuzz --all: {len(plugins)} campaigns, {args.cases} cases, "
+        + (f"findings in {', '.join(found)} (see {args.findings}/)" if found else "no finding")
+        + f"; {time.monotonic() - begun:.1f} s"
+    )
+    return max(codes.values())
 
 
 def _fuzz(args: argparse.Namespace) -> int:
