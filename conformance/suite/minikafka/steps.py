@@ -101,9 +101,10 @@ def consume(
     offset: int,
     batch: int,
     requirement: str = "MK-CONS-1",
+    what: str | None = None,
 ) -> tuple[codec.ConsumeOk, Reply]:
     """CONSUME, answered with the success path, decoded whole (MK-CONS-1's layout)."""
-    reply = expect_success(ctx, conn, codec.Consume(topic, offset, batch), requirement)
+    reply = expect_success(ctx, conn, codec.Consume(topic, offset, batch), requirement, what)
     assert isinstance(reply.reply, codec.ConsumeOk)
     return reply.reply, reply
 

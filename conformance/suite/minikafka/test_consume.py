@@ -33,7 +33,7 @@ def some(
     if not got.messages:
         raise Violation(
             "MK-CONS-12",
-            f"CONSUME {topic} offset={offset} batch={batch}: no messages, expected the one"
+            f"CONSUME {show(topic)} offset={offset} batch={batch}: no messages, expected the one"
             f" PRODUCE acknowledged at offset {offset}",
             reply.at("messages count", asked=("offset", "batch_size")),
         )
@@ -50,8 +50,8 @@ def empty(
     why: str,
 ) -> tuple[codec.ConsumeOk, Reply]:
     """CONSUME answered with a success reply holding no messages (``requirement`` says so)."""
-    what = f"CONSUME {topic} offset={offset} batch={batch} ({why})"
-    got, reply = consume(ctx, conn, topic, offset, batch, requirement)
+    what = f"CONSUME {show(topic)} offset={offset} batch={batch} ({why})"
+    got, reply = consume(ctx, conn, topic, offset, batch, requirement, what)
     require(
         not got.messages,
         requirement,
@@ -92,14 +92,14 @@ def test_messages_start_at_the_offset_asked_in_order(target: CaseContext) -> Non
             require(
                 item.offset == 2 + i,
                 "MK-CONS-2",
-                f"CONSUME {topic} offset=2 batch=3: messages at offsets {offsets_of(got)},"
+                f"CONSUME {show(topic)} offset=2 batch=3: messages at offsets {offsets_of(got)},"
                 f" expected 2, 3, 4 (from the offset asked, one after another)",
                 reply.at(f"messages[{i}].offset", asked=("offset",)),
             )
             require(
                 item.data == puts[2 + i].data,
                 "MK-CONS-2",
-                f"CONSUME {topic} offset=2 batch=3: the message at offset {item.offset} holds"
+                f"CONSUME {show(topic)} offset=2 batch=3: the message at offset {item.offset} holds"
                 f" {show(item.data)}, expected {show(puts[2 + i].data)} (produced there)",
                 puts[2 + i].reply.at("offset") + reply.at(f"messages[{i}].data"),
             )
@@ -119,7 +119,7 @@ def test_a_batch_holds_at_most_batch_size_messages(target: CaseContext) -> None:
             require(
                 len(got.messages) <= batch,
                 "MK-CONS-3",
-                f"CONSUME {topic} offset={offset} batch={batch}: {len(got.messages)} messages"
+                f"CONSUME {show(topic)} offset={offset} batch={batch}: {len(got.messages)} messages"
                 f" (offsets {offsets_of(got)}), expected at most {batch}",
                 reply.at("messages count", asked=("batch_size",)),
             )
@@ -141,7 +141,7 @@ def test_a_batch_holds_every_message_available_up_to_its_size(target: CaseContex
             require(
                 len(got.messages) >= want,  # more than the batch is MK-CONS-3's business
                 "MK-CONS-4",
-                f"CONSUME {topic} offset={offset} batch={batch}: {len(got.messages)} messages"
+                f"CONSUME {show(topic)} offset={offset} batch={batch}: {len(got.messages)} messages"
                 f" (offsets {offsets_of(got)}), expected {want} ({len(FIVE) - offset} are"
                 f" there from offset {offset})",
                 reply.at("messages count", asked=("offset", "batch_size")),
@@ -164,8 +164,8 @@ def test_next_offset_is_the_last_offset_returned_plus_1(target: CaseContext) -> 
             require(
                 got.next_offset == last + 1,
                 "MK-CONS-5",
-                f"CONSUME {topic} offset={offset} batch={batch}: next_offset {got.next_offset},"
-                f" expected {last + 1} (its last message is at offset {last})",
+                f"CONSUME {show(topic)} offset={offset} batch={batch}: next_offset"
+                f" {got.next_offset}, expected {last + 1} (its last message is at offset {last})",
                 reply.at("next_offset", f"messages[{len(got.messages) - 1}].offset"),
             )
 
@@ -188,7 +188,7 @@ def test_consume_of_an_unknown_topic_is_an_empty_success(target: CaseContext) ->
         require(
             put.offset == 0,
             "MK-CONS-6",
-            f"the first PRODUCE to {topic}, which two CONSUMEs found empty, got offset"
+            f"the first PRODUCE to {show(topic)}, which two CONSUMEs found empty, got offset"
             f" {put.offset}, expected 0",
             put.reply.at("offset"),
         )
@@ -239,7 +239,7 @@ def test_an_empty_read_answers_next_offset_1(target: CaseContext) -> None:
             require(
                 got.next_offset == 1,
                 "MK-CONS-8",
-                f"CONSUME {name} offset={offset} batch={batch} ({why}, no messages):"
+                f"CONSUME {show(name)} offset={offset} batch={batch} ({why}, no messages):"
                 f" next_offset {got.next_offset}, expected 1",
                 reply.at("next_offset", asked=("offset",)),
             )
@@ -259,7 +259,7 @@ def test_an_empty_read_answers_the_offset_asked(target: CaseContext) -> None:
             require(
                 got.next_offset == offset,
                 "MK-CONS-9",
-                f"CONSUME {name} offset={offset} batch={batch} ({why}, no messages):"
+                f"CONSUME {show(name)} offset={offset} batch={batch} ({why}, no messages):"
                 f" next_offset {got.next_offset}, where the reference broker answers {offset}"
                 " (the offset asked)",
                 reply.at("next_offset", asked=("offset",)),
@@ -295,7 +295,7 @@ def test_a_negative_offset_or_batch_below_1_is_refused(target: CaseContext) -> N
         produce_all(target, conn, topic, FIVE[:2])
         for offset, batch, why in OUT_OF_RANGE:
             request = codec.Consume(topic, offset, batch)
-            what = f"CONSUME {topic} offset={offset} batch={batch} ({why})"
+            what = f"CONSUME {show(topic)} offset={offset} batch={batch} ({why})"
             reply = call(target, conn, request, "MK-CONS-11", what)
             require_failure(reply, m.CONSUME_REQUEST, "MK-CONS-11", what)
 
@@ -311,7 +311,7 @@ def test_a_message_is_readable_once_produce_is_answered(target: CaseContext) -> 
     with target.connect() as conn:
         put = produce(target, conn, topic, b"now")
         got = read_back(target, conn, topic, put.offset, put.offset + 1)
-        require_data(got, [put], "MK-CONS-12", f"CONSUME {topic} right after PRODUCE")
+        require_data(got, [put], "MK-CONS-12", f"CONSUME {show(topic)} right after PRODUCE")
     with target.connect() as fresh:  # the first is closed: one connection at a time
         got = read_back(target, fresh, topic, put.offset, put.offset + 1)
-        require_data(got, [put], "MK-CONS-12", f"CONSUME {topic} on a new connection")
+        require_data(got, [put], "MK-CONS-12", f"CONSUME {show(topic)} on a new connection")

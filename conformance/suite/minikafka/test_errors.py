@@ -58,7 +58,7 @@ def test_an_error_reply_is_type_0_length_and_a_message(target: CaseContext) -> N
         topic = target.name("errors")
         with target.connect() as conn:
             produce(target, conn, topic, b"x")
-        tries.append((codec.Consume(topic, -1, 5), f"CONSUME {topic} offset=-1 batch=5"))
+        tries.append((codec.Consume(topic, -1, 5), f"CONSUME {show(topic)} offset=-1 batch=5"))
     errors = 0
     for request, what in tries:
         with target.connect() as conn:  # a target may close on either: each on its own
@@ -91,8 +91,8 @@ def cut_short(ctx: CaseContext, bad: bytes, kind: int, what: str) -> None:
 
 @case("minikafka/errors/2", "MK-ERR-2")
 def test_a_request_cut_short_gets_its_error_path(target: CaseContext) -> None:
-    """A PRODUCE whose topic length points past its frame, and a CONSUME without its batch size,
-    are answered with their error path, and the connection serves on.
+    """In doc, a PRODUCE whose topic length points past its frame, and a CONSUME without its batch
+    size, are answered with their error path, and the connection serves on.
 
     MK-ERR-2: "a request whose type byte is known but whose fields are cut short (a length
     pointing past the frame) is answered with that type's error path, and the connection goes

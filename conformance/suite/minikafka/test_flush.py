@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from conformance.suite.case import case, require
 from conformance.suite.minikafka.steps import flush, produce, produce_all, read_back, require_data
+from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
@@ -34,15 +35,15 @@ def test_flush_changes_nothing_consume_returns(target: CaseContext) -> None:
         topic = target.name("flushed")
         puts = produce_all(target, conn, topic, [b"a", b"\x00b", b""])
         before = read_back(target, conn, topic, 0, 3)
-        require_data(before, puts, "MK-CONS-2", f"CONSUME {topic} before FLUSH")
+        require_data(before, puts, "MK-CONS-2", f"CONSUME {show(topic)} before FLUSH")
         flush(target, conn)  # a FLUSH reply it cannot read is MK-FLUSH-1's
         after = read_back(target, conn, topic, 0, 3)
-        require_data(after, puts, "MK-FLUSH-2", f"CONSUME {topic} after FLUSH")
+        require_data(after, puts, "MK-FLUSH-2", f"CONSUME {show(topic)} after FLUSH")
         put = produce(target, conn, topic, b"d")
         require(
             put.offset == 3,
             "MK-FLUSH-2",
-            f"PRODUCE after FLUSH to {topic}, which held offsets 0..2: offset {put.offset},"
+            f"PRODUCE after FLUSH to {show(topic)}, which held offsets 0..2: offset {put.offset},"
             " expected 3",
             put.reply.at("offset"),
         )

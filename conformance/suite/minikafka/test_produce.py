@@ -8,6 +8,7 @@ from conformance.protocols.minikafka import messages as m
 from conformance.suite.case import case, require
 from conformance.suite.minikafka.steps import produce, produce_all, read_back, require_data
 from conformance.suite.minikafka.verify import call, frame_hex, require_success
+from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
@@ -48,7 +49,7 @@ def test_offsets_of_a_new_topic_are_0_1_2(target: CaseContext) -> None:
             require(
                 put.offset == i,
                 "MK-PROD-2",
-                f"PRODUCE number {i + 1} to the new topic {topic}: offset {put.offset},"
+                f"PRODUCE number {i + 1} to the new topic {show(topic)}: offset {put.offset},"
                 f" expected {i}",
                 put.reply.at("offset"),
             )
@@ -68,7 +69,7 @@ def test_offsets_are_counted_per_topic(target: CaseContext) -> None:
             require(
                 put.offset == want,
                 "MK-PROD-3",
-                f"PRODUCE to {topic}: offset {put.offset}, expected {want} (PRODUCE to {a},"
+                f"PRODUCE to {show(topic)}: offset {put.offset}, expected {want} (PRODUCE to {a},"
                 f" {a}, {b}, {a} in that order)",
                 put.reply.at("offset"),
             )
@@ -84,7 +85,7 @@ def test_produce_to_a_new_topic_creates_it(target: CaseContext) -> None:
         topic = target.name("created")
         put = produce(target, conn, topic, b"first", "MK-PROD-4")
         got = read_back(target, conn, topic, put.offset, put.offset + 1)
-        require_data(got, [put], "MK-PROD-4", f"CONSUME of the topic {topic} PRODUCE created")
+        require_data(got, [put], "MK-PROD-4", f"CONSUME of the topic {show(topic)} PRODUCE created")
 
 
 DATA = (
@@ -107,4 +108,4 @@ def test_data_comes_back_byte_for_byte(target: CaseContext) -> None:
         topic = target.name("bytes")
         puts = produce_all(target, conn, topic, DATA)
         got = read_back(target, conn, topic, 0, len(puts))
-        require_data(got, puts, "MK-PROD-5", f"CONSUME {topic}")
+        require_data(got, puts, "MK-PROD-5", f"CONSUME {show(topic)}")
