@@ -90,9 +90,9 @@ def test_flush_with_trailing_bytes() -> None:
 
 
 def test_a_topic_that_is_not_utf8_is_shown_as_its_bytes() -> None:
-    """The summary reads it as the real server does (U+FFFD); the span keeps the bytes."""
+    """The summary and the span show the bytes the wire carries, not U+FFFD."""
     got = annotate(h("01 00000001 ff 0000000000000000 0000000a"), "request")
-    assert got.summary == "CONSUME '\ufffd' offset=0 batch=10"
+    assert got.summary == "CONSUME b'\\xff' offset=0 batch=10"
     assert ("topic", 5, 6, b"\xff") in rows(got.fields)
 
 

@@ -329,16 +329,18 @@ def test_a_target_that_stops_serving_is_warned_within_one_deadline(
     assert results["exit_code"] == 0
 
 
-def test_the_cases_after_a_target_stopped_end_at_once(tmp_path: Path) -> None:
+def test_a_server_that_stops_as_the_real_one_passes_with_a_warning(tmp_path: Path) -> None:
+    """Verdict truth: the real server stops serving after the first robustness input and
+    breaks only SHOULDs; its run exits 0, the later robustness cases not checked."""
     with serving("stops-serving", "real", True) as address:
         results = run_against(tmp_path, address, "real")
     got = verdicts(results)
     assert got.pop("minikafka/robustness/1") == "WARN"
-    assert got.pop("minikafka/robustness/2") == got.pop("minikafka/robustness/3") == "ERROR"
+    assert got.pop("minikafka/robustness/2") == got.pop("minikafka/robustness/3") == "UNSUPPORTED"
     assert set(got.values()) == {"PASS"}, got
-    lost = results["target_lost"]
-    assert lost["case"] == "minikafka/robustness/2" and lost["after"] == "minikafka/robustness/1"
-    assert "stopped it serving" in lost["reason"]
+    assert results["exit_code"] == 0
+    later = [c for c in results["cases"] if c["case_id"] == "minikafka/robustness/2"]
+    assert "not checked: the target stopped serving after" in later[0]["message"]
     robust = [c for c in results["cases"] if c["case_id"].startswith("minikafka/robustness/")]
     assert sum(c["duration_s"] for c in robust) < TIMEOUT + 1.5
     assert "MK-ROBUST-1" in results["stdout"]

@@ -56,13 +56,25 @@ def annotate(payload: bytes, direction: str, earlier: Sequence[bytes] = ()) -> A
         summary = f"malformed: {exc.message}"
     else:
         spans = declaration.annotate(payload, m.VERSION)
-        summary = codec.describe(decoded)
+        summary = codec.describe(_raw_topic(decoded, payload))
     fields = [_shown(replace(s, name=_name(s.name))) for s in spans]
     end = max((s.end for s in fields), default=1)
     if end < len(payload) and not summary.startswith("malformed"):
         fields.append(FieldSpan("trailing bytes", end, len(payload), shown(payload[end:])))
         summary += f" + {len(payload) - end} trailing bytes"
     return Annotation(summary, fields)
+
+
+def _raw_topic(decoded: codec.Request | codec.Reply, payload: bytes) -> codec.Request | codec.Reply:
+    """A request whose topic is not UTF-8 with its topic as the bytes the wire carries (the
+    summary shows them escaped, not as U+FFFD)."""
+    if isinstance(decoded, codec.Consume | codec.Produce):
+        raw = payload[5 : 5 + int.from_bytes(payload[1:5], "big")]
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return replace(decoded, topic=raw)
+    return decoded
 
 
 def _shown(span: FieldSpan) -> FieldSpan:

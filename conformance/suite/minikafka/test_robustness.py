@@ -6,8 +6,9 @@ or nothing there is allowed, and the case closes it, then requires a FLUSH on a 
 connection to be answered (the real server serves one connection at a time, so the first is
 closed before the second is opened).  The real server stops serving everyone after each of
 them while its port still accepts: these SHOULDs WARN it, decided on that silence
-(:func:`.steps.goes_on_serving`), and the cases after the first one that stops it end at once
-as ERRORs of a lost target."""
+(:func:`.steps.goes_on_serving`), and the robustness cases after the first one that stops it
+are UNSUPPORTED at once ("not checked"): this file sorts last, so no other case meets the
+stopped target."""
 
 from __future__ import annotations
 
