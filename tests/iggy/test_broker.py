@@ -665,16 +665,17 @@ def test_what_a_crash_left_without_its_key_is_removed() -> None:
     engine = Engine()
     c = logged(IggyFrontend(engine))
     setup(c, 1)
-    engine.create_topic("iggy/0/7", 1)
+    engine.create_topic("iggy.0.7", 1)
     engine.create_topic("other", 1)
-    engine.create_group("iggy/0/0/3", "iggy/0/0")
-    engine.add_partitions("iggy/0/0", 2)
+    engine.create_topic("iggy.0.x", 1)  # not a name Iggy gives
+    engine.create_group("iggy/0/0/3", "iggy.0.0")
+    engine.add_partitions("iggy.0.0", 2)
     engine.put_meta("iggy/5/0", b'{"name": "orphan"}')
     engine.put_meta("iggy/5/0/o/1/0/n1", b"3")
     engine.put_meta("iggy/not-a-key", b"?")
     IggyFrontend(engine)
-    assert [t.name for t in engine.list_topics()] == ["iggy/0/0", "other"]
-    assert engine.topic("iggy/0/0").partitions == 1
+    assert [t.name for t in engine.list_topics()] == ["iggy.0.0", "iggy.0.x", "other"]
+    assert engine.topic("iggy.0.0").partitions == 1
     assert engine.list_groups() == []
     assert sorted(engine.meta("iggy/")) == ["iggy/0", "iggy/0/0", "iggy/not-a-key"]
 

@@ -70,7 +70,19 @@ OFFSET, TIMESTAMP, FIRST, LAST, NEXT = 1, 2, 3, 4, 5
 
 
 def partition_size(session: IggySession, stream: StreamEntry, topic: TopicEntry, p: int) -> int:
-    return topic.sizes[p] if p < len(topic.sizes) else 0
+    """Bytes stored in partition ``p`` as Iggy counts them (64 + payload + user headers),
+    its records appended since the last count added first, whichever protocol wrote them."""
+    if p >= len(topic.sizes):
+        return 0
+    name = engine_topic(stream.id, topic.id)
+    del topic.counted[len(topic.sizes) :]
+    topic.counted += [0] * (len(topic.sizes) - len(topic.counted))
+    offset, hwm = topic.counted[p], session.engine.high_watermark(name, p)
+    while offset < hwm and (batch := session.engine.read(name, p, offset, 1000)):
+        topic.sizes[p] += sum(from_record(r).size for r in batch)
+        offset = batch[-1].offset + 1
+    topic.counted[p] = offset
+    return topic.sizes[p]
 
 
 def _new_id() -> int:
@@ -137,9 +149,6 @@ def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     session.engine.append(engine_topic(stream.id, topic.id), partition, records)
     if topic.balanced != balanced:
         session.registry.save_balanced(stream, topic)
-    topic.sizes[partition] += sum(
-        64 + len(m.get("payload", b"")) + len(m.get("headers", b"")) for m in messages
-    )
     return {}
 
 

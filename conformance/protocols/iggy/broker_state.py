@@ -17,17 +17,25 @@ has no field for.  This registry holds that, in memory:
 * group members: numbered per group (:class:`GroupEntry`), each number mapped to its
   client; the engine knows the member by the padded number (:func:`member_key`).
 
-Engine names (:func:`engine_topic`, :func:`engine_group`): ``iggy/<stream id>/<topic id>``
-and ``iggy/<stream id>/<topic id>/<group id>``, by ids, so a name never needs escaping.
+Engine names (:func:`engine_topic`, :func:`engine_group`), by ids, so a name never needs
+escaping: a topic is ``iggy.<stream id>.<topic id>``, its *shared name*, the one every
+other protocol of the broker uses for it (docs/cross-protocol.md: a legal Kafka topic
+name, so no ``/``); a group is ``iggy/<stream id>/<topic id>/<group id>`` (groups are not
+shared).  Iggy partition id ``p`` is the engine topic's partition ``p``.  Names of the
+form ``iggy.<digits>.<digits>`` are Iggy's: a new topic gets the lowest free id whose
+shared name is not taken by a topic another protocol made, and recovery removes such a
+topic that has no Iggy key (see below).
 
 Durable with ``serve --data-dir``: every change to a stream, topic, group or stored offset
 is written through at once to the engine's metadata store (:meth:`Engine.put_meta`), one
 small key per item (:data:`LAYOUT`), and a broker started on the same directory rebuilds
-the registry from those keys and the engine's ``iggy/`` topics and groups
-(:meth:`Registry.recover`).  The partition sizes are not stored: recovery adds them up
-from the records.  Not durable: clients, group membership (a member leaves when its
-connection ends; the engine's recovery drops every connection-bound member), a member's
-turn among its partitions, and the broker's start time.  Without ``--data-dir`` the
+the registry from those keys and the engine's ``iggy.`` topics and ``iggy/`` groups
+(:meth:`Registry.recover`).  The partition sizes are not stored: they are added up from
+the records when first asked for, and brought up to date from the records appended since
+(over any protocol) each time (:func:`~.broker_messages.partition_size`).  Not durable:
+clients, group membership (a member leaves when its connection ends; the engine's
+recovery drops every connection-bound member), a member's turn among its partitions, and
+the broker's start time.  Without ``--data-dir`` the
 engine keeps the same keys in memory.
 
 Writes go in the order that leaves a crash between two of them harmless: the engine's
@@ -49,6 +57,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +72,10 @@ log = logging.getLogger("conformance.iggy")
 
 ID, ORIGIN, TIMESTAMP, USER_HEADERS = "iggy.id", "iggy.origin_ts", "iggy.ts_us", "iggy.headers"
 PREFIX = "iggy/"
+"""Of the metadata keys and the engine's group names."""
+TOPIC_PREFIX = "iggy."
+"""Of the engine's topic names (:func:`engine_topic`)."""
+_ENGINE_TOPIC = re.compile(r"iggy\.(0|[1-9][0-9]{0,9})\.(0|[1-9][0-9]{0,9})")
 LAYOUT = {
     "iggy/<stream>": 'stream, JSON {"name", "created_at"}',
     "iggy/<stream>/<topic>": "topic, JSON: name, created_at, compression, message_expiry, "
@@ -112,7 +125,14 @@ def now_us() -> int:
 
 
 def engine_topic(stream_id: int, topic_id: int) -> str:
-    return f"{PREFIX}{stream_id}/{topic_id}"
+    """A topic's shared name, ``iggy.<stream id>.<topic id>``."""
+    return f"{TOPIC_PREFIX}{stream_id}.{topic_id}"
+
+
+def parse_engine_topic(name: str) -> tuple[int, int] | None:
+    """(stream id, topic id) of a shared name :func:`engine_topic` wrote, else None."""
+    m = _ENGINE_TOPIC.fullmatch(name)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
 
 
 def engine_group(stream_id: int, topic_id: int, group_id: int) -> str:
@@ -168,12 +188,16 @@ class Stored:
 
 
 def from_record(record: EngineRecord) -> Stored:
+    """A stored record as Iggy sees it; a record another protocol wrote has none of the
+    reserved headers: id 0, both timestamps the record's (ms as µs), the value (None as
+    empty) and no user headers (docs/cross-protocol.md)."""
     h = {name: value or b"" for name, value in record.headers}
+    engine_us = record.timestamp_ms * 1000
     return Stored(
         record.offset,
         int.from_bytes(h.get(ID, b""), "little"),
-        int.from_bytes(h.get(ORIGIN, b""), "little"),
-        int.from_bytes(h.get(TIMESTAMP, b""), "little") or record.timestamp_ms * 1000,
+        int.from_bytes(h[ORIGIN], "little") if ORIGIN in h else engine_us,
+        int.from_bytes(h.get(TIMESTAMP, b""), "little") or engine_us,
         record.value or b"",
         h.get(USER_HEADERS, b""),
     )
@@ -213,6 +237,7 @@ class TopicEntry:
     replication_factor: int
     partitions: list[int] = field(default_factory=list)  # created_at of each
     sizes: list[int] = field(default_factory=list)  # bytes stored in each (64 + payload + headers)
+    counted: list[int] = field(default_factory=list)  # of each, the first offset not in sizes
     balanced: int = 0
     groups: dict[int, GroupEntry] = field(default_factory=dict)
     offsets: dict[OffsetKey, int] = field(default_factory=dict)
@@ -365,7 +390,7 @@ class Registry:
             if g.name.startswith(PREFIX) and g.name not in groups:
                 engine.delete_group(g.name)
         for info in engine.list_topics():
-            if info.name.startswith(PREFIX) and info.name not in topics:
+            if parse_engine_topic(info.name) is not None and info.name not in topics:
                 engine.delete_topic(info.name)
         for name, (s, t) in topics.items():
             if not engine.has_topic(name):  # cannot happen in the write order: kept empty
@@ -377,7 +402,7 @@ class Registry:
                 del t.partitions[extra:]
                 self.save_topic(s, t)
                 self.forget_partitions_from(s, t, len(t.partitions))
-            t.sizes = [_size(engine, name, p) for p in range(len(t.partitions))]
+            t.sizes, t.counted = [0] * len(t.partitions), [0] * len(t.partitions)
         known = {g.name for g in engine.list_groups()}
         for name, (s, t) in groups.items():
             if name not in known:  # cannot happen in the write order: made again
@@ -442,12 +467,3 @@ def _parse(rest: str) -> tuple[Any, ...]:
     except ValueError:
         pass
     return ()
-
-
-def _size(engine: Engine, name: str, p: int) -> int:
-    """Bytes stored in a partition as Iggy counts them (64 + payload + user headers)."""
-    total, offset = 0, 0
-    while batch := engine.read(name, p, offset, 1000):
-        total += sum(from_record(r).size for r in batch)
-        offset = batch[-1].offset + 1
-    return total

@@ -143,10 +143,18 @@ def create_topic(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     if any(t.name == name for t in stream.topics.values()):
         raise Refusal(st.TOPIC_NAME_ALREADY_EXISTS, f"topic {name!r} exists in stream {stream.id}")
     tid = body.get("topic_id")
-    if tid is None:
+    if tid is None:  # the lowest free id whose shared name no other protocol has taken
         tid = lowest_free(stream.topics)
+        while session.engine.has_topic(engine_topic(stream.id, tid)):
+            tid = lowest_free({*stream.topics, *range(tid + 1)})
     elif tid in stream.topics:  # doc: as for streams, the name code
         raise Refusal(st.TOPIC_NAME_ALREADY_EXISTS, f"topic id {tid} is in use")
+    elif session.engine.has_topic(engine_topic(stream.id, tid)):
+        raise Refusal(
+            st.TOPIC_NAME_ALREADY_EXISTS,
+            f"topic id {tid}: its shared name {engine_topic(stream.id, tid)} is another "
+            "protocol's topic",
+        )
     now = now_us()
     topic = TopicEntry(
         tid,
@@ -157,6 +165,7 @@ def create_topic(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
         body.get("max_topic_size", 0),
         body.get("replication_factor", 0),
         [now] * count,
+        [0] * count,
         [0] * count,
     )
     session.engine.create_topic(engine_topic(stream.id, tid), count, min_partitions=0)
@@ -212,6 +221,7 @@ def create_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, A
     session.engine.add_partitions(engine_topic(stream.id, topic.id), count)
     topic.partitions += [now_us()] * count
     topic.sizes += [0] * count
+    topic.counted += [0] * (len(topic.sizes) - len(topic.counted))
     session.registry.save_topic(stream, topic)
     return {}
 
@@ -226,6 +236,7 @@ def delete_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, A
         )
     del topic.partitions[len(topic.partitions) - count :]
     del topic.sizes[len(topic.sizes) - count :]
+    del topic.counted[len(topic.sizes) :]
     session.registry.save_topic(stream, topic)  # the key first (see broker_state.py)
     session.registry.forget_partitions_from(stream, topic, len(topic.partitions))
     session.engine.remove_partitions(engine_topic(stream.id, topic.id), count)
