@@ -3,7 +3,12 @@
 The engine stores protocol-neutral records (key, value, headers).  A Cursus message
 carries more than that; its extra fields travel as ``cursus.*`` headers so that a
 message produced over Cursus is consumed over Cursus unchanged, and one produced over
-another protocol reads back with the Cursus defaults (empty strings, zeros).
+another protocol reads back with the Cursus defaults (empty strings, zeros), its
+producer id, epoch and sequence the engine record's when it has them (an idempotent Kafka
+producer's), its key as text (none: empty), its value None as empty, and its headers of
+other protocols not shown (Cursus has none).  A Cursus message's empty key is stored as
+no key (None: a Kafka consumer reads a null key), since Cursus cannot tell them apart
+(docs/cross-protocol.md).
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ _STR_FIELDS = ("producer_id", "event_type", "metadata")
 def to_record(m: Message) -> NewRecord:
     headers = [(_PREFIX + name, str(getattr(m, name)).encode()) for name in _INT_FIELDS]
     headers += [(_PREFIX + name, getattr(m, name).encode("utf-8")) for name in _STR_FIELDS]
-    return NewRecord(key=m.key.encode("utf-8"), value=m.payload, headers=tuple(headers))
+    key = m.key.encode("utf-8") if m.key else None
+    return NewRecord(key=key, value=m.payload, headers=tuple(headers))
 
 
 def to_message(r: Record) -> Message:

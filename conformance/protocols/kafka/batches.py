@@ -7,6 +7,13 @@ response: consecutive records of the same producer (and epoch) form one batch, s
 idempotent producer's sequences survive the round trip; a batch holds at most
 ``BATCH_RECORDS`` records, and batches are added while they fit the byte limit (the
 first always, so a record larger than the limit cannot block a consumer).
+
+Headers (docs/cross-protocol.md): an engine record's headers are Kafka's record headers,
+but for the names other front-ends reserve for their own per-message fields
+(:data:`RESERVED`: Iggy's id and timestamps, Cursus's message fields), which a Fetch
+leaves out.  So that a Kafka producer may still use any name, one of its headers whose
+name begins with a reserved prefix or with :data:`ESCAPE` is stored with ``ESCAPE`` in
+front, and a Fetch takes one ``ESCAPE`` off again: Kafka's headers read back as sent.
 """
 
 from __future__ import annotations
@@ -33,6 +40,23 @@ records must not stall every connection for seconds."""
 _I64, _I32, _U32 = struct.Struct(">q"), struct.Struct(">i"), struct.Struct(">I")
 
 Append = tuple[list[NewRecord], ProducerBatch | None]
+
+RESERVED = ("iggy.", "cursus.")
+"""Prefixes of the header names other front-ends keep their message fields under."""
+ESCAPE = "kafka."
+"""Put in front of a Kafka header's name that begins with a reserved prefix or with itself."""
+
+
+def stored_header(name: str) -> str:
+    """The engine's name of a Kafka header ``name``."""
+    return ESCAPE + name if name.startswith((*RESERVED, ESCAPE)) else name
+
+
+def fetched_header(name: str) -> str | None:
+    """The Kafka name of an engine header ``name``; None: another front-end's field."""
+    if name.startswith(RESERVED):
+        return None
+    return name[len(ESCAPE) :] if name.startswith(ESCAPE) else name
 
 
 class Refused(ProtocolError):
@@ -103,7 +127,7 @@ def _records(batch: rec.RecordBatch) -> list[NewRecord]:
         NewRecord(
             r.key,
             r.value,
-            tuple((h.key, h.value) for h in r.headers),
+            tuple((stored_header(h.key), h.value) for h in r.headers),
             base + r.timestamp_delta if base >= 0 else None,
         )
         for r in batch.records
@@ -148,7 +172,11 @@ def _batch(run: list[Record], magic: int) -> bytes:
                     timestamp_delta=r.timestamp_ms - base_ts,
                     key=r.key,
                     value=r.value,
-                    headers=tuple(rec.Header(k, v) for k, v in r.headers),
+                    headers=tuple(
+                        rec.Header(name, v)
+                        for k, v in r.headers
+                        if (name := fetched_header(k)) is not None
+                    ),
                 )
                 for r in run
             ),

@@ -197,14 +197,19 @@ class V1Frontend:
         return self.engine.create_topic(topic, self.config.partitions).partitions
 
     def replica(self, topic: str, partition: int) -> PartitionReplication:
+        """The partition's replication state, its leader's last offset brought up to the
+        log's: a record another protocol appended is the leader's too (docs/cross-protocol.md),
+        held to the same hw rules as one appended by PRODUCE."""
         key = (topic, partition)
+        last = self.engine.high_watermark(topic, partition) - 1
         rep = self._replicas.get(key)
         if rep is None:
-            last = self.engine.high_watermark(topic, partition) - 1
             rep = PartitionReplication(
                 topic, partition, self.replication_config, leader_last_offset=last
             )
             self._replicas[key] = rep
+        elif last > rep.leader_last_offset:
+            rep.appended(last)
         return rep
 
 
@@ -343,7 +348,7 @@ class V1Session(GroupCommands):
         items: tuple[tuple[int, str], ...] = ()
         if 0 <= offset <= last:
             records = self.engine.read(topic, partition, offset, last - offset + 1)
-            items = tuple((r.offset, (r.value or b"").decode("utf-8", "replace")) for r in records)
+            items = tuple((r.offset, shown_value(r.value)) for r in records)
         return self.ok(request, {"messages": items, "hw": hw})
 
     def do_set_partition_role(
@@ -365,6 +370,17 @@ class V1Session(GroupCommands):
         return self.ok(request, values)
 
 
+def shown_value(value: bytes | None) -> str:
+    """A record's value as CONSUME writes it: its UTF-8 text, with U+FFFD for each byte
+    that is not UTF-8 and for each whitespace character (a value from another protocol
+    may hold them; a reply is one line of space-separated fields), None as empty
+    (docs/cross-protocol.md; SPEC.md V1L-CROSS-1)."""
+    text = (value or b"").decode("utf-8", "replace")
+    if any(c.isspace() for c in text):
+        text = "".join("\ufffd" if c.isspace() else c for c in text)
+    return text
+
+
 def _empty_key(request: Request) -> bool:
     if request.command != "PRODUCE":
         return False
@@ -377,4 +393,4 @@ def _crash(quirk: str, why: str) -> NoReturn:
     os._exit(CRASH_EXIT_CODE)
 
 
-__all__ = ["V1Config", "V1Frontend", "V1Session", "fnv1a32"]
+__all__ = ["V1Config", "V1Frontend", "V1Session", "fnv1a32", "shown_value"]
