@@ -21,7 +21,7 @@ from conformance.protocols.cursus.quirks import QUIRKS
 if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
-    from conformance.plugin import VectorSchema
+    from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
 
 
@@ -85,6 +85,12 @@ def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     return CursusFuzzing()
 
 
+def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
+    from conformance.protocols.cursus.messaging import messaging
+
+    return messaging(options, revision)
+
+
 PLUGIN = Plugin(
     name="cursus",
     title="Cursus (cursus-protocol.txt)",
@@ -101,4 +107,5 @@ PLUGIN = Plugin(
     fuzzing=_fuzzing,
     quirks=QUIRKS,
     options=OPTIONS,
+    messaging=_messaging,
 )

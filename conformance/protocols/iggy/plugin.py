@@ -29,7 +29,7 @@ from conformance.protocols.iggy.quirks import QUIRKS
 if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
-    from conformance.plugin import VectorSchema
+    from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
 
 DEFAULT_PORT = 8090
@@ -133,6 +133,12 @@ def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     return IggyFuzzing(options, revision)
 
 
+def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
+    from conformance.protocols.iggy.messaging import messaging
+
+    return messaging(options, revision)
+
+
 PLUGIN = Plugin(
     name="iggy",
     title="Apache Iggy, binary TCP (iggy-binary-protocol.txt; classic: apache-iggy 0.8)",
@@ -151,4 +157,5 @@ PLUGIN = Plugin(
     quirks=QUIRKS,
     options=OPTIONS,
     opening=opening,
+    messaging=_messaging,
 )

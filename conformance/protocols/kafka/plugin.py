@@ -25,7 +25,7 @@ from conformance.protocols.kafka.quirks import QUIRKS
 if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
-    from conformance.plugin import VectorSchema
+    from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
 
 DEFAULT_PORT = 9092
@@ -96,6 +96,12 @@ def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     return KafkaFuzzing()
 
 
+def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
+    from conformance.protocols.kafka.messaging import messaging
+
+    return messaging(options, revision)
+
+
 PLUGIN = Plugin(
     name="kafka",
     title="Kafka (kafka-wire-protocol-pgcdc.txt, Apache Kafka protocol)",
@@ -113,4 +119,5 @@ PLUGIN = Plugin(
     fuzzing=_fuzzing,
     quirks=QUIRKS,
     options=OPTIONS,
+    messaging=_messaging,
 )

@@ -27,7 +27,7 @@ from conformance.protocols.minikafka.quirks import QUIRKS
 if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
-    from conformance.plugin import VectorSchema
+    from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
 
 DEFAULT_PORT = 9180
@@ -98,6 +98,12 @@ def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     return MiniKafkaFuzzing(options, revision)
 
 
+def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
+    from conformance.protocols.minikafka.messaging import messaging
+
+    return messaging(options, revision)
+
+
 PLUGIN = Plugin(
     name="minikafka",
     title="mini-Kafka binary protocol (mini-kafka-binary-protocol.txt; real: its phase-2 server)",
@@ -114,4 +120,5 @@ PLUGIN = Plugin(
     fuzzing=_fuzzing,
     quirks=QUIRKS,
     options=OPTIONS,
+    messaging=_messaging,
 )

@@ -41,7 +41,7 @@ from conformance.protocols.v1line.replication import (
 if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
-    from conformance.plugin import VectorSchema
+    from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
 
 DEFAULT_PORT = 9192
@@ -169,6 +169,12 @@ def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
     return V1Fuzzing(options, revision)
 
 
+def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
+    from conformance.protocols.v1line.messaging import messaging
+
+    return messaging(options, revision)
+
+
 PLUGIN = Plugin(
     name="v1line",
     title="V1 line protocol (v1-line-protocol.txt; real: the Go broker it describes)",
@@ -185,4 +191,5 @@ PLUGIN = Plugin(
     fuzzing=_fuzzing,
     quirks=QUIRKS,
     options=OPTIONS,
+    messaging=_messaging,
 )
