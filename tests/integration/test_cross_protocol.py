@@ -183,14 +183,14 @@ def test_the_binary_protocols_carry_separators_byte_for_byte(
 
 
 @pytest.mark.parametrize("producer", BINARY)
-def test_v1_consume_shows_whitespace_and_bad_utf8_as_replacement_characters(
+def test_v1_consume_shows_spaces_newlines_and_bad_utf8_as_replacement_characters(
     peers: dict[str, Peer], producer: str
 ) -> None:
     """V1 CONSUME carries ':' and '|' as they are and ',' as it is (a reader splits only
-    at ',<digits>:'); whitespace and bytes that are not UTF-8 become U+FFFD, one per
-    character or bad byte, so the reply stays one line of key=value fields."""
+    at ',<digits>:'), and a '\r' as V1's own values; a space, a newline and a byte that is
+    not UTF-8 become U+FFFD each, so the reply stays one line of key=value fields."""
     got = _cross(peers, producer, "v1line", SEPARATORS)
-    shown = ["a:b:c", "x,y", "p|q", "s\ufffdt", "l\ufffdm", "cr\ufffd\ufffd", "\x00\ufffd", ""]
+    shown = ["a:b:c", "x,y", "p|q", "s\ufffdt", "l\ufffdm", "cr\r\ufffd", "\x00\ufffd", ""]
     assert [v for _, v in got] == [s.encode() for s in shown]
 
 

@@ -372,13 +372,12 @@ class V1Session(GroupCommands):
 
 def shown_value(value: bytes | None) -> str:
     """A record's value as CONSUME writes it: its UTF-8 text, with U+FFFD for each byte
-    that is not UTF-8 and for each whitespace character (a value from another protocol
-    may hold them; a reply is one line of space-separated fields), None as empty
-    (docs/cross-protocol.md; SPEC.md V1L-CROSS-1)."""
+    that is not UTF-8 and for each space and newline (a value from another protocol may
+    hold them; a reply is one line of space-separated fields; no V1 PRODUCE can store
+    either, so V1's own values are unchanged), None as empty (docs/cross-protocol.md;
+    SPEC.md V1L-CROSS-1)."""
     text = (value or b"").decode("utf-8", "replace")
-    if any(c.isspace() for c in text):
-        text = "".join("\ufffd" if c.isspace() else c for c in text)
-    return text
+    return text.replace(" ", "\ufffd").replace("\n", "\ufffd")
 
 
 def _empty_key(request: Request) -> bool:

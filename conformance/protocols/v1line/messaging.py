@@ -34,7 +34,7 @@ def cannot_carry(value: bytes, revision: str) -> str | None:
     except UnicodeDecodeError:
         return "it is not UTF-8"
     if any(c.isspace() for c in text):
-        return "it holds whitespace (args are separated by spaces, a line ends at a newline)"
+        return "it holds whitespace (args are split at spaces, in real at any whitespace)"
     if "|" in text and revision != "real":
         return "it holds '|' (doc splits the line on every '|')"
     return None
