@@ -281,7 +281,8 @@ def test_max_batch_caps_what_one_consume_returns() -> None:
 
 
 def test_max_frame_bytes_limits_requests_from_the_prefix_and_replies_by_size() -> None:
-    """--max-frame-bytes 64: a request whose length field is 64 is answered; 65 closes the
+    """--max-frame-bytes 64: a request whose length field is 64 is answered, a PRODUCE of data
+    one CONSUME reply could not carry (over 64 - 30 bytes) with the error path; 65 closes the
     connection as soon as the prefix is in (nothing buffered, nothing written); a CONSUME
     reply stops before it would pass 64 bytes and says where to go on."""
     with broker.running(
@@ -290,7 +291,11 @@ def test_max_frame_bytes_limits_requests_from_the_prefix_and_replies_by_size() -
         biggest = codec.Produce("big", bytes(MAX_FRAME - 4 - 1 - 4 - 3 - 4))
         assert len(framed(biggest)) == MAX_FRAME
         with connect(b) as c:
-            assert c.call(biggest) == codec.ProduceOk(0)
+            refused = c.call(biggest)
+            assert isinstance(refused, codec.Failure) and "over 34" in refused.error, refused
+            assert c.call(codec.Produce("big", bytes(MAX_FRAME - 30))) == codec.ProduceOk(0)
+            reply = c.call(codec.Consume("big", 0, 10))
+            assert isinstance(reply, codec.ConsumeOk) and len(reply.messages) == 1, reply
         with connect(b) as c:
             c.send(struct.pack(">i", MAX_FRAME + 1))  # the prefix alone
             assert c.closed_within(DEADLINE_S) and c.buf == b"", "a 65-byte length was waited on"

@@ -142,7 +142,8 @@ def test_the_suite_passes_every_must_and_warns_on_the_stop(classes: Path, tmp_pa
     """Revision ``real``, the whole suite on one peer: every MUST case passes but MK-ERR-1,
     UNSUPPORTED (the real server never answers an error path: FACTS.md 3.9), nothing FAILs,
     and the first robustness case WARNs; it stops the peer, so the robustness cases after it
-    are ERRORs of a lost target (test_robustness.py says so), and nothing else is."""
+    are not checked (UNSUPPORTED, test_robustness.py says so), and the run exits 0: the real
+    server breaks only SHOULDs, and a suite must not fail it."""
     reports = tmp_path / "reports"
     with javastyle_minikafka.running(classes, tmp_path / "peer.out") as peer:
         proc = conformance(
@@ -159,10 +160,11 @@ def test_the_suite_passes_every_must_and_warns_on_the_stop(classes: Path, tmp_pa
     not_passed = {k: v for k, v in must.items() if v != "PASS"}
     assert not_passed == {"minikafka/errors/1": "UNSUPPORTED"}, said
     assert got.get("WARN") == {ROBUSTNESS[0]}, said
-    assert got.get("ERROR", set()) == set(ROBUSTNESS[1:]), said
-    assert run["target_lost"]["case"] == ROBUSTNESS[1], run["target_lost"]
-    assert "stopped it serving" in run["target_lost"]["reason"], run["target_lost"]
-    assert proc.returncode == 1, said  # an ERROR: the run could not judge two cases
+    assert "ERROR" not in got, said
+    unchecked = {c["case_id"]: c["message"] for c in cases if c["case_id"] in ROBUSTNESS[1:]}
+    assert all(m.startswith("not checked: the target stopped serving") for m in unchecked.values())
+    assert got.get("UNSUPPORTED") == {"minikafka/errors/1", *ROBUSTNESS[1:]}, said
+    assert proc.returncode == 0, said
 
 
 @pytest.mark.parametrize("case_id", ROBUSTNESS)

@@ -15,7 +15,7 @@ Behaviour (SPEC.md numbers every rule; revision ``doc`` or ``real``):
   (MK-PROD-4); a topic another protocol made with several partitions is used at
   partition 0.  CONSUME never creates one (MK-CONS-6).
 * CONSUME returns at most ``min(batch size, --max-batch)`` messages and stops before the
-  reply would pass the frame limit; an empty read answers next offset 1 in ``real``
+  reply would pass the frame limit (PRODUCE refuses data one reply could not carry); an empty read answers next offset 1 in ``real``
   (MK-CONS-8) and the requested offset in ``doc`` (MK-CONS-9).  ``doc`` refuses a
   negative offset, a batch size below 1 and a topic that is not UTF-8 with the error path
   (MK-CONS-11, MK-ERR-3); ``real`` reads them as the real server does (MK-CONS-10,
@@ -139,6 +139,13 @@ class MiniKafkaSession:
 
     def produce(self, request: codec.Produce) -> codec.Reply:
         topic = str(request.topic)
+        most = self.config.max_frame - CONSUME_OK_OVERHEAD - CONSUMED_OVERHEAD
+        if len(request.data) > most:  # a CONSUME reply could never carry it
+            return codec.failure_for(
+                m.PRODUCE_REQUEST,
+                f"data of {len(request.data)} bytes is over {most}, the most one CONSUME reply "
+                f"of at most {self.config.max_frame} bytes can carry",
+            )
         if not self.engine.has_topic(topic):
             self.engine.create_topic(topic, 1)
         record = NewRecord(None, request.data)
@@ -168,7 +175,7 @@ class MiniKafkaSession:
         for record in records:
             data = record.value or b""
             room -= CONSUMED_OVERHEAD + len(data)
-            if room < 0 and items:
+            if room < 0 and items:  # the first always fits, unless another protocol wrote it
                 break
             items.append(codec.Consumed(record.offset, data))
         last = items[-1].offset
