@@ -15,8 +15,9 @@ Behaviour (SPEC.md numbers every rule; revision ``doc`` or ``real``):
   (MK-PROD-4); a topic another protocol made with several partitions is used at
   partition 0.  CONSUME never creates one (MK-CONS-6).
 * CONSUME returns at most ``min(batch size, --max-batch)`` messages and stops before the
-  reply would pass the frame limit (PRODUCE refuses data one reply could not carry); an empty read answers next offset 1 in ``real``
-  (MK-CONS-8) and the requested offset in ``doc`` (MK-CONS-9).  ``doc`` refuses a
+  reply would pass the frame limit (PRODUCE refuses data one reply could not carry); an
+  empty read answers next offset 1 in ``real`` (MK-CONS-8) and the requested offset in
+  ``doc`` (MK-CONS-9).  ``doc`` refuses a
   negative offset, a batch size below 1 and a topic that is not UTF-8 with the error path
   (MK-CONS-11, MK-ERR-3); ``real`` reads them as the real server does (MK-CONS-10,
   MK-ERR-4).
