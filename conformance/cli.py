@@ -141,6 +141,8 @@ def _add_run(
             metavar="HOST:PORT",
             help="broker to test; omitted: start the embedded reference broker",
         )
+        # run --all's children: the target is the embedded serve --all (with --quirk)
+        p.add_argument("--embedded-target", action="store_true", help=argparse.SUPPRESS)
     _add_revision(p, everything, "protocol revision the target speaks (default: the document's)")
     p.add_argument("--strict", action="store_true", help="a broken SHOULD (WARN) fails the run")
     p.add_argument(

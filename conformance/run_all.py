@@ -53,6 +53,7 @@ class Suite:
 
     plugin: Plugin
     revision: str
+    quirks: list[str] = field(default_factory=list)
     address: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     code: int | None = None
@@ -87,7 +88,7 @@ def run_all_command(args: argparse.Namespace) -> int:
     if jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
     chosen = [p for p in plugins if not targets or p.name in targets]
-    suites = [Suite(p, revisions[p.name]) for p in chosen]
+    suites = [Suite(p, revisions[p.name], quirks[p.name]) for p in chosen]
     for suite in suites:
         given = {
             o.dest: getattr(args, o.dest, None) for o in options_for(suite.plugin.options, "run")
@@ -206,6 +207,9 @@ def _child_command(
     cmd += ["--reports", str(reports / suite.name), "--timeout", str(args.timeout)]
     cmd += ["--wire-keep", str(args.wire_keep)]
     cmd += ["--target-name", args.target_name or ("embedded" if embedded else suite.address)]
+    if embedded:  # its reports and reproduce commands name the embedded broker and quirks
+        cmd.append("--embedded-target")
+        cmd += [a for q in suite.quirks for a in ("--quirk", q)]
     for o in options_for(suite.plugin.options, "run"):
         if suite.options.get(o.dest) is not None:
             cmd += [o.flag, str(suite.options[o.dest])]

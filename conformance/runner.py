@@ -253,7 +253,7 @@ def pytest_args(
         out.append("--conformance-strict")
     if args.baseline:
         out += ["--conformance-baseline", str(Path(args.baseline).resolve())]
-    if args.target is None:
+    if args.target is None or getattr(args, "embedded_target", False):
         out.append("--conformance-embedded")
     for q in args.quirk:
         out += ["--conformance-quirk", q]
@@ -273,7 +273,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     revision = check_revision(plugin, args.revision)
-    if args.target and args.quirk:
+    embedded = not args.target or args.embedded_target
+    if not embedded and args.quirk:
         raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
     args.jobs = 1 if args.jobs is None else args.jobs
     if args.jobs < 1:
@@ -287,7 +288,7 @@ def run_command(args: argparse.Namespace) -> int:
         except baseline.BaselineError as exc:
             raise UsageError(str(exc)) from None
     reports = Path(args.reports)
-    options = protocol_options(plugin, "run", args, embedded=not args.target)
+    options = protocol_options(plugin, "run", args, embedded=embedded)
     if args.dry_run:
         code = int(pytest.main(pytest_args(args, plugin, None, options, reports)))
         return 0 if code in (0, 5) else EXIT_USAGE if code == 4 else EXIT_FAIL
