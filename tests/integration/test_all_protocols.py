@@ -121,15 +121,18 @@ def test_run_all_fails_when_one_protocol_fails_and_a_baseline_folder_takes_it(
     assert "FAILED minikafka doc against embedded" in proc.stdout
     assert "PASSED v1line doc against embedded" in proc.stdout
     assert "failing: minikafka" in proc.stdout and "MK-CONS-5" in proc.stdout
+    again = [line for line in proc.stdout.splitlines() if line.strip().startswith("again")]
+    assert again and all("--target" not in line for line in again), again  # its port is gone
+    assert any("--quirk next-offset-of-last minikafka/consume/5" in line for line in again)
     summary = json.loads((tmp_path / "reports" / "results-all.json").read_text())
     skipped = {p["protocol"] for p in summary["protocols"] if p.get("skipped")}
     assert skipped == set(protocols.names()) - {"minikafka", "v1line"}
     assert (tmp_path / "known" / "minikafka.yaml").exists()
-    again = conformance(
+    rerun = conformance(
         tmp_path, "run", "--all", *select, *quirk, "--baseline", "known", timeout=600
     )
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "known failures (baseline)" in again.stdout
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "known failures (baseline)" in rerun.stdout
 
 
 def test_run_all_selection_that_matches_nothing_is_a_usage_error(tmp_path: Path) -> None:
