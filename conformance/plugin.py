@@ -189,8 +189,10 @@ class Messaging:
     """``produce(topic, values)``: each value as one message, in order, each one
     acknowledged; returns their offsets."""
     consume: Callable[[str, int, int], Generator[bytes, bytes, list[tuple[int, bytes]]]]
-    """``consume(topic, offset, count)``: up to ``count`` messages from ``offset``, as
-    ``(offset, value)`` pairs (several requests if the protocol returns fewer at once)."""
+    """``consume(topic, offset, count)``: one read (usually one request) of up to ``count``
+    messages from ``offset``, as ``(offset, value)`` pairs; fewer, or none at the end of
+    the log, is an answer (:func:`conformance.cross.consume_all` reads on until it has
+    ``count``)."""
     create: Callable[[str], Generator[bytes, bytes, str]] | None = None
     """``create(base)``: a new topic with one partition, named from ``base``; returns its
     shared name.  None: this protocol cannot make a topic without writing to it."""

@@ -53,19 +53,12 @@ def produce(topic: str, values: Sequence[bytes]) -> Generator[bytes, bytes, list
 def consume(
     topic: str, offset: int, count: int
 ) -> Generator[bytes, bytes, list[tuple[int, bytes]]]:
-    out: list[tuple[int, bytes]] = []
-    while len(out) < count:
-        what = f"CONSUME {topic} 0 {offset}"
-        command = codec.encode_command(Command("CONSUME", (topic, 0, offset)))
-        got = _reply(what, (yield codec.frame(command)))
-        if not isinstance(got, Batch):
-            raise _refuse(what, got)
-        read = [(m.offset, m.payload) for m in got.messages if m.offset >= offset]
-        if not read:
-            break
-        out += read[: count - len(out)]
-        offset = read[-1][0] + 1
-    return out
+    what = f"CONSUME {topic} 0 {offset}"
+    command = codec.encode_command(Command("CONSUME", (topic, 0, offset)))
+    got = _reply(what, (yield codec.frame(command)))
+    if not isinstance(got, Batch):
+        raise _refuse(what, got)
+    return [(m.offset, m.payload) for m in got.messages]
 
 
 def messaging(options: Mapping[str, Any], revision: str) -> Messaging:

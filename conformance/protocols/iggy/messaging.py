@@ -133,14 +133,8 @@ class IggyMessaging:
         self, topic: str, offset: int, count: int
     ) -> Generator[bytes, bytes, list[tuple[int, bytes]]]:
         sid, tid = self._ids(topic)
-        out: list[tuple[int, bytes]] = []
-        while len(out) < count:
-            polled = yield from self._poll(sid, tid, offset, count - len(out))
-            if not polled:
-                break
-            out += [(int(m["offset"]), bytes(m["payload"])) for m in polled][: count - len(out)]
-            offset = out[-1][0] + 1
-        return out
+        polled = yield from self._poll(sid, tid, offset, count)
+        return [(int(m["offset"]), bytes(m["payload"])) for m in polled]
 
 
 def messaging(options: Mapping[str, Any], revision: str) -> Messaging:

@@ -79,39 +79,23 @@ def produce(topic: str, values: Sequence[bytes]) -> Generator[bytes, bytes, list
 def consume(
     topic: str, offset: int, count: int
 ) -> Generator[bytes, bytes, list[tuple[int, bytes]]]:
-    out: list[tuple[int, bytes]] = []
-    corr = 3
-    while len(out) < count:
-        parts = [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": MAX_BYTES}]
-        body = {
-            "replica_id": -1,
-            "max_wait_ms": 100,
-            "min_bytes": 1,
-            "max_bytes": MAX_BYTES,
-            "isolation_level": 0,
-            "topics": [{"topic": topic, "partitions": parts}],
-        }
-        reply = yield from _call(FETCH, FETCH_V, body, corr)
-        corr += 1
-        got = reply["responses"][0]["partitions"][0]
-        _refuse_on(f"Fetch v{FETCH_V} of {topic}/0 at offset {offset}", got["error_code"])
-        try:
-            batches = rec.decode_batches(got["records"] or b"")
-        except ProtocolError as exc:
-            raise MessagingRefused(
-                f"the records of Fetch v{FETCH_V} do not decode: {exc}"
-            ) from None
-        read = [
-            (b.base_offset + r.offset_delta, r.value or b"")
-            for b in batches
-            for r in b.records
-            if b.base_offset + r.offset_delta >= offset
-        ]
-        if not read:
-            break
-        out += read[: count - len(out)]
-        offset = read[-1][0] + 1
-    return out
+    parts = [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": MAX_BYTES}]
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 100,
+        "min_bytes": 1,
+        "max_bytes": MAX_BYTES,
+        "isolation_level": 0,
+        "topics": [{"topic": topic, "partitions": parts}],
+    }
+    reply = yield from _call(FETCH, FETCH_V, body, 3)
+    got = reply["responses"][0]["partitions"][0]
+    _refuse_on(f"Fetch v{FETCH_V} of {topic}/0 at offset {offset}", got["error_code"])
+    try:
+        batches = rec.decode_batches(got["records"] or b"")
+    except ProtocolError as exc:
+        raise MessagingRefused(f"the records of Fetch v{FETCH_V} do not decode: {exc}") from None
+    return [(b.base_offset + r.offset_delta, r.value or b"") for b in batches for r in b.records]
 
 
 def messaging(options: Mapping[str, Any], revision: str) -> Messaging:

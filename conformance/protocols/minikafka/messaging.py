@@ -42,18 +42,11 @@ def produce(topic: str, values: Sequence[bytes]) -> Generator[bytes, bytes, list
 def consume(
     topic: str, offset: int, count: int
 ) -> Generator[bytes, bytes, list[tuple[int, bytes]]]:
-    out: list[tuple[int, bytes]] = []
-    while len(out) < count:
-        what = f"CONSUME {topic} from offset {offset}"
-        got = yield from _call(what, codec.Consume(topic, offset, count - len(out)))
-        if not isinstance(got, codec.ConsumeOk):
-            raise MessagingRefused(f"{what} was answered {got!r}")
-        read = [(c.offset, c.data) for c in got.messages if c.offset >= offset]
-        if not read:
-            break
-        out += read[: count - len(out)]
-        offset = read[-1][0] + 1
-    return out
+    what = f"CONSUME {topic} from offset {offset}"
+    got = yield from _call(what, codec.Consume(topic, offset, count))
+    if not isinstance(got, codec.ConsumeOk):
+        raise MessagingRefused(f"{what} was answered {got!r}")
+    return [(c.offset, c.data) for c in got.messages]
 
 
 def messaging(options: Mapping[str, Any], revision: str) -> Messaging:

@@ -78,20 +78,9 @@ class V1Messaging:
     def consume(
         self, topic: str, offset: int, count: int
     ) -> Generator[bytes, bytes, list[tuple[int, bytes]]]:
-        out: list[tuple[int, bytes]] = []
-        while len(out) < count:
-            got = yield from self._call("CONSUME", f"{topic} 0 {offset}")
-            items = got["messages"]
-            read = [
-                (int(o), str(v).encode())
-                for o, v in (items if isinstance(items, tuple) else ())
-                if int(o) >= offset
-            ]
-            if not read:
-                break
-            out += read[: count - len(out)]
-            offset = read[-1][0] + 1
-        return out
+        got = yield from self._call("CONSUME", f"{topic} 0 {offset}")
+        items = got["messages"]
+        return [(int(o), str(v).encode()) for o, v in (items if isinstance(items, tuple) else ())]
 
 
 def messaging(options: Mapping[str, Any], revision: str) -> Messaging:
