@@ -41,7 +41,7 @@ from conformance.all_protocols import all_plugins
 from conformance.exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin
-from conformance.runner import SERVING, START_DEADLINE_S, parse_target, stop_process
+from conformance.runner import SERVING, parse_target, read_until, stop_process
 
 CHILD_DEADLINE_S = 3600.0
 """A suite that has not ended after an hour is stopped (each read has its own deadline)."""
@@ -172,28 +172,15 @@ def _start_all(
 
 def _wait_all_serving(proc: subprocess.Popen[bytes]) -> dict[str, str] | None:
     """Every ``serving P on HOST:PORT`` line, once ``serving all`` is printed."""
-    import os
-    import select
-
-    assert proc.stdout is not None
-    end = time.monotonic() + START_DEADLINE_S
-    buf = ""
-    while time.monotonic() < end:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
-        if not ready:
-            return None
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            return None
-        buf += chunk.decode(errors="replace")
-        if "serving all" in buf:
-            found = {}
-            for line in buf.splitlines():
-                m = SERVING.match(line)
-                if m:
-                    found[line.split()[1]] = f"{m.group(1)}:{m.group(2)}"
-            return found
-    return None
+    said = read_until(proc, lambda text: "serving all" in text.splitlines())
+    if said is None:
+        return None
+    found = {}
+    for line in said.splitlines():
+        m = SERVING.match(line)
+        if m:
+            found[line.split()[1]] = f"{m.group(1)}:{m.group(2)}"
+    return found
 
 
 # ------------------------------------------------------------------ the suites

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,6 +163,15 @@ def embedded_broker(
 
 
 def wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
+    """The address of the first ``serving P on HOST:PORT`` line, None if none comes."""
+    said = read_until(proc, lambda text: SERVING.search(text) is not None)
+    m = SERVING.search(said or "")
+    return f"{m.group(1)}:{m.group(2)}" if m else None
+
+
+def read_until(proc: subprocess.Popen[bytes], done: Callable[[str], bool]) -> str | None:
+    """What ``proc`` printed on stdout once ``done`` holds of it, or None if it ends, or
+    :data:`START_DEADLINE_S` passes, first."""
     assert proc.stdout is not None
     end = time.monotonic() + START_DEADLINE_S
     buf = b""
@@ -174,9 +183,9 @@ def wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
         if not chunk:
             return None
         buf += chunk
-        m = SERVING.search(buf.decode(errors="replace"))
-        if m:
-            return f"{m.group(1)}:{m.group(2)}"
+        text = buf.decode(errors="replace")
+        if done(text):
+            return text
     return None
 
 
