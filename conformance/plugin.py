@@ -131,6 +131,27 @@ class QuirkSpec:
     breaks: tuple[str, ...]
     description: str
 
+    @classmethod
+    def spec(cls, name: str, area: str, breaks: str, description: str) -> QuirkSpec:
+        """A spec quirk; ``breaks``: the requirement IDs it breaks, comma-separated."""
+        return cls(name, "spec", area, tuple(breaks.split(",")), description)
+
+    @classmethod
+    def fault(cls, name: str, description: str) -> QuirkSpec:
+        return cls(name, "fault", "fault", (), description)
+
+
+def checked_quirks(
+    protocol: str, known: Mapping[str, QuirkSpec], names: Sequence[str]
+) -> frozenset[str]:
+    """``names`` as a set, each one checked to be a quirk ``known`` has."""
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UnknownQuirk(
+            f"unknown quirk {unknown[0]!r} of {protocol}; known quirks: {', '.join(sorted(known))}"
+        )
+    return frozenset(names)
+
 
 class UnknownQuirk(ValueError):
     pass

@@ -11,19 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.plugin import QuirkSpec, UnknownQuirk
+from conformance.plugin import QuirkSpec, checked_quirks
 
 CRASH_EXIT_CODE = 70
 """The exit status of the process a crash quirk ends (EX_SOFTWARE)."""
-
-
-def _spec(name: str, area: str, breaks: str, text: str) -> QuirkSpec:
-    """``breaks``: the requirement IDs it breaks, comma-separated."""
-    return QuirkSpec(name, "spec", area, tuple(breaks.split(",")), text)
-
-
-def _fault(name: str, text: str) -> QuirkSpec:
-    return QuirkSpec(name, "fault", "fault", (), text)
+_spec, _fault = QuirkSpec.spec, QuirkSpec.fault
 
 
 QUIRKS: dict[str, QuirkSpec] = {
@@ -79,10 +71,7 @@ class Quirks:
 
     @classmethod
     def of(cls, names: tuple[str, ...] | list[str]) -> Quirks:
-        unknown = [n for n in names if n not in QUIRKS]
-        if unknown:
-            raise UnknownQuirk(f"unknown quirk {unknown[0]!r} of minikafka")
-        return cls(frozenset(names))
+        return cls(checked_quirks("minikafka", QUIRKS, names))
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
