@@ -467,6 +467,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "protocol", "") is None:
         args.protocol = DEFAULT_PROTOCOL
     try:
+        if args.command == "run" and args.all:
+            from conformance.run_all import run_all_command
+
+            return run_all_command(args)
         if args.command == "run":
             from conformance.runner import run_command
 

@@ -274,10 +274,6 @@ def pytest_args(
 def run_command(args: argparse.Namespace) -> int:
     import pytest
 
-    if args.all:
-        from conformance.run_all import run_all_command
-
-        return run_all_command(args)
     plugin = plugin_of(args.protocol)
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
