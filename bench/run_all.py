@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script, python bench/run_all.py: find the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.targets import REPO
 
 GOAL_S = 10.0

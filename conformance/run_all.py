@@ -225,7 +225,8 @@ def _run_suites(
     console = Console(highlight=False, stderr=True)
     if not args.quiet:
         names = ", ".join(f"{s.name} ({s.revision})" for s in suites)
-        console.print(Text(f"running {len(suites)} suites: {names}", style="dim"))
+        plural = "suite" if len(suites) == 1 else "suites"
+        console.print(Text(f"running {len(suites)} {plural}: {names}", style="dim"))
 
     def one(suite: Suite) -> Suite:
         cmd = _child_command(args, suite, reports, embedded)
@@ -324,7 +325,8 @@ def _finish(
     word, style = ("PASSED", "bold green") if code == EXIT_OK else ("FAILED", "bold red")
     line = Text(f"{word} ", style=style)
     line.append(
-        f"all protocols: {len(ran)} suites, {total['cases']} cases, {counts}"
+        f"all protocols: {len(ran)} suite{'' if len(ran) == 1 else 's'}, "
+        f"{total['cases']} cases, {counts}"
         + (f"; failing: {', '.join(summary['failing'])}" if summary["failing"] else "")
         + ("; cross-protocol pairs failing" if crossed else "")
         + (f"; not checked: {', '.join(s.name for s in broken)}" if broken else "")

@@ -103,6 +103,12 @@ def _serve_all_command(args: argparse.Namespace) -> int:
 
 async def _serve(listeners: list[tuple[Frontend, int]], host: str, every: bool = False) -> int:
     servers: list[Server] = []
+    # the handlers first: a SIGTERM right after the "serving" lines must stop us cleanly
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     try:
         for frontend, port in listeners:
             server = Server(frontend, host=host, port=port)
@@ -117,7 +123,7 @@ async def _serve(listeners: list[tuple[Frontend, int]], host: str, every: bool =
             print(f"serving {server.frontend.name} on {server.host}:{server.port}", flush=True)
         if every:
             print("serving all", flush=True)
-        await _until_stopped(servers)
+        await _until_stopped(servers, stop)
     finally:
         for server in servers:
             await server.close()
@@ -126,13 +132,8 @@ async def _serve(listeners: list[tuple[Frontend, int]], host: str, every: bool =
     return EXIT_OK
 
 
-async def _until_stopped(servers: list[Server]) -> None:
-    """Serve until SIGINT or SIGTERM."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+async def _until_stopped(servers: list[Server], stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set (by SIGINT or SIGTERM)."""
     serving = [asyncio.create_task(server.serve_forever()) for server in servers]
     await stop.wait()
     for task in serving:

@@ -96,7 +96,9 @@ class Target:
         the target; TargetUnresponsive when it is, or has since been found, gone."""
         if not self.probed:
             self.probed = True
-            why = self._probe(self.timeout)
+            # any answer counts: a target whose replies do not frame is there, and its
+            # cases judge its framing (a refused session was a usage error before the run)
+            why = self._probe(self.timeout, lenient=True)
             if why is not None:
                 self.dead = f"target {self.address} is unresponsive: {why}"
                 self.lost_at = time.time()

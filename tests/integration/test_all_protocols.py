@@ -167,3 +167,14 @@ def test_fuzz_all_refuses_a_target(tmp_path: Path) -> None:
     proc = conformance(tmp_path, "fuzz", "--all", "--target", "127.0.0.1:9", timeout=60)
     assert proc.returncode == 2
     assert "fuzz --all fuzzes the embedded broker of each protocol" in proc.stderr
+
+
+def test_a_sigterm_right_after_serving_all_stops_it_cleanly() -> None:
+    """The signal handlers are in place before the first 'serving' line: a supervisor that
+    stops the broker as soon as it says it serves gets exit 0 and every listener closed."""
+    for _ in range(3):
+        proc, _found = _serve_all()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert all(f"stopped serving {n}" in err.decode() for n in protocols.names()), err
