@@ -239,17 +239,53 @@ class _Saver:
             return
         if usable:
             self.console.print(f"minimizing {len(self.drafts)} finding signature(s)...")
+        filed: dict[str, str] = {}  # signature after minimizing -> the one first filed so
         for sig, repro in self.drafts.items():
             if repro.check == "leak":
                 repro.note = ""
             elif usable:
                 repro, _ = minimize(self.proto, self.target, repro, self.args.target_start_timeout)
+                self._refile(sig, repro)
+                first = filed.setdefault(repro.signature, sig)
+                if first != sig and first in self.saved:  # one fault, found twice: keep one
+                    self.console.print(
+                        f"{sig} is the same finding as {first} once minimized: one reproducer"
+                    )
+                    self.saved.pop(sig, Path()).unlink(missing_ok=True)
+                    self.saved[sig] = self.saved[first]
+                    continue
             else:
                 path = self.saved.get(sig, Path("FILE"))
                 repro.note = f"not minimized: {why_not}; " + MINIMIZE_LATER.replace(
                     "FILE", str(path)
                 )
             self._save(sig, repro)
+
+
+    def _refile(self, signature: str, repro: Reproducer) -> None:
+        """File a minimized reproducer against the requirement its own bytes break: the
+        signature came from the case as it ran, which may have held other suspects (a
+        negative batch size and an unknown type byte in one case).  Read from the shrunk
+        case when that is unambiguous: a CRASH or STOPPED, or a HANG on its one frame."""
+        if not repro.minimized or repro.check != "case" or len(repro.cases) != 1:
+            return
+        case = repro.cases[0]
+        if repro.finding == "HANG":
+            try:
+                frames = self.proto.new_deframer().feed(case.sent)
+            except ProtocolError:
+                return
+            if len(frames) != 1:
+                return
+        elif repro.finding not in ("CRASH", "STOPPED"):
+            return
+        found = self.proto.requirement(repro.finding, case)
+        if found != repro.requirement:
+            self.console.print(
+                f"{signature} minimized to a case that breaks {found}: filed as "
+                f"{repro.finding}:{found}"
+            )
+            repro.requirement = found
 
 
 def _classes(row: Row) -> list[str]:

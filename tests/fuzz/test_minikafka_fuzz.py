@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conformance import fuzz
+from conformance.engine import Engine
 from conformance.errors import ProtocolError
 from conformance.fuzz import campaign, harness
 from conformance.fuzz.case import FuzzCase, Pool
@@ -23,7 +24,9 @@ from conformance.protocols.minikafka import codec
 from conformance.protocols.minikafka import messages as m
 from conformance.protocols.minikafka.fuzz_mutators import READ_TOPIC, SINK_TOPIC, UNKNOWN_TYPES
 from conformance.protocols.minikafka.fuzzing import CANARY, PINNED, MiniKafkaFuzzing, pool
-from tests.support import broker
+from conformance.protocols.minikafka.handler import MiniKafkaFrontend, MiniKafkaSession
+from conformance.server import Outcome
+from tests.support import broker, inprocess
 from tests.support.cli import conformance
 
 REVISIONS = ("doc", "real")
@@ -333,3 +336,50 @@ def test_each_fault_quirk_is_found_minimized_and_replayed(
         clean.stop()
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "does not reproduce" in replay.stdout
+
+
+# ------------------------------------------------ a finding filed by its minimized bytes
+
+
+class _HangsOnEmptyData(MiniKafkaSession):
+    """Stops answering its connection at a PRODUCE of empty data (only that connection)."""
+
+    def handle(self, frame: bytes) -> Outcome:
+        try:
+            request = codec.decode_request(frame, strict=False)
+        except codec.MiniKafkaError:
+            request = None
+        if isinstance(request, codec.Produce) and not request.data:
+            return Outcome(stall=True)
+        return super().handle(frame)
+
+
+class _HangingFrontend(MiniKafkaFrontend):
+    def new_session(self, peer: str) -> MiniKafkaSession:
+        return _HangsOnEmptyData(self)
+
+
+def test_a_finding_is_filed_by_what_its_minimized_case_breaks(tmp_path: Path) -> None:
+    """One fault (no reply to a PRODUCE of empty data) is first seen in cases that also hold
+    other suspects (trailing bytes, an unknown type byte), so its first signatures name their
+    requirements; once minimized, each is one plain PRODUCE: one finding, HANG:MK-PROD-1, one
+    reproducer, which replays."""
+    with inprocess.serving(_HangingFrontend(Engine())) as address:
+        proc = conformance(
+            tmp_path, "fuzz", "--protocol", "minikafka", "--target", address,
+            "--cases", "250", "--deadline", "0.5", "-q", timeout=600,
+        )  # fmt: skip
+        said = proc.stdout + proc.stderr
+        assert proc.returncode == 1, said
+        found = sorted(p.name for p in (tmp_path / "fuzz" / "findings").glob("*.yaml"))
+        assert len(found) == 1 and found[0].startswith("hang-MK-PROD-1-"), (found, said)
+        # seed 0 sees it first as HANG:MK-FRAME-6 (a case with trailing bytes) too
+        assert "HANG:MK-FRAME-6 minimized to a case that breaks MK-PROD-1" in said, said
+        assert "HANG:MK-FRAME-6 is the same finding as HANG:MK-PROD-1" in said, said
+        data = yaml.safe_load((tmp_path / "fuzz" / "findings" / found[0]).read_text())
+        assert data["requirement"] == "MK-PROD-1" and data["minimized"], data
+        replay = conformance(
+            tmp_path, "replay", str(tmp_path / "fuzz" / "findings" / found[0]),
+            "--target", address, timeout=120,
+        )  # fmt: skip
+        assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout
