@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from conformance import protocols
 from conformance.engine import Engine
 from conformance.errors import ProtocolError
 from conformance.protocols.minikafka import codec
+from conformance.protocols.minikafka import messages as m
 from conformance.protocols.minikafka.handler import (
     MiniKafkaConfig,
     MiniKafkaFrontend,
@@ -198,11 +200,63 @@ class Variant(MiniKafkaSession):
         return reply
 
 
+def reframed(payload: bytes, variant: str) -> bytes:
+    """A reply payload as the broken broker ``variant`` frames it (:data:`BROKEN`)."""
+    kind, success = payload[:1], payload[1:2]
+    if variant == "len-excl":  # every length leaves out its own 4 bytes
+        return struct.pack(">i", len(payload)) + payload
+    if variant == "produce-11" and kind == b"\x04" and success == b"\x01":
+        payload += b"\x00"  # an 11-byte PRODUCE reply, its length counting the byte
+    elif variant == "consume-trailing" and kind == b"\x02" and success == b"\x01":
+        payload += b"\x00\x00"
+    elif variant == "success-2" and success == b"\x01":
+        payload = kind + b"\x02" + payload[2:]
+    elif variant == "produce-type-02" and kind == b"\x04":
+        payload = b"\x02" + payload[1:]
+    elif variant == "count-plus1" and payload[:2] == b"\x02\x01" and len(payload) > 14:
+        (count,) = struct.unpack_from(">i", payload, 10)
+        payload = payload[:10] + struct.pack(">i", count + 1) + payload[14:]
+    return codec.frame(payload)
+
+
+class Broken(Variant):
+    """The reference broker's session breaking one MUST (or one SHOULD) of SPEC.md
+    (:data:`BROKEN`): a reply reframed or rewritten, offsets from 1, a batch reversed, or
+    a close after each error reply."""
+
+    def handle(self, frame: bytes) -> Outcome:
+        out = super().handle(frame)
+        replies = [reframed(r[4:], self.variant) for r in out.replies]
+        refused = any(r[5:6] == bytes([m.FAILURE]) for r in out.replies)
+        close = out.close or (self.variant == "close-after-error" and refused)
+        return replace(out, replies=replies, close=close)
+
+    def produce(self, request: codec.Produce) -> codec.Reply:
+        reply = super().produce(request)
+        if self.variant == "offset-from-1" and isinstance(reply, codec.ProduceOk):
+            return codec.ProduceOk(reply.offset + 1)
+        return reply
+
+    def consume(self, request: codec.Consume) -> codec.Reply:
+        shifted = self.variant == "offset-from-1"
+        if shifted and request.offset >= 1:  # offset n is stored at n - 1
+            request = replace(request, offset=request.offset - 1)
+        reply = super().consume(request)
+        if not isinstance(reply, codec.ConsumeOk):
+            return reply
+        if shifted:
+            moved = tuple(codec.Consumed(c.offset + 1, c.data) for c in reply.messages)
+            return codec.ConsumeOk(reply.next_offset + 1, moved)
+        if self.variant == "reversed":
+            return codec.ConsumeOk(reply.next_offset, tuple(reversed(reply.messages)))
+        return reply
+
+
 class VariantFrontend(MiniKafkaFrontend):
     variant = ""
 
     def new_session(self, peer: str) -> MiniKafkaSession:
-        session = Variant(self)
+        session = (Broken if self.variant in BROKEN else Variant)(self)
         session.variant = self.variant
         return session
 
@@ -305,6 +359,46 @@ def test_a_broker_the_document_allows_fails_no_case(tmp_path: Path, variant: str
              if c["verdict"] in ("FAIL", "ERROR")}  # fmt: skip
     assert got and not wrong, wrong
     assert expected(got), got
+
+
+# ------------------------------------------------------- brokers that break one rule
+
+BROKEN: dict[str, dict[str, set[str]]] = {
+    # every reply's length leaves out its own 4 bytes
+    "len-excl": {"doc": {"MK-FRAME-1"}, "real": {"MK-FRAME-1"}},
+    # a PRODUCE reply of 11 bytes, its length counting them
+    "produce-11": {"doc": {"MK-PROD-1"}, "real": {"MK-PROD-1"}},
+    # a success byte 2 in every success reply (MK-FRAME-4 names the success byte's values)
+    "success-2": {"doc": {"MK-FRAME-4"}, "real": {"MK-FRAME-4"}},
+    # PRODUCE answered with type byte 0x02, on both paths
+    "produce-type-02": {"doc": {"MK-FRAME-4"}, "real": {"MK-FRAME-4"}},
+    # two bytes after a CONSUME success reply's messages, inside its frame
+    "consume-trailing": {"doc": {"MK-CONS-1"}, "real": {"MK-CONS-1"}},
+    # a CONSUME reply with messages counts one more than it holds
+    "count-plus1": {"doc": {"MK-CONS-1"}, "real": {"MK-CONS-1"}},
+    # offsets from 1, consistently: PRODUCE answers them, CONSUME reads by them
+    "offset-from-1": {"doc": {"MK-PROD-2"}, "real": {"MK-PROD-2"}},
+    # the messages of a CONSUME in reverse offset order
+    "reversed": {"doc": {"MK-CONS-2"}, "real": {"MK-CONS-2"}},
+    # a right error reply, then a close (serving on is MK-ERR-2's, a doc SHOULD)
+    "close-after-error": {"doc": {"MK-ERR-2"}, "real": set()},
+}
+"""Each broken broker and, per revision, exactly the requirements its run FAILs or WARNs
+(whichever case finds them): one rule broken fails that rule only, with true reasons."""
+
+
+@pytest.mark.parametrize("revision", ["doc", "real"])
+@pytest.mark.parametrize("variant", sorted(BROKEN))
+def test_a_broker_that_breaks_one_rule_fails_that_rule_only(
+    tmp_path: Path, variant: str, revision: str
+) -> None:
+    with serving(variant, revision, False) as address:
+        results = run_against(tmp_path, address, revision)
+    bad = [c for c in results["cases"] if c["verdict"] in ("FAIL", "WARN", "ERROR")]
+    got = {c["violated"] for c in bad}
+    assert got == BROKEN[variant][revision], [(c["case_id"], c["message"]) for c in bad]
+    problems = {c["case_id"]: p for c in bad if (p := evidence_problems(c))}
+    assert not problems, problems
 
 
 # ------------------------------------------------------- a target that stops serving

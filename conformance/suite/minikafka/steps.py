@@ -7,8 +7,10 @@ cases and no others.  In particular no step relies on a rule a spec quirk bends 
 blames that rule: :func:`read_back` advances by the offsets of the messages it got, never
 by ``next_offset`` (MK-CONS-5), asks batch sizes no larger than what is left, and takes
 fewer messages than asked as they come (MK-CONS-4 is a SHOULD); :func:`flush` blames
-MK-FLUSH-1 for a reply it cannot read; no step reads a topic nobody produced to
-(MK-CONS-6).
+MK-FLUSH-1 for a reply other than ``0601``; no step reads a topic nobody produced to
+(MK-CONS-6).  What a reply holds is judged by the requirement that defines it
+(:mod:`.verify`), whatever requirement the caller names: that one covers a silence, a
+close and a refusal.
 
 Targets keep state, so every case works on topics of its own (``ctx.name``).  The real
 server serves one connection at a time: a step that needs a new connection is given it
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from conformance.client import BadFraming, Connection, PeerClosed, ReplyTimeout
 from conformance.evidence import Evidence, Judged
 from conformance.protocols.minikafka import codec
+from conformance.protocols.minikafka import messages as m
 from conformance.suite.case import Unsupported, Violation
 from conformance.suite.minikafka.verify import (
     FLUSH_FRAME,
@@ -33,6 +36,8 @@ from conformance.suite.minikafka.verify import (
     expect_success,
     frame_hex,
     read,
+    require_framed,
+    require_type,
     send_raw,
 )
 from conformance.suite.shown import show
@@ -61,7 +66,8 @@ def produce(
     requirement: str = "MK-PROD-1",
 ) -> Produced:
     """PRODUCE ``data`` to ``topic``, answered with the success path
-    ``[0x04][0x01][int64 offset]``."""
+    ``[0x04][0x01][int64 offset]`` (a reply that does not read so is MK-PROD-1's; a
+    silence, a close or a refusal breaks ``requirement``)."""
     request = codec.Produce(topic, data)
     reply = expect_success(ctx, conn, request, requirement)
     assert isinstance(reply.reply, codec.ProduceOk)
@@ -103,7 +109,8 @@ def consume(
     requirement: str = "MK-CONS-1",
     what: str | None = None,
 ) -> tuple[codec.ConsumeOk, Reply]:
-    """CONSUME, answered with the success path, decoded whole (MK-CONS-1's layout)."""
+    """CONSUME, answered with the success path, decoded whole (a reply that does not read
+    so is MK-CONS-1's; a silence, a close or a refusal breaks ``requirement``)."""
     reply = expect_success(ctx, conn, codec.Consume(topic, offset, batch), requirement, what)
     assert isinstance(reply.reply, codec.ConsumeOk)
     return reply.reply, reply
@@ -186,13 +193,18 @@ def require_data(
 
 
 def flush(ctx: CaseContext, conn: Connection, requirement: str = "MK-FLUSH-1") -> Reply:
-    """FLUSH ``0000000505``, answered ``000000060601`` exactly (MK-FLUSH-1)."""
+    """FLUSH ``0000000505``, answered ``000000060601`` exactly (MK-FLUSH-1; a silence or a
+    close breaks ``requirement``).  A type byte other than 0x06 or a success byte other
+    than 1 or 0 is MK-FRAME-4's, bytes after the reply that do not frame MK-FRAME-1's."""
     send_raw(conn, FLUSH_FRAME, "FLUSH")
-    reply = read(ctx, conn, requirement, "FLUSH 0000000505")
+    what = "FLUSH 0000000505"
+    reply = read(ctx, conn, requirement, what)
     if reply.payload != FLUSH_OK:
+        require_type(reply, m.FLUSH_REQUEST, what)
+        require_framed(reply, what)
         raise Violation(
-            requirement,
-            f"FLUSH 0000000505: answered {frame_hex(reply.payload)}, expected 00000006 0601"
+            "MK-FLUSH-1",
+            f"{what}: answered {frame_hex(reply.payload)}, expected 00000006 0601"
             " (type 0x06, success 1)",
             reply.at("type", "success"),
         )

@@ -3,8 +3,10 @@ area "flush").  MK-FLUSH-3 (what survives a crash) needs a crash the suite canno
 
 from __future__ import annotations
 
+from conformance.protocols.minikafka import codec
 from conformance.suite.case import case, require
 from conformance.suite.minikafka.steps import flush, produce, produce_all, read_back, require_data
+from conformance.suite.minikafka.verify import read, send
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
@@ -21,7 +23,9 @@ def test_flush_is_answered_000000060601_and_the_connection_serves_on(
     with target.connect() as conn:
         flush(target, conn)
         flush(target, conn)
-        produce(target, conn, target.name("after-flush"), b"x", "MK-FLUSH-1")
+        # served: a reply frame comes (what it holds is MK-PROD-1's business)
+        send(conn, codec.Produce(target.name("after-flush"), b"x"))
+        read(target, conn, "MK-FLUSH-1", "PRODUCE after two FLUSHes")
 
 
 @case("minikafka/flush/2", "MK-FLUSH-2")

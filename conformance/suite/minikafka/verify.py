@@ -10,17 +10,21 @@ by the annotator's names (``conformance/protocols/minikafka/annotate.py``): in a
 ``offset``, ``batch_size``, ``data``, ``trailing bytes``.  A name the wire-log entry does
 not hold is left out (the frame stays the evidence).
 
-Every read has the run's deadline.  A reply that does not come, or a close, is a
-violation of the requirement the caller names (it stands only if the target is still
-there); a reply frame our deframer refuses (a length below 4) breaks MK-FRAME-1 whoever
-reads it.  A reply that does not decode, answers another type, or takes the error path
-where success was asked breaks the caller's requirement.
+Every read has the run's deadline.  A reply that does not come, a close, or the error path
+where success was asked is a violation of the requirement the caller names (a silence or
+a close stands only if the target is still there).  What a reply frame holds is judged by
+the requirement that defines it, whoever reads it, so a target that breaks one rule fails
+that rule only: bytes our deframer refuses break MK-FRAME-1 (so does a reply that does not
+read as one when the bytes after it do not frame: its length did not say where it ends);
+a type byte other than the reply's, or a success byte other than 1 or 0, MK-FRAME-4; a
+reply that does not read whole as its type's MK-PROD-1, MK-CONS-1 or MK-FLUSH-1
+(:data:`LAYOUT`); an error reply's shape MK-ERR-1 (its own case, ``test_errors.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from conformance.client import BadFraming, Connection, PeerClosed, ReplyTimeout, WireLog, judged
 from conformance.evidence import Evidence
@@ -34,6 +38,15 @@ FLUSH_FRAME = bytes.fromhex("0000000505")
 """FLUSH: length 5 (its own 4 bytes and the type byte), type 0x05."""
 FLUSH_OK = bytes.fromhex("0601")
 """The payload of FLUSH's success reply: type 0x06, success 1 (frame ``000000060601``)."""
+LAYOUT: dict[int, str] = {
+    m.PRODUCE_REQUEST: "MK-PROD-1",
+    m.CONSUME_REQUEST: "MK-CONS-1",
+    m.FLUSH_REQUEST: "MK-FLUSH-1",
+}
+"""The requirement that defines the reply to each request type, whatever step reads it."""
+FRAMING_GRACE_S = 0.1
+"""How long a reply that is wrong waits for the bytes after it, to tell a length that did
+not end it (MK-FRAME-1) from a frame that holds the wrong bytes."""
 
 
 def doc(ctx: CaseContext) -> bool:
@@ -62,6 +75,8 @@ class Reply:
     problem: str
     evidence: Evidence
     log: WireLog | None = None
+    conn: Connection | None = field(default=None, compare=False, repr=False)
+    """The connection it came on (to see whether the bytes after it frame)."""
 
     @property
     def type(self) -> int | None:
@@ -130,11 +145,13 @@ def read(
             requirement, f"{what}: the target closed the connection instead", exc.evidence
         ) from None
     except BadFraming as exc:
+        # the last frame of the evidence is where the bytes that do not frame begin (the
+        # reply before them, whose length ended there, or those bytes): its type is judged
         raise Violation(
             "MK-FRAME-1",
             f"{what}: a reply frame our deframer refuses ({exc}); a reply's length counts its"
             " own 4 bytes, so it is 5 or more",
-            exc.evidence,
+            judged(conn.log, exc.evidence, ("type",)),
         ) from None
     evidence = conn.exchange()
     try:
@@ -142,7 +159,7 @@ def read(
         problem = ""
     except codec.MiniKafkaError as exc:
         decoded, problem = None, exc.message
-    return Reply(payload, decoded, problem, evidence, conn.log)
+    return Reply(payload, decoded, problem, evidence, conn.log, conn)
 
 
 def call(
@@ -157,46 +174,100 @@ def call(
     return read(ctx, conn, requirement, what or codec.describe(request))
 
 
-def require_reply_to(reply: Reply, request_type: int, requirement: str, what: str) -> None:
-    """``reply`` decodes, whole, as a reply of the type that answers ``request_type``."""
-    want = m.REPLY_TYPE[request_type]
-    if reply.reply is None:
+def require_framed(reply: Reply, what: str) -> None:
+    """``reply``, which is wrong, is followed by bytes that frame (or by nothing within
+    :data:`FRAMING_GRACE_S`); bytes our deframer refuses right after it mean its length did
+    not say where the reply ends (MK-FRAME-1), which explains whatever else is wrong in it.
+    Called only on the way to a violation: a frame that follows is read and dropped."""
+    if reply.conn is None:
+        return
+    try:
+        reply.conn.recv_frame(FRAMING_GRACE_S)
+    except BadFraming as exc:
         raise Violation(
-            requirement,
+            "MK-FRAME-1",
+            f"{what}: answered {frame_hex(reply.payload)}, and the bytes after that frame do"
+            f" not frame ({exc}): the reply's length does not say where it ends (a length"
+            " counts its own 4 bytes)",
+            reply.at("type", "success") + exc.evidence,
+        ) from None
+    except (ReplyTimeout, PeerClosed):
+        return
+
+
+def require_type(reply: Reply, request_type: int, what: str, *, success_byte: bool = False) -> None:
+    """``reply`` opens with the type byte of the reply to ``request_type`` and, when it has
+    one (always, with ``success_byte``), a success byte 1 or 0 (MK-FRAME-4).  A reply with
+    no success byte is otherwise cut short: its type's layout's business (:data:`LAYOUT`)."""
+    want = m.REPLY_TYPE[request_type]
+    if reply.type != want:
+        require_framed(reply, what)
+        raise Violation(
+            "MK-FRAME-4",
+            f"{what}: answered {frame_hex(reply.payload)}, first payload byte"
+            f" 0x{reply.type or 0:02x}, expected 0x{want:02x} ({m.NAMES[want]})",
+            reply.at("type"),
+        )
+    if reply.success not in (m.SUCCESS, m.FAILURE) and (success_byte or reply.success is not None):
+        require_framed(reply, what)
+        raise Violation(
+            "MK-FRAME-4",
+            f"{what}: answered {frame_hex(reply.payload)}, "
+            + (
+                f"success byte 0x{reply.success:02x}"
+                if reply.success is not None
+                else "with no success byte after the type"
+            )
+            + ", expected a success byte 1 or 0",
+            reply.at("type", "success"),
+        )
+
+
+def require_layout(reply: Reply, request_type: int, what: str) -> None:
+    """``reply`` reads whole as the reply to ``request_type`` (:data:`LAYOUT` names the
+    requirement), unless the bytes after it show its length was wrong (MK-FRAME-1)."""
+    if reply.reply is None:
+        require_framed(reply, what)
+        want = m.REPLY_TYPE[request_type]
+        raise Violation(
+            LAYOUT[request_type],
             f"{what}: answered {frame_hex(reply.payload)}, which does not read as a"
             f" {m.NAMES[want]} ({reply.problem})",
             reply.at("type", "success"),
         )
-    if reply.type != want:
-        raise Violation(
-            requirement,
-            f"{what}: answered {reply.shown()}, type 0x{reply.type or 0:02x}, expected"
-            f" 0x{want:02x} ({m.NAMES[want]})",
-            reply.at("type"),
-        )
 
 
 def require_success(reply: Reply, request_type: int, requirement: str, what: str) -> None:
-    """``reply`` is the success path of the reply to ``request_type``."""
-    require_reply_to(reply, request_type, requirement, what)
-    if isinstance(reply.reply, codec.Failure):
+    """``reply`` is the success path of the reply to ``request_type``, read whole: the error
+    path breaks ``requirement``; a wrong type or success byte, or a reply that does not read
+    as its type's, breaks the requirement that defines it (see the module's notes)."""
+    require_type(reply, request_type, what)
+    if reply.failure:
+        got = (
+            f"success 0 with error {show(reply.reply.error, 120)}"
+            if isinstance(reply.reply, codec.Failure)
+            else f"the error path {frame_hex(reply.payload)}"
+        )
         raise Violation(
             requirement,
-            f"{what}: answered success 0 with error {show(reply.reply.error, 120)}, expected"
-            " success 1",
+            f"{what}: answered {got}, expected success 1",
             reply.at("success", "error"),
         )
+    require_layout(reply, request_type, what)
 
 
 def require_failure(reply: Reply, request_type: int, requirement: str, what: str) -> None:
     """``reply`` is the error path of the reply to ``request_type``: its type and success
-    byte 0 (how the rest of it reads is MK-ERR-1's business)."""
-    want = m.REPLY_TYPE[request_type]
-    if reply.type != want or reply.success != m.FAILURE:
-        got = reply.shown() if reply.reply is not None else frame_hex(reply.payload)
+    byte 0 (how the rest of it reads is MK-ERR-1's business); a wrong type or success byte
+    is MK-FRAME-4's, a reply with no success byte its type's layout's."""
+    require_type(reply, request_type, what)
+    if reply.success is None:
+        require_layout(reply, request_type, what)
+    if reply.success != m.FAILURE:
+        want = m.REPLY_TYPE[request_type]
         raise Violation(
             requirement,
-            f"{what}: answered {got}, expected the error path"
+            f"{what}: answered {reply.shown()}, expected the error path"
             f" [0x{want:02x}][0x00][int32 error length][error]",
             reply.at("type", "success"),
         )
