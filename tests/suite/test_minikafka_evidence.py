@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -39,6 +38,7 @@ from conformance.protocols.minikafka.handler import (
     MiniKafkaSession,
 )
 from conformance.server import Outcome, Server
+from tests.support import inprocess
 from tests.support.cli import conformance
 from tests.support.evidence_runs import QuirkRuns, evidence_problems, judged, reports_dir, value
 
@@ -275,27 +275,8 @@ def serving(variant: str, revision: str, one_at_a_time: bool) -> Iterator[str]:
     frontend = VariantFrontend(Engine(), config)
     frontend.variant = variant
     server: Server = OneAtATime(frontend) if one_at_a_time else Server(frontend)
-    loop = asyncio.new_event_loop()
-    address: list[str] = []
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        host, port = loop.run_until_complete(server.start())
-        address.append(f"{host}:{port}")
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10), "the variant broker did not start"
-    try:
-        yield address[0]
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+    with inprocess.serving(frontend, server) as address:
+        yield address
 
 
 def run_against(tmp_path: Path, address: str, revision: str, *selected: str) -> dict[str, Any]:
