@@ -261,7 +261,6 @@ class _Saver:
                 )
             self._save(sig, repro)
 
-
     def _refile(self, signature: str, repro: Reproducer) -> None:
         """File a minimized reproducer against the requirement its own bytes break: the
         signature came from the case as it ran, which may have held other suspects (a
