@@ -314,7 +314,7 @@ def _finish(
         console.print(
             Text(f"{word} ", style="bold green" if not crossed else "bold red").append(
                 f"cross-protocol: {cross['passed']} of {len(cross['pairs'])} ordered pairs "
-                f"read back what was produced; {cross['wall_s']:.1f} s"
+                f"read back what was produced; {cross['wall_s']:.2f} s"
             ),
             soft_wrap=True,
         )
