@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from conformance import fuzz
 from conformance.fuzz import campaign, harness
@@ -25,8 +24,7 @@ from conformance.protocols.iggy.fuzz_mutators import SENTINEL
 from conformance.protocols.iggy.fuzz_pool import CANARY, FUZZ, GROUP, IDS, pool
 from conformance.protocols.iggy.fuzzing import IggyFuzzing
 from conformance.protocols.iggy.messages import CODES
-from tests.support import broker
-from tests.support.cli import conformance
+from tests.support import broker, fuzz_runs
 
 REVISIONS = ("classic", "doc")
 TRIES = 300
@@ -306,12 +304,7 @@ def test_a_short_doc_campaign_finds_nothing() -> None:
 
 
 def _finds_nothing(proto: fuzz.FuzzProtocol, target: External) -> None:
-    campaign.setup(proto, target, 2.0)
-    options = campaign.Options(deadline=1.0, canary_every=100, connections=8)
-    rows = campaign.run_range(proto, target, 7, 0, 400, options)
-    assert len(rows) == 400
-    assert [r for r in rows if r.finding or r.canary == "lost"] == []
-    assert sum(r.canary == "ok" for r in rows) == 4
+    fuzz_runs.finds_nothing(proto, target, 400)
 
 
 # ------------------------------------------------------------------ fault quirks
@@ -332,48 +325,17 @@ SECRET = "pw-s3cr3t-0451"
 def test_each_fault_quirk_is_found_minimized_and_replayed(
     tmp_path: Path, quirk: str, finding: str, requirement: str, login: str
 ) -> None:
-    proc = conformance(
-        tmp_path,
-        "fuzz",
-        "-q",
-        "--protocol",
-        "iggy",
-        "--login",
-        login,
-        "--password",
-        SECRET,
-        "--deadline",
-        "0.3",
-        "--cases",
-        str(BUDGET),
-        "--quirk",
-        quirk,
-        timeout=400,
+    flags = ("--login", login, "--password", SECRET)
+    signature = f"{finding}:{requirement}"
+    path, repro, found = fuzz_runs.quirk_found(
+        tmp_path, "iggy", quirk, signature, BUDGET, *flags, timeout=400
     )
-    assert proc.returncode == 1, proc.stderr
-    assert f"{finding}:{requirement}" in proc.stderr
-    paths = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
-    found = {p: yaml.safe_load(p.read_text()) for p in paths}
-    ours = [(p, f) for p, f in found.items() if f["finding"] == finding]
-    assert ours, found
-    path, repro = ours[0]
-    for p in paths:  # the session is the opener's: no login, no password in a reproducer
+    for p in found:  # the session is the opener's: no login, no password in a reproducer
         text = p.read_text()
         assert SECRET not in text and SECRET.encode().hex() not in text, p
         for c in found[p]["cases"]:
             sent = b"".join(bytes.fromhex(w) for w in c["writes"])
             frames = fuzz.protocol("iggy").new_deframer().feed(sent)
             assert not any(U32.unpack_from(f)[0] == CODES["login_user"] for f in frames), p
-    assert repro["broker_quirks"] == [quirk]
-    assert repro["minimized"] is True
     assert repro["size"]["writes"] == 1 and repro["size"]["bytes"] <= 64
-    replay = conformance(tmp_path, "replay", str(path), "--password", SECRET, timeout=120)
-    assert replay.returncode == 1, replay.stdout + replay.stderr
-    assert "REPRODUCES" in replay.stdout
-    clean = broker.start(protocol="iggy")
-    try:
-        replay = conformance(tmp_path, "replay", str(path), "--target", clean.address)
-    finally:
-        clean.stop()
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "does not reproduce" in replay.stdout
+    fuzz_runs.replays(tmp_path, path, "iggy", "--password", SECRET)

@@ -26,7 +26,7 @@ from conformance.protocols.minikafka.fuzz_mutators import READ_TOPIC, SINK_TOPIC
 from conformance.protocols.minikafka.fuzzing import CANARY, PINNED, MiniKafkaFuzzing, pool
 from conformance.protocols.minikafka.handler import MiniKafkaFrontend, MiniKafkaSession
 from conformance.server import Outcome
-from tests.support import broker, inprocess
+from tests.support import broker, fuzz_runs, inprocess
 from tests.support.cli import conformance
 
 REVISIONS = ("doc", "real")
@@ -267,14 +267,7 @@ def test_the_canary_values_are_read_by_offset() -> None:
 
 def test_a_short_campaign_finds_nothing(served: tuple[str, broker.Broker]) -> None:
     revision, b = served
-    proto = fuzz.protocol("minikafka", {}, revision)
-    target = External(b.host, b.port)
-    campaign.setup(proto, target, 2.0)
-    options = campaign.Options(deadline=1.0, canary_every=100, connections=8)
-    rows = campaign.run_range(proto, target, 7, 0, 600, options)
-    assert len(rows) == 600
-    assert [r for r in rows if r.finding or r.canary == "lost"] == []
-    assert sum(r.canary == "ok" for r in rows) == 6
+    fuzz_runs.finds_nothing(fuzz.protocol("minikafka", {}, revision), External(b.host, b.port), 600)
 
 
 # ------------------------------------------------------------------ fault quirks
@@ -295,29 +288,9 @@ time, at the 0.3 s deadline about 7 cases a second)."""
 def test_each_fault_quirk_is_found_minimized_and_replayed(
     tmp_path: Path, quirk: str, finding: str, requirement: str
 ) -> None:
-    proc = conformance(
-        tmp_path,
-        "fuzz",
-        "-q",
-        "--protocol",
-        "minikafka",
-        "--deadline",
-        "0.3",
-        "--cases",
-        str(BUDGET),
-        "--quirk",
-        quirk,
-        timeout=300,
-    )
-    assert proc.returncode == 1, proc.stderr
-    assert f"{finding}:{requirement}" in proc.stderr
-    paths = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
-    found = {p: yaml.safe_load(p.read_text()) for p in paths}
-    ours = [(p, f) for p, f in found.items() if f["signature"] == f"{finding}:{requirement}"]
-    assert ours, found
-    path, repro = ours[0]
-    assert repro["broker_quirks"] == [quirk]
-    assert repro["minimized"] is True
+    signature = f"{finding}:{requirement}"
+    path, repro, _ = fuzz_runs.quirk_found(tmp_path, "minikafka", quirk, signature, BUDGET)
+    assert repro["signature"] == signature
     assert repro["size"]["writes"] == 1 and repro["size"]["bytes"] <= 32
     (case,) = repro["cases"]
     (payload,) = codec.new_deframer().feed(bytes.fromhex(case["writes"][0]))
@@ -326,16 +299,7 @@ def test_each_fault_quirk_is_found_minimized_and_replayed(
         assert isinstance(request, codec.Consume) and request.batch_size < 0
     else:
         assert payload[:1] and payload[0] not in m.REPLY_TYPE
-    replay = conformance(tmp_path, "replay", str(path), timeout=120)
-    assert replay.returncode == 1, replay.stdout + replay.stderr
-    assert "REPRODUCES" in replay.stdout
-    clean = broker.start(protocol="minikafka")
-    try:
-        replay = conformance(tmp_path, "replay", str(path), "--target", clean.address)
-    finally:
-        clean.stop()
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "does not reproduce" in replay.stdout
+    fuzz_runs.replays(tmp_path, path, "minikafka")
 
 
 # ------------------------------------------------ a finding filed by its minimized bytes

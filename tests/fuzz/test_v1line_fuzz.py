@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conformance import fuzz
 from conformance.fuzz import campaign, harness
@@ -28,8 +27,7 @@ from conformance.protocols.v1line.fuzz_mutators import (
     STORED_MAX,
 )
 from conformance.protocols.v1line.fuzzing import ACKS_ALL_MAX_MS, CANARY, PINNED, V1Fuzzing, pool
-from tests.support import broker
-from tests.support.cli import conformance
+from tests.support import broker, fuzz_runs
 
 TRIES = 200
 
@@ -368,14 +366,7 @@ def test_the_canary_writes_to_a_leader_even_after_a_follower_role(
 
 def test_a_short_campaign_finds_nothing(served: tuple[Revision, broker.Broker]) -> None:
     revision, b = served
-    proto = fuzz.protocol("v1line", {}, revision)
-    target = External(b.host, b.port)
-    campaign.setup(proto, target, 2.0)
-    options = campaign.Options(deadline=1.0, canary_every=100, connections=8)
-    rows = campaign.run_range(proto, target, 7, 0, 400, options)
-    assert len(rows) == 400
-    assert [r for r in rows if r.finding or r.canary == "lost"] == []
-    assert sum(r.canary == "ok" for r in rows) == 4
+    fuzz_runs.finds_nothing(fuzz.protocol("v1line", {}, revision), External(b.host, b.port), 400)
 
 
 # ------------------------------------------------------------------ fault quirks
@@ -396,42 +387,12 @@ BUDGET = 200
 def test_each_fault_quirk_is_found_minimized_and_replayed(
     tmp_path: Path, quirk: str, finding: str, requirement: str, revision: str
 ) -> None:
-    proc = conformance(
-        tmp_path,
-        "fuzz",
-        "-q",
-        "--protocol",
-        "v1line",
-        "--revision",
-        revision,
-        "--deadline",
-        "0.3",
-        "--cases",
-        str(BUDGET),
-        "--quirk",
-        quirk,
-        timeout=300,
+    path, repro, _ = fuzz_runs.quirk_found(
+        tmp_path, "v1line", quirk, f"{finding}:{requirement}", BUDGET, "--revision", revision
     )
-    assert proc.returncode == 1, proc.stderr
-    assert f"{finding}:{requirement}" in proc.stderr
-    paths = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
-    found = {p: yaml.safe_load(p.read_text()) for p in paths}
-    ours = [(p, f) for p, f in found.items() if f["finding"] == finding]
-    assert ours, found
-    path, repro = ours[0]
-    assert repro["broker_quirks"] == [quirk] and repro["revision"] == revision
-    assert repro["minimized"] is True
+    assert repro["revision"] == revision
     assert repro["size"]["writes"] == 1 and repro["size"]["bytes"] <= 48
     (case,) = repro["cases"]
     (line,) = bytes.fromhex(case["writes"][0]).splitlines()
     assert line.split(b"|")[2].strip().upper() in (b"CONSUME", b"PRODUCE"), line
-    replay = conformance(tmp_path, "replay", str(path), timeout=120)
-    assert replay.returncode == 1, replay.stdout + replay.stderr
-    assert "REPRODUCES" in replay.stdout
-    clean = broker.start("--revision", revision, protocol="v1line")
-    try:
-        replay = conformance(tmp_path, "replay", str(path), "--target", clean.address)
-    finally:
-        clean.stop()
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "does not reproduce" in replay.stdout
+    fuzz_runs.replays(tmp_path, path, "v1line", clean=("--revision", revision))
