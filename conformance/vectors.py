@@ -108,6 +108,25 @@ def reply_command(raw: Mapping[str, Any], direction: str, known: Sequence[str]) 
     return str(command)
 
 
+def text_or_hex(v: Any, what: str) -> bytes:
+    """A vector's bytes spelled ``{text: ...}`` (UTF-8) or ``{hex: ...}``; ValueError otherwise."""
+    if isinstance(v, Mapping) and len(v) == 1:
+        if isinstance(v.get("text"), str):
+            return str(v["text"]).encode("utf-8")
+        if isinstance(v.get("hex"), str):
+            return parse_hex(v["hex"])
+    raise ValueError(f"{what} must be {{text: ...}} or {{hex: ...}}, got {v!r}")
+
+
+def plain_bytes(b: bytes) -> dict[str, str]:
+    """``{text}`` for printable UTF-8 (the empty string included), ``{hex}`` otherwise."""
+    try:
+        text = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
+    return {"text": text} if text.isprintable() else {"hex": b.hex()}
+
+
 def parse_hex(text: str) -> bytes:
     """Hex digits with any whitespace between them; ValueError if not whole bytes of hex."""
     digits = "".join(text.split())

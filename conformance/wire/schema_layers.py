@@ -166,6 +166,16 @@ def _new(name: str, base: type[Packet], fields: list[Any], **extra: Any) -> type
     return type(name, (base,), {"name": name, "fields_desc": fields, **extra})
 
 
+def nested_packets(pkt: Packet) -> list[Packet]:
+    """``pkt`` and every packet nested in its fields (structs, unions, list items)."""
+    out = [pkt]
+    for value in pkt.fields.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Packet):
+                out += nested_packets(item)
+    return out
+
+
 def layer(message: Message, version: int) -> type[Packet]:
     """The Packet class of ``message`` at ``version`` (``ProduceRequest_v9``)."""
     message.check_version(version)

@@ -43,6 +43,7 @@ from conformance.fuzz.draw import SCAPY_RANDOM
 from conformance.protocols.iggy import codec, layers
 from conformance.protocols.iggy.fuzz_pool import SDK_VERSION, U32, request
 from conformance.protocols.iggy.messages import CODES, NAMES, identifier
+from conformance.wire.schema_layers import nested_packets
 
 U64 = struct.Struct("<Q")
 DESTROYING = ("delete_stream", "delete_topic", "delete_partitions")
@@ -305,16 +306,6 @@ def _header_lie(rng: random.Random) -> bytes:
 # ------------------------------------------------------------------ on the layers
 
 
-def _packets(pkt: Packet) -> list[Packet]:
-    """``pkt`` and every packet nested in its fields (structs, unions, list items)."""
-    out = [pkt]
-    for value in pkt.fields.values():
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, Packet):
-                out += _packets(item)
-    return out
-
-
 def _boundaries(size: int, signed: bool, current: int) -> list[int]:
     bits = size * 8
     lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
@@ -331,7 +322,7 @@ def _strings(current: bytes) -> list[bytes]:
 def _targets(pkt: Packet) -> list[tuple[Packet, Any]]:
     """The fields of ``pkt`` and its nested packets that hold a number or bytes."""
     out = []
-    for p in _packets(pkt):
+    for p in nested_packets(pkt):
         for fld in p.fields_desc:
             value = p.getfieldval(fld.name)
             if isinstance(value, (Packet, list)):
@@ -375,7 +366,7 @@ def layer_mutators(revision: str) -> dict[str, StructureMutator]:
     def scapy_fuzz(rng: random.Random, pool: Pool) -> bytes:
         name, body, pkt = _layered(rng, pool, revision)
         state = rng.getrandbits(64)
-        nested = _packets(pkt)
+        nested = nested_packets(pkt)
         with SCAPY_RANDOM:
             random.seed(state)
             forgettable = [

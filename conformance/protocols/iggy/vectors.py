@@ -51,7 +51,7 @@ from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.errors import IggyError
 from conformance.protocols.iggy.messages import CODES, NAMES, VERSION
 from conformance.protocols.iggy.replies import OPTIONAL_REPLIES
-from conformance.vectors import mismatches, one_of, parse_hex, reply_command
+from conformance.vectors import mismatches, one_of, plain_bytes, reply_command, text_or_hex
 
 REVISIONS = codec.REVISIONS
 DEFAULT_REVISION = "classic"
@@ -68,24 +68,6 @@ _ENTRY_KEYS = ("key_kind", "key", "value_kind", "value")
 # ------------------------------------------------------------------ plain data
 
 
-def _bytes(v: Any, what: str) -> bytes:
-    """``{text}`` or ``{hex}`` as bytes; ValueError otherwise."""
-    if isinstance(v, Mapping) and len(v) == 1:
-        if isinstance(v.get("text"), str):
-            return str(v["text"]).encode("utf-8")
-        if isinstance(v.get("hex"), str):
-            return parse_hex(v["hex"])
-    raise ValueError(f"{what} must be {{text: ...}} or {{hex: ...}}, got {v!r}")
-
-
-def _plain_bytes(b: bytes) -> dict[str, str]:
-    try:
-        text = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"hex": b.hex()}
-    return {"text": text} if text.isprintable() else {"hex": b.hex()}
-
-
 def _int(d: Mapping[str, Any], key: str, what: str) -> int:
     v = d.get(key, 0)
     if isinstance(v, bool) or not isinstance(v, int):
@@ -95,7 +77,7 @@ def _int(d: Mapping[str, Any], key: str, what: str) -> int:
 
 def _headers(v: Any, what: str) -> bytes:
     if isinstance(v, Mapping):
-        return _bytes(v, what)
+        return text_or_hex(v, what)
     if not isinstance(v, list):
         raise ValueError(f"{what} must be a list of entries or {{hex: ...}}, got {v!r}")
     entries = []
@@ -106,9 +88,9 @@ def _headers(v: Any, what: str) -> bytes:
         entries.append(
             {
                 "key_kind": _int(e, "key_kind", where),
-                "key": _bytes(e["key"], f"{where}.key"),
+                "key": text_or_hex(e["key"], f"{where}.key"),
                 "value_kind": _int(e, "value_kind", where),
-                "value": _bytes(e["value"], f"{where}.value"),
+                "value": text_or_hex(e["value"], f"{where}.value"),
             }
         )
     return USER_HEADERS.encode({"entries": entries}, VERSION)
@@ -126,9 +108,9 @@ def _plain_headers(block: bytes) -> list[dict[str, Any]] | dict[str, str]:
     return [
         {
             "key_kind": e["key_kind"],
-            "key": _plain_bytes(e["key"]),
+            "key": plain_bytes(e["key"]),
             "value_kind": e["value_kind"],
-            "value": _plain_bytes(e["value"]),
+            "value": plain_bytes(e["value"]),
         }
         for e in value["entries"]
     ]
@@ -141,7 +123,7 @@ def _message(d: Any, what: str) -> dict[str, Any]:
         if key not in _MESSAGE_KEYS:
             raise ValueError(f"unknown key {key!r} in {what} (allowed: {', '.join(_MESSAGE_KEYS)})")
     out: dict[str, Any] = {k: _int(d, k, what) for k in _INT_KEYS if k in d}
-    out["payload"] = _bytes(d.get("payload", {"hex": ""}), f"{what}.payload")
+    out["payload"] = text_or_hex(d.get("payload", {"hex": ""}), f"{what}.payload")
     if "headers" in d:
         out["headers"] = _headers(d["headers"], f"{what}.headers")
     return out
@@ -149,7 +131,7 @@ def _message(d: Any, what: str) -> dict[str, Any]:
 
 def _plain_message(m: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: m[k] for k in _INT_KEYS if m.get(k, 0)}
-    out["payload"] = _plain_bytes(bytes(m.get("payload", b"")))
+    out["payload"] = plain_bytes(bytes(m.get("payload", b"")))
     headers = bytes(m.get("headers", b""))
     if headers:
         out["headers"] = _plain_headers(headers)
@@ -160,7 +142,7 @@ def _to_value(v: Any) -> Any:
     """Plain data to codec values: ``{text}``/``{hex}`` become bytes."""
     if isinstance(v, Mapping):
         if len(v) == 1 and ("text" in v or "hex" in v):
-            return _bytes(v, "bytes")
+            return text_or_hex(v, "bytes")
         return {k: _to_value(x) for k, x in v.items()}
     if isinstance(v, list):
         return [_to_value(x) for x in v]
@@ -169,7 +151,7 @@ def _to_value(v: Any) -> Any:
 
 def _to_plain(v: Any) -> Any:
     if isinstance(v, bytes | bytearray):
-        return _plain_bytes(bytes(v))
+        return plain_bytes(bytes(v))
     if isinstance(v, Mapping):
         return {k: _to_plain(x) for k, x in v.items()}
     if isinstance(v, list | tuple):

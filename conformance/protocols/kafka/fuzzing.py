@@ -52,7 +52,7 @@ from conformance.plugin import FieldSpan
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.apis import APIS, REQUEST_HEADER, request_header_version
-from conformance.wire.schema_layers import packet
+from conformance.wire.schema_layers import nested_packets, packet
 from conformance.wire.schema_strategies import values
 
 FUZZ_TOPIC = "fuzz"
@@ -334,21 +334,10 @@ def scapy_fuzz(rng: random.Random, pool: Pool) -> bytes:
         return payload[:end] + bytes(fuzz(layer))
 
 
-def _packets(pkt: Packet) -> list[Packet]:
-    """``pkt`` and every packet nested in its fields (structs, array items)."""
-    out = [pkt]
-    for value in pkt.fields.values():
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, Packet):
-                out += _packets(item)
-    return out
-
-
 def _loosen(pkt: Packet, rng: random.Random) -> None:
     """Forget a few set fields, so that scapy's ``fuzz()`` (which only draws the fields
     left at their defaults) randomises them; lengths and counts left unset are drawn too."""
-    nested = _packets(pkt)
+    nested = nested_packets(pkt)
     for _ in range(rng.randint(1, 3)):
         target = rng.choice(nested)
         names = sorted(target.fields)

@@ -52,6 +52,7 @@ from conformance.fuzz.draw import SCAPY_RANDOM
 from conformance.fuzz.mutators import FRAME_MUTATORS
 from conformance.protocols.minikafka import codec, layers
 from conformance.protocols.minikafka import messages as m
+from conformance.wire.schema_layers import nested_packets
 
 READ_TOPIC = "fuzz-read"
 """Written by the set-up (:data:`READ_RECORDS` records); the pool's CONSUMEs read it."""
@@ -184,16 +185,6 @@ def bad_utf8(rng: random.Random, pool: Pool) -> bytes:
 # ------------------------------------------------------------------ on the layer
 
 
-def _packets(pkt: Packet) -> list[Packet]:
-    """``pkt`` and every packet nested in its fields."""
-    out = [pkt]
-    for value in pkt.fields.values():
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, Packet):
-                out += _packets(item)
-    return out
-
-
 def _boundaries(size: int, signed: bool, current: int) -> list[int]:
     bits = size * 8
     lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
@@ -208,7 +199,7 @@ def _strings(current: bytes) -> list[bytes]:
 def _targets(pkt: Packet) -> list[tuple[Packet, Any]]:
     """The fields of ``pkt`` and its nested packets that hold a number or bytes."""
     out = []
-    for p in _packets(pkt):
+    for p in nested_packets(pkt):
         for fld in p.fields_desc:
             value = p.getfieldval(fld.name)
             if isinstance(value, Packet | list):
@@ -247,7 +238,7 @@ def scapy_fuzz(rng: random.Random, pool: Pool) -> bytes:
     pkt = layers.request_packet(request)
     fields = [
         (p, fld)
-        for p in _packets(pkt)
+        for p in nested_packets(pkt)
         for fld in p.fields_desc
         if not isinstance(p.getfieldval(fld.name), Packet | list)
     ]

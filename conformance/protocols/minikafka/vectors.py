@@ -47,7 +47,7 @@ from conformance.errors import FrameTooLarge, ProtocolError
 from conformance.plugin import SchemaError
 from conformance.protocols.minikafka import codec
 from conformance.protocols.minikafka import messages as m
-from conformance.vectors import mismatches, one_of, parse_hex
+from conformance.vectors import mismatches, one_of, plain_bytes, text_or_hex
 
 REVISIONS = ("doc", "real")
 ERROR_NAMES = (
@@ -87,24 +87,6 @@ class Decoded:
 
 
 # ------------------------------------------------------------------- plain data
-
-
-def _bytes(v: Any, what: str) -> bytes:
-    if isinstance(v, Mapping) and len(v) == 1:
-        if isinstance(v.get("text"), str):
-            return str(v["text"]).encode("utf-8")
-        if isinstance(v.get("hex"), str):
-            return parse_hex(v["hex"])
-    raise ValueError(f"{what} must be {{text: ...}} or {{hex: ...}}, got {v!r}")
-
-
-def plain_bytes(b: bytes) -> dict[str, str]:
-    """``{text}`` for printable UTF-8 (the empty string included), ``{hex}`` otherwise."""
-    try:
-        text = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"hex": b.hex()}
-    return {"text": text} if text.isprintable() else {"hex": b.hex()}
 
 
 def _int(d: Mapping[str, Any], key: str, what: str) -> int:
@@ -149,7 +131,7 @@ def _request(d: Mapping[str, Any]) -> Decoded:
             _topic(d, what), _int(d, "offset", what), _int(d, "batch_size", what)
         )
     elif name == "produce":
-        request = codec.Produce(_topic(d, what), _bytes(d["data"], f"{what}: data"))
+        request = codec.Produce(_topic(d, what), text_or_hex(d["data"], f"{what}: data"))
     else:
         request = codec.Flush()
     return Decoded(request, trailing)
@@ -164,7 +146,9 @@ def _consumed(items: Any, what: str) -> tuple[codec.Consumed, ...]:
         if not isinstance(item, Mapping):
             raise ValueError(f"{where} must be a mapping, got {item!r}")
         _only(item, ("offset", "data"), where)
-        out.append(codec.Consumed(_int(item, "offset", where), _bytes(item.get("data"), where)))
+        out.append(
+            codec.Consumed(_int(item, "offset", where), text_or_hex(item.get("data"), where))
+        )
     return tuple(out)
 
 
