@@ -255,6 +255,33 @@ def _add_serve(
         help=f"most partitions a topic may have: a resource limit (default {MAX_PARTITIONS})",
     )
     p.add_argument("--fsync", action="store_true", help="fsync every acknowledged write")
+    g = p.add_argument_group(
+        "validating a client",
+        "--validate checks every frame a client sends against the protocol's client "
+        "requirements and writes a report when the broker stops (SIGINT, SIGTERM or "
+        "--max-time); exit 1 if the client broke a MUST",
+    )
+    g.add_argument("--validate", action="store_true", help="check the clients' frames")
+    g.add_argument(
+        "--reports",
+        default="reports",
+        metavar="DIR",
+        help="where the report goes (default: reports)",
+    )
+    g.add_argument(
+        "--max-time", type=float, metavar="S", help="stop after S seconds and write the report"
+    )
+    g.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND:KEY=VALUE,...",
+        help="inject a fault (repeatable), e.g. Produce:error=NOT_LEADER_OR_FOLLOWER,count=2; "
+        "--fault list shows the protocol's",
+    )
+    g.add_argument("--fault-plan", metavar="FILE", help="faults from a YAML plan")
+    g.add_argument("--client-name", metavar="NAME", help="the client's name in the report")
+    g.add_argument("--strict", action="store_true", help="a broken SHOULD fails too (exit 1)")
     _add_protocol_options(p, plugins, "serve")
 
 

@@ -115,7 +115,7 @@ class WireLog:
         fields: list[list[Any]] = []
         if data and self.annotate is not None and direction in ("send", "recv"):
             kept = [s for s in self.annotate(direction, data) if s.start < self.keep]
-            fields = [[s.name, s.start, s.end, _shown(s.value)] for s in kept[:FIELDS_KEEP]]
+            fields = [[s.name, s.start, s.end, json_value(s.value)] for s in kept[:FIELDS_KEEP]]
         self.entries.append(
             WireEntry(
                 time.monotonic() - self.start,
@@ -140,7 +140,7 @@ class WireLog:
         return "\n".join(lines)
 
 
-def _shown(value: object) -> object:
+def json_value(value: object) -> object:
     """A field value as JSON can hold it (bytes as text, long text cut)."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "backslashreplace")

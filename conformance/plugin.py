@@ -33,6 +33,9 @@ identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
 ``messaging``      how the cross-protocol check creates a topic, produces to it and
                    consumes from it over this protocol (:class:`Messaging`, sans-IO
                    generators of the same shape as ``opening``)
+``validation``     what ``serve --validate`` checks a client's frames with and the faults
+                   it can inject (:class:`conformance.validate.contract.Validation`),
+                   made for the front-end it wraps and the serve config
 =================  ====================================================================
 
 Heavy parts (the front-end, the fuzzing part with Hypothesis and scapy, the vector schema)
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     from conformance.engine import Engine
     from conformance.fuzz.case import Fuzzing
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 # ------------------------------------------------------------------ the annotator
 
@@ -329,6 +333,9 @@ class Plugin:
     messaging: Callable[[Mapping[str, Any], str], Messaging] | None = None
     """Given the ``run`` option values and the target's revision, how the cross-protocol
     check talks to it; None: the protocol takes no part in it."""
+    validation: Callable[[Frontend, ServeConfig], Validation] | None = None
+    """Given the front-end ``serve --validate`` wraps and its config, the client checks
+    and faults (:mod:`conformance.validate`); None: its clients cannot be validated yet."""
 
     def check_revision(self, revision: str) -> str:
         """``revision`` if this protocol knows it, else ValueError naming the known ones."""

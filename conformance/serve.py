@@ -37,7 +37,13 @@ def _print_quirks(plugin: Plugin) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    checking = args.validate or args.fault or args.fault_plan or args.max_time is not None
     if args.all:
+        if checking:
+            raise UsageError(
+                "--validate, --fault, --fault-plan and --max-time check one protocol's "
+                "clients: give --protocol P instead of --all"
+            )
         return _serve_all_command(args)
     if args.port_base is not None:
         raise UsageError("--port-base places the listeners of --all; with one protocol use --port")
@@ -53,6 +59,10 @@ def serve_command(args: argparse.Namespace) -> int:
         config = ServeConfig(revision=revision, quirks=tuple(args.quirk), options=options)
         frontend = plugin.frontend(engine, config)
         port = plugin.default_port if args.port is None else args.port
+        if checking:
+            from conformance.validate.command import validate
+
+            return validate(args, plugin, config, frontend, port, _serve)
         return asyncio.run(_serve([(frontend, port)], args.host))
     finally:
         engine.close()
@@ -101,7 +111,12 @@ def _serve_all_command(args: argparse.Namespace) -> int:
         engine.close()
 
 
-async def _serve(listeners: list[tuple[Frontend, int]], host: str, every: bool = False) -> int:
+async def _serve(
+    listeners: list[tuple[Frontend, int]],
+    host: str,
+    every: bool = False,
+    max_time: float | None = None,
+) -> int:
     servers: list[Server] = []
     # the handlers first: a SIGTERM right after the "serving" lines must stop us cleanly
     stop = asyncio.Event()
@@ -123,6 +138,8 @@ async def _serve(listeners: list[tuple[Frontend, int]], host: str, every: bool =
             print(f"serving {server.frontend.name} on {server.host}:{server.port}", flush=True)
         if every:
             print("serving all", flush=True)
+        if max_time is not None:
+            loop.call_later(max_time, stop.set)
         await _until_stopped(servers, stop)
     finally:
         for server in servers:

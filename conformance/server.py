@@ -34,6 +34,14 @@ protocol-agnostic and cost nothing when unused:
 * ``Session.received(count)``: called with the number of whole frames each read
   delivered (when there is at least one), before any of them is handled or, on a
   streaming connection, ignored; a no-op for a well-behaved session.
+
+Faults on demand (``serve --validate`` with a fault plan), also carried by the outcome and
+applied to its replies and to those of its pending reply alike:
+
+* ``Outcome(pieces=N)``: the replies are written in N pieces of about equal size,
+  :data:`PIECE_GAP` seconds apart, each drained before the next;
+* ``Outcome(reset_after=K)``: only the first K bytes of the replies are written, then the
+  connection is reset (closed without the rest).
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ from conformance.wire.framing import Deframer
 log = logging.getLogger("conformance.server")
 
 READ_CHUNK = 256 * 1024
+PIECE_GAP = 0.01
+"""The pause between the pieces of a reply written in pieces (a fault)."""
 TICK = 0.05
 """How often a pending reply is polled when nothing changes (timed state: a join delay)."""
 
@@ -86,6 +96,8 @@ class Outcome:
     stream: Stream | None = None
     stall: bool = False
     pending: Pending | None = None
+    pieces: int = 1
+    reset_after: int | None = None
 
 
 class Session(Protocol):
@@ -191,9 +203,23 @@ class Server:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
 
-    async def _write(self, writer: asyncio.StreamWriter, chunks: list[bytes]) -> None:
-        if chunks:
-            writer.write(b"".join(chunks))
+    async def _write(
+        self, writer: asyncio.StreamWriter, chunks: list[bytes], outcome: Outcome | None = None
+    ) -> None:
+        data = b"".join(chunks)
+        if outcome is not None and outcome.reset_after is not None:
+            await self._write(writer, [data[: outcome.reset_after]])
+            writer.transport.abort()
+            raise ConnectionResetError("reset on purpose (a fault)")
+        if outcome is not None and outcome.pieces > 1 and len(data) > 1:
+            step = -(-len(data) // outcome.pieces)
+            for at in range(0, len(data), step):
+                if at:
+                    await asyncio.sleep(PIECE_GAP)
+                await self._write(writer, [data[at : at + step]])
+            return
+        if data:
+            writer.write(data)
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
             # that races the drain's completion, and a cancelled push stream then lives on.
             async with asyncio.timeout(self.write_timeout):
@@ -222,12 +248,13 @@ class Server:
                     continue  # frames sent on a streaming connection are read and ignored
                 for frame in frames:
                     outcome = session.handle(frame)
-                    await self._write(writer, outcome.replies)
+                    if outcome.replies or outcome.pending is None:
+                        await self._write(writer, outcome.replies, outcome)
                     if outcome.pending is not None:
                         replies = await self._settle(outcome.pending, reader)
                         if replies is None:
                             return  # the peer went away while the reply waited
-                        await self._write(writer, replies)
+                        await self._write(writer, replies, outcome)
                     if outcome.close:
                         return
                     if outcome.stall:

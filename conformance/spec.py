@@ -8,6 +8,11 @@ SPEC.md format (one requirement)::
     Source: the sentence of the seed document it rests on.
     Not checkable: why no case can check it (optional).
 
+A section whose area starts with ``client`` (``## client: framing``) holds requirements a
+*client* must meet, checked by ``serve --validate`` (:mod:`conformance.validate`) and never
+by a case of the suite: :func:`requirements` gives the broker's,
+:func:`client_requirements` the client's.
+
 A malformed SPEC.md is a bug in the tool, reported as :class:`SpecError` naming the
 file and line.
 """
@@ -40,6 +45,11 @@ class Requirement:
     text: str
     source: str
     not_checkable: str | None = None
+
+    @property
+    def party(self) -> str:
+        """``client`` for a requirement a client must meet, else ``broker``."""
+        return "client" if self.area.startswith("client") else "broker"
 
 
 def parse(text: str, origin: str = "SPEC.md") -> dict[str, Requirement]:
@@ -90,7 +100,18 @@ def parse(text: str, origin: str = "SPEC.md") -> dict[str, Requirement]:
 
 
 @cache
-def requirements(protocol: str) -> dict[str, Requirement]:
-    """Every requirement of ``protocol``, by ID."""
+def _all(protocol: str) -> dict[str, Requirement]:
     plugin = protocols.get(protocol)
     return parse(plugin.spec_text(), f"{plugin.package.replace('.', '/')}/SPEC.md")
+
+
+@cache
+def requirements(protocol: str) -> dict[str, Requirement]:
+    """Every requirement a broker of ``protocol`` must meet, by ID (what the suite checks)."""
+    return {k: r for k, r in _all(protocol).items() if r.party == "broker"}
+
+
+@cache
+def client_requirements(protocol: str) -> dict[str, Requirement]:
+    """Every requirement a client of ``protocol`` must meet, by ID (``serve --validate``)."""
+    return {k: r for k, r in _all(protocol).items() if r.party == "client"}

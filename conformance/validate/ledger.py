@@ -1,0 +1,195 @@
+"""What ``serve --validate`` saw: every connection, frame, violation and fault, in order.
+
+The checking front-end (:mod:`conformance.validate.frontend`) writes here as frames come
+and go; the report (:mod:`conformance.validate.results`) is built from it when the broker
+stops.  Memory is bounded: each connection keeps the bytes of its first
+:data:`FRAMES_KEPT` frames (each cut to :data:`BYTES_KEPT`) and of every frame a
+violation or a fault names; the rest are counted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from conformance.validate.contract import Seen, Violation
+from conformance.validate.faults import Fault
+
+FRAMES_KEPT = 400
+BYTES_KEPT = 64 * 1024
+FOLLOW = 8
+"""Events after a fault read for what the client did next."""
+
+
+@dataclass
+class Frame:
+    """A request the client sent (``send``), a reply it got (``recv``) or an event."""
+
+    index: int
+    t: float
+    conn: int
+    dir: str
+    size: int
+    data: bytes | None
+    """The frame's bytes (a request: the whole frame; a reply: its payload), or None once
+    the connection kept enough."""
+    summary: str = ""
+
+
+@dataclass
+class Found:
+    """A violation, the connection and the request frame it was found in."""
+
+    violation: Violation
+    conn: int
+    frame: int
+
+
+@dataclass
+class Event:
+    """Something that follows a fault: a request (with what the checker saw), a new
+    connection, or a connection's end."""
+
+    t: float
+    conn: int
+    what: str  # request | open | close
+    seen: Seen | None = None
+    frame: int | None = None
+    """A request's frame (its index in :attr:`Ledger.frames`)."""
+
+
+@dataclass
+class Fired:
+    """A fault that fired: on which request, and the events that followed it."""
+
+    number: int
+    fault: Fault
+    conn: int
+    frame: int
+    seen: Seen
+    t: float
+    after: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class Connection:
+    conn: int
+    peer: str
+    opened: float
+    closed: float | None = None
+    requests: int = 0
+    checked: dict[str, int] = field(default_factory=dict)
+    """Each requirement checked on this connection, with how many requests checked it."""
+    frames: list[int] = field(default_factory=list)
+    """Indexes in :attr:`Ledger.frames` of this connection's frames, in order."""
+
+
+class Ledger:
+    def __init__(self, clock: object = time.monotonic) -> None:
+        self._clock = clock
+        self.start = self._now()
+        self.frames: list[Frame] = []
+        self.connections: dict[int, Connection] = {}
+        self.found: list[Found] = []
+        self.fired: list[Fired] = []
+        self.checker_failures = 0
+
+    def _now(self) -> float:
+        return self._clock()  # type: ignore[operator, no-any-return]
+
+    def _t(self) -> float:
+        return self._now() - self.start
+
+    # ------------------------------------------------------------- connections
+
+    def open(self, peer: str) -> int:
+        conn = len(self.connections) + 1
+        self.connections[conn] = Connection(conn, peer, self._t())
+        self._follow(Event(self._t(), conn, "open"))
+        return conn
+
+    def close(self, conn: int, violations: list[Violation]) -> None:
+        c = self.connections[conn]
+        if c.closed is not None:
+            return
+        c.closed = self._t()
+        index = self.event(conn, "connection closed")
+        for v in violations:
+            self.found.append(Found(v, conn, index))
+        self._follow(Event(self._t(), conn, "close"))
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, conn: int, direction: str, data: bytes, summary: str, keep: bool) -> int:
+        c = self.connections[conn]
+        kept = keep or len(c.frames) < FRAMES_KEPT
+        frame = Frame(
+            len(self.frames),
+            self._t(),
+            conn,
+            direction,
+            len(data),
+            data[:BYTES_KEPT] if kept else None,
+            summary,
+        )
+        self.frames.append(frame)
+        c.frames.append(frame.index)
+        return frame.index
+
+    def request(self, conn: int, frame: bytes, seen: Seen) -> int:
+        """A request frame and what the checker saw in it; its index."""
+        c = self.connections[conn]
+        c.requests += 1
+        for req in seen.checked:
+            c.checked[req] = c.checked.get(req, 0) + 1
+        index = self._frame(conn, "send", frame, seen.summary, bool(seen.violations))
+        for v in seen.violations:
+            self.found.append(Found(v, conn, index))
+            if v.requirement not in c.checked:
+                c.checked[v.requirement] = 1
+        self._follow(Event(self._t(), conn, "request", seen, index))
+        return index
+
+    def reply(self, conn: int, payload: bytes, keep: bool = False) -> int:
+        return self._frame(conn, "recv", payload, "", keep)
+
+    def event(self, conn: int, text: str) -> int:
+        return self._frame(conn, "event", b"", text, True)
+
+    def framing(self, conn: int, violation: Violation, data: bytes) -> None:
+        """Bytes the deframer refused on ``conn``."""
+        index = self._frame(conn, "send", data, f"refused: {violation.message}", True)
+        self.found.append(Found(violation, conn, index))
+        c = self.connections[conn]
+        c.checked[violation.requirement] = c.checked.get(violation.requirement, 0) + 1
+
+    # ------------------------------------------------------------------ faults
+
+    def fault(self, fault: Fault, conn: int, frame: int, data: bytes, seen: Seen) -> Fired:
+        """``fault`` fired on the request recorded as ``frame`` (its bytes: ``data``)."""
+        fired = Fired(len(self.fired) + 1, fault, conn, frame, seen, self._t())
+        self.fired.append(fired)
+        self.frames[frame].data = data[:BYTES_KEPT]  # kept even past FRAMES_KEPT
+        self.event(conn, f"fault {fired.number}: {fault.describe()}")
+        return fired
+
+    def _follow(self, event: Event) -> None:
+        for fired in self.fired:
+            if len(fired.after) < FOLLOW:
+                fired.after.append(event)
+
+    # ------------------------------------------------------------------ views
+
+    def violations_of(self, requirement: str) -> list[Found]:
+        return [f for f in self.found if f.violation.requirement == requirement]
+
+    def checked_count(self, requirement: str) -> tuple[int, list[int]]:
+        """How many requests were checked against ``requirement``, and on which
+        connections."""
+        total, conns = 0, []
+        for c in self.connections.values():
+            n = c.checked.get(requirement, 0)
+            if n:
+                total += n
+                conns.append(c.conn)
+        return total, conns

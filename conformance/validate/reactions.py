@@ -1,0 +1,87 @@
+"""What a client did next after a fault, read from the events that followed it.
+
+Each event after a fault (up to :data:`conformance.validate.ledger.FOLLOW` of them, on any
+connection) gives next-step *tags*; a protocol's :class:`Expectation` lists the tags that
+count as coping.  Generic tags:
+
+``retried``                a request of the same kind about the same thing (topic-partition,
+                           group, ...) as the one the fault hit
+``re-sent the same``       ... carrying the same identity (a producer batch's sequence)
+``went on``                a request of another kind on the same connection
+``reconnected``            a new connection
+``closed the connection``  the client closed the connection the fault hit
+``sent something illegal`` a request that broke a client requirement
+``sent nothing more``      no event followed before the broker stopped
+
+and the protocol's own, named by request kind (:attr:`Validation.next_steps`:
+``Metadata`` -> ``refreshed metadata``, ``JoinGroup`` -> ``re-joined``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from conformance.validate.ledger import Fired
+
+RETRIED = "retried"
+RESENT = "re-sent the same"
+WENT_ON = "went on"
+RECONNECTED = "reconnected"
+CLOSED = "closed the connection"
+ILLEGAL = "sent something illegal"
+NOTHING = "sent nothing more"
+
+
+@dataclass(frozen=True)
+class Reaction:
+    tags: tuple[str, ...]
+    """Every next-step tag, in the order first seen."""
+    steps: tuple[str, ...]
+    """The events, one line each: ``conn 3: Metadata v12 corr 9 (refreshed metadata)``."""
+
+    def met(self, expect: tuple[str, ...]) -> bool:
+        return any(tag in self.tags for tag in expect)
+
+
+def react(fired: Fired, next_steps: Mapping[str, str]) -> Reaction:
+    tags: list[str] = []
+    steps: list[str] = []
+
+    def tag(name: str) -> str:
+        if name not in tags:
+            tags.append(name)
+        return name
+
+    for event in fired.after:
+        if event.what == "open":
+            steps.append(f"conn {event.conn}: opened ({tag(RECONNECTED)})")
+            continue
+        if event.what == "close":
+            if event.conn == fired.conn:
+                steps.append(f"conn {event.conn}: closed by the client ({tag(CLOSED)})")
+            else:
+                steps.append(f"conn {event.conn}: closed")
+            continue
+        seen = event.seen
+        if seen is None:
+            continue
+        meant = []
+        if seen.kind == fired.seen.kind and (
+            seen.target is None or fired.seen.target is None or seen.target == fired.seen.target
+        ):
+            meant.append(tag(RETRIED))
+            if seen.identity is not None and seen.identity == fired.seen.identity:
+                meant.append(tag(RESENT) + f" ({seen.identity})")
+        elif seen.kind in next_steps:
+            meant.append(tag(next_steps[seen.kind]))
+        elif event.conn == fired.conn:
+            meant.append(tag(WENT_ON))
+        if seen.violations:
+            broken = ", ".join(sorted({v.requirement for v in seen.violations}))
+            meant.append(tag(ILLEGAL) + f": {broken}")
+        note = f" ({'; '.join(meant)})" if meant else ""
+        steps.append(f"conn {event.conn}: {seen.summary}{note}")
+    if not fired.after:
+        tag(NOTHING)
+    return Reaction(tuple(tags), tuple(steps))

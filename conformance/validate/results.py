@@ -1,0 +1,328 @@
+"""The report model (``results.json``) of a ``serve --validate`` session.
+
+The same document ``conformance run`` writes, so every report (terminal, HTML, JUnit,
+Allure, ``conformance report``) renders it; ``"mode": "validate"`` tells it apart.  Its
+*cases* are the client's verdicts, three kinds:
+
+* ``P/client/REQ-ID``, one per client requirement of the revision: FAIL (a MUST) or WARN
+  (a SHOULD) when some request broke it (a MAY broken is UNSUPPORTED), PASS when requests
+  were checked against it and none broke it, UNSUPPORTED ("not exercised") when none was;
+  its wire log holds the first few violating requests with the frames before them;
+* ``P/client/connection/N``, one per client connection: the worst of what its requests
+  broke, with its frames as the wire log;
+* ``P/client/fault/N``, one per fault that fired: what the client did next (read from the
+  frames that followed) against what the client requirement behind it expects.
+
+In a wire log, ``send`` is what the client sent (a request, the whole frame) and ``recv``
+what it got back (a reply payload): the suite's directions, seen from the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from conformance import __version__
+from conformance.annotation import annotate_frame, annotate_payload
+from conformance.client import FIELDS_KEEP, HEX_KEEP, json_value
+from conformance.errors import ProtocolError
+from conformance.evidence import fields_named
+from conformance.plugin import Plugin
+from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_rollup
+from conformance.spec import Requirement
+from conformance.validate.contract import Expectation, Validation
+from conformance.validate.ledger import Found, Frame, Ledger
+from conformance.validate.reactions import react
+
+EXAMPLES = 5
+"""Violations of one requirement shown with their frames (all are counted)."""
+BEFORE = 3
+"""Frames of the connection shown before a violating request."""
+CONNECTION_ENTRIES = 300
+BROKEN = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}
+
+
+class _Log:
+    """Wire-log entries of one case, each frame annotated once, in the order added."""
+
+    def __init__(self, plugin: Plugin, ledger: Ledger, compact: bool) -> None:
+        self.plugin = plugin
+        self.ledger = ledger
+        self.compact = compact
+        self.entries: list[dict[str, Any]] = []
+        self._at: dict[int, int] = {}
+
+    def add(self, frame: Frame, earlier: tuple[bytes, ...] = ()) -> int:
+        if frame.index in self._at:
+            return self._at[frame.index]
+        entry: dict[str, Any] = {
+            "t": round(frame.t, 6),
+            "conn": frame.conn,
+            "dir": frame.dir,
+            "len": frame.size,
+            "hex": "",
+            "truncated": False,
+            "summary": frame.summary,
+        }
+        if frame.dir != "event" and frame.data is not None:
+            if frame.dir == "send":
+                read = annotate_frame(self.plugin, frame.data, "request", earlier)
+            else:
+                read = annotate_payload(self.plugin, frame.data, "reply", earlier)
+            entry["summary"] = (
+                frame.summary if frame.dir == "send" and frame.summary else read.summary
+            )
+            if not self.compact:
+                entry["hex"] = frame.data[:HEX_KEEP].hex()
+                entry["truncated"] = len(frame.data[:HEX_KEEP]) < frame.size
+                kept = [s for s in read.fields if s.start < HEX_KEEP][:FIELDS_KEEP]
+                if kept:
+                    entry["fields"] = [[s.name, s.start, s.end, json_value(s.value)] for s in kept]
+        elif frame.dir != "event":
+            entry["summary"] = frame.summary or f"{frame.dir} (not kept)"
+        self.entries.append(entry)
+        self._at[frame.index] = len(self.entries) - 1
+        return self._at[frame.index]
+
+    def add_window(self, conn: int, frames: list[int]) -> None:
+        """``frames`` of connection ``conn``, each with the requests before it as context."""
+        for index in frames:
+            self.add(self.ledger.frames[index], self._earlier(conn, index))
+
+    def _earlier(self, conn: int, upto: int) -> tuple[bytes, ...]:
+        payloads: deque[bytes] = deque(maxlen=64)
+        for index in self.ledger.connections[conn].frames:
+            if index >= upto:
+                break
+            frame = self.ledger.frames[index]
+            if frame.dir == "send" and frame.data is not None:
+                with contextlib.suppress(ProtocolError):
+                    payloads.extend(self.plugin.framing.deframer("request").feed(frame.data))
+        return tuple(payloads)
+
+    def has(self, frame: int) -> bool:
+        return frame in self._at
+
+    def evidence(self, frame: int, names: tuple[str, ...]) -> dict[str, Any]:
+        entry = self._at[frame]
+        listed = [f[0] for f in self.entries[entry].get("fields", [])]
+        judged = [n for n in names if fields_named(n, listed)]
+        return {"entry": entry, "fields": judged}
+
+
+def _around(ledger: Ledger, found: Found) -> list[int]:
+    """The frame of a violation with the :data:`BEFORE` frames before it and its reply."""
+    frames = ledger.connections[found.conn].frames
+    at = frames.index(found.frame)
+    return frames[max(0, at - BEFORE) : at + 2]
+
+
+def _case(case_id: str, req: Requirement, verdict: str, message: str, log: _Log) -> dict[str, Any]:
+    return {
+        "case_id": case_id,
+        "title": req.text if case_id.endswith(req.id) else case_id.rsplit("/", 2)[-2],
+        "area": req.area,
+        "requirements": [req.id],
+        "level": req.level,
+        "verdict": verdict,
+        "violated": req.id if verdict in ("FAIL", "WARN") else None,
+        "unsupported": req.id if verdict == "UNSUPPORTED" and req.level == "MAY" else None,
+        "message": message,
+        "duration_s": 0.0,
+        "wire_log": log.entries,
+        "wire_compact": log.compact,
+    }
+
+
+def requirement_case(
+    protocol: str, plugin: Plugin, ledger: Ledger, req: Requirement
+) -> dict[str, Any]:
+    found = ledger.violations_of(req.id)
+    checked, conns = ledger.checked_count(req.id)
+    log = _Log(plugin, ledger, compact=not found)
+    if found:
+        verdict = BROKEN[req.level]
+        where = sorted({f.conn for f in found})
+        evidence = []
+        for f in found[:EXAMPLES]:
+            log.add_window(f.conn, _around(ledger, f))
+            evidence.append(log.evidence(f.frame, f.violation.fields))
+        times = "once" if len(found) == 1 else f"{len(found)} times"
+        message = (
+            f"{req.id}: broken {times} (connection{'s' if len(where) > 1 else ''} "
+            f"{', '.join(map(str, where))}): {found[0].violation.message}"
+        )
+        case = _case(f"{protocol}/client/{req.id}", req, verdict, message, log)
+        case["evidence"] = evidence
+        return case
+    if checked:
+        message = (
+            f"checked on {checked} request{'s' if checked > 1 else ''} over "
+            f"{len(conns)} connection{'s' if len(conns) > 1 else ''}; never broken"
+        )
+        return _case(f"{protocol}/client/{req.id}", req, "PASS", message, log)
+    message = "not exercised: the client sent nothing this requirement applies to"
+    return _case(f"{protocol}/client/{req.id}", req, "UNSUPPORTED", message, log)
+
+
+def connection_case(
+    protocol: str, plugin: Plugin, ledger: Ledger, conn: int, reqs: Mapping[str, Requirement]
+) -> dict[str, Any]:
+    c = ledger.connections[conn]
+    found = [f for f in ledger.found if f.conn == conn]
+    verdicts = [
+        BROKEN[reqs[f.violation.requirement].level]
+        for f in found
+        if f.violation.requirement in reqs
+    ]
+    worst = next((v for v in ("FAIL", "WARN", "UNSUPPORTED") if v in verdicts), None)
+    checked = sorted(c.checked) or sorted(reqs)[:1]
+    first = reqs[found[0].violation.requirement] if found else reqs[checked[0]]
+    log = _Log(plugin, ledger, compact=worst is None)
+    log.add_window(conn, c.frames[:CONNECTION_ENTRIES])
+    lifetime = (
+        f"{c.opened:.1f}..{c.closed:.1f} s" if c.closed is not None else f"from {c.opened:.1f} s"
+    )
+    head = f"client {c.peer}, {lifetime}, {c.requests} request{'s' if c.requests != 1 else ''}"
+    if found:
+        broken = ", ".join(sorted({f.violation.requirement for f in found}))
+        message = f"{first.id}: {head}; broke {broken}: {found[0].violation.message}"
+    elif c.requests:
+        message = f"{head}; nothing broken"
+    else:
+        message = f"{head}: sent no whole request"
+    case = _case(f"{protocol}/client/connection/{conn}", first, worst or "PASS", message, log)
+    if not c.requests and not found:
+        case["verdict"] = "UNSUPPORTED"
+    case["requirements"] = checked
+    case["title"] = f"connection {conn} from {c.peer}"
+    if found:
+        case["evidence"] = [
+            log.evidence(f.frame, f.violation.fields)
+            for f in found[:EXAMPLES]
+            if f.frame in log._at
+        ]
+    return case
+
+
+def _expectation(validation: Validation, effect: str, value: object) -> Expectation:
+    if effect == "error":
+        return validation.errors[str(value)]
+    if effect == "action":
+        return validation.actions[str(value)]
+    return validation.transport[effect]
+
+
+def fault_cases(
+    protocol: str,
+    plugin: Plugin,
+    ledger: Ledger,
+    validation: Validation,
+    reqs: Mapping[str, Requirement],
+) -> list[dict[str, Any]]:
+    out = []
+    for fired in ledger.fired:
+        expected = _expectation(validation, fired.fault.effect, fired.fault.value)
+        req = reqs[expected.requirement]
+        reaction = react(fired, validation.next_steps)
+        met = reaction.met(expected.expect)
+        verdict = "PASS" if met else BROKEN[req.level]
+        then = "; then ".join(reaction.steps) or "nothing followed before the broker stopped"
+        wanted = " or ".join(expected.expect)
+        message = (
+            f"{'' if met else req.id + ': '}{fired.seen.summary}: {fired.fault.describe()}; "
+            f"then {then}. Expected: {wanted}; did: {', '.join(reaction.tags)}"
+        )
+        log = _Log(plugin, ledger, compact=False)
+        log.add_window(fired.conn, [fired.frame])
+        for index in ledger.connections[fired.conn].frames:
+            if index > fired.frame and ledger.frames[index].dir != "send":
+                log.add(ledger.frames[index])
+                if ledger.frames[index].dir == "recv":
+                    break
+        for event in fired.after:
+            if event.frame is not None:
+                log.add_window(event.conn, [event.frame])
+        case = _case(f"{protocol}/client/fault/{fired.number}", req, verdict, message, log)
+        case["title"] = f"fault {fired.number}: {fired.fault.describe()}"
+        case["fault"] = {
+            "fault": fired.fault.describe(),
+            "origin": fired.fault.origin,
+            "request": fired.seen.summary,
+            "connection": fired.conn,
+            "expected": list(expected.expect),
+            "did": list(reaction.tags),
+            "next": list(reaction.steps),
+        }
+        if not met:
+            case["evidence"] = [log.evidence(fired.frame, ())]
+        out.append(case)
+    return out
+
+
+def build(
+    *,
+    plugin: Plugin,
+    validation: Validation,
+    ledger: Ledger,
+    requirements: Mapping[str, Requirement],
+    revision: str,
+    address: str,
+    client_name: str | None,
+    started: datetime,
+    strict: bool,
+    faults: list[str],
+) -> dict[str, Any]:
+    reqs = {k: r for k, r in requirements.items() if revision in r.revisions}
+    cases = [requirement_case(plugin.name, plugin, ledger, r) for r in reqs.values()]
+    cases += [connection_case(plugin.name, plugin, ledger, c, reqs) for c in ledger.connections]
+    cases += fault_cases(plugin.name, plugin, ledger, validation, reqs)
+    counts = {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
+    bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
+    rows = [
+        {
+            "id": r.id,
+            "level": r.level,
+            "area": r.area,
+            "text": r.text,
+            "source": r.source,
+            "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
+            "not_checkable": r.not_checkable,
+        }
+        for r in reqs.values()
+    ]
+    by_id = {c["case_id"]: c for c in cases}
+    for row in rows:
+        row["verdict"] = requirement_rollup(row, by_id)[0]
+    return {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "tool": "broker-conformance",
+        "version": __version__,
+        "mode": "validate",
+        "protocol": plugin.name,
+        "revision": revision,
+        "target": address,
+        "target_name": client_name or f"clients of {address}",
+        "target_software": None,
+        "embedded": False,
+        "selection": [],
+        "quirks": [],
+        "options": {},
+        "strict": strict,
+        "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "duration_s": round(time.monotonic() - ledger.start, 3),
+        "target_unresponsive": False,
+        "target_lost": None,
+        "counts": counts,
+        "exit_code": 1 if bad else 0,
+        "cases": cases,
+        "requirements": rows,
+        "faults": faults,
+        "connections": len(ledger.connections),
+        "checker_failures": ledger.checker_failures,
+    }
