@@ -98,17 +98,29 @@ class ConnectionChecker(Protocol):
 
 
 class Validation(Protocol):
-    errors: Mapping[str, Expectation]
-    """The error names a fault plan may use, each with what a client should do next."""
-    actions: Mapping[str, Expectation]
-    """The protocol's own fault actions (Kafka's ``rebalance``), each with what it does
-    (``description``) and what a client should do next."""
-    transport: Mapping[str, Expectation]
-    """What a client should do after a ``slow``, ``split`` or ``reset`` fault (keys: those
-    three), under this protocol's client requirements."""
-    next_steps: Mapping[str, str]
-    """Request kinds that mean something when they follow a fault, and what they mean
-    (``{"Metadata": "refreshed metadata", "JoinGroup": "re-joined"}``)."""
+    # read-only properties, so that a plain attribute of a more precise type fits
+    @property
+    def errors(self) -> Mapping[str, Expectation]:
+        """The error names a fault plan may use, each with what a client should do next."""
+        ...
+
+    @property
+    def actions(self) -> Mapping[str, Expectation]:
+        """The protocol's own fault actions (Kafka's ``rebalance``), each with what it does
+        (``description``) and what a client should do next."""
+        ...
+
+    @property
+    def transport(self) -> Mapping[str, Expectation]:
+        """What a client should do after a ``slow``, ``split`` or ``reset`` fault (keys: those
+        three), under this protocol's client requirements."""
+        ...
+
+    @property
+    def next_steps(self) -> Mapping[str, str]:
+        """Request kinds that mean something when they follow a fault, and what they mean
+        (``{"Metadata": "refreshed metadata", "JoinGroup": "re-joined"}``)."""
+        ...
 
     def connection(self, conn: int) -> ConnectionChecker:
         """A checker for the client connection numbered ``conn`` (1, 2, ...)."""
