@@ -62,13 +62,16 @@ class Fault:
     fired: int = field(default=0, init=False)
 
     def describe(self) -> str:
-        what = {
-            "error": f"answer {self.value}",
-            "slow": f"hold the reply {self.value} ms",
-            "split": f"write the reply in {self.value} pieces",
-            "reset": f"reset the connection after {self.value:g} of the reply",
-            "action": f"{self.value}",
-        }[self.effect]
+        if self.effect == "error":
+            what = f"answer {self.value}"
+        elif self.effect == "slow":
+            what = f"hold the reply {self.value} ms"
+        elif self.effect == "split":
+            what = f"write the reply in {self.value} pieces"
+        elif self.effect == "reset":
+            what = f"reset the connection after {float(self.value):g} of the reply"
+        else:
+            what = str(self.value)
         which = "every" if self.count == 0 else f"{self.count}"
         skip = f" after the first {self.after}" if self.after else ""
         return f"{self.on}: {what} ({which}{skip})"
@@ -187,5 +190,7 @@ def load_plan(path: Path, errors: Sequence[str], actions: Sequence[str]) -> list
         origin = f"{path.name} fault {i}"
         if not isinstance(raw, dict):
             raise PlanError(f"{origin}: a fault is a mapping (on: ..., error: ...)")
+        # YAML 1.1, as PyYAML reads it, takes a bare `on` for the boolean true
+        raw = {("on" if key is True else key): value for key, value in raw.items()}
         out.append(make_fault(raw, origin, errors, actions))
     return out

@@ -184,9 +184,8 @@ def connection_case(
     first = reqs[found[0].violation.requirement] if found else reqs[checked[0]]
     log = _Log(plugin, ledger, compact=worst is None)
     log.add_window(conn, c.frames[:CONNECTION_ENTRIES])
-    lifetime = (
-        f"{c.opened:.1f}..{c.closed:.1f} s" if c.closed is not None else f"from {c.opened:.1f} s"
-    )
+    until = f"{c.closed:.1f} s" if c.closed is not None else "the end"
+    lifetime = f"open from {c.opened:.1f} s to {until}"
     head = f"client {c.peer}, {lifetime}, {c.requests} request{'s' if c.requests != 1 else ''}"
     if found:
         broken = ", ".join(sorted({f.violation.requirement for f in found}))
@@ -307,7 +306,7 @@ def build(
         "protocol": plugin.name,
         "revision": revision,
         "target": address,
-        "target_name": client_name or f"clients of {address}",
+        "target_name": client_name or "clients",
         "target_software": None,
         "embedded": False,
         "selection": [],

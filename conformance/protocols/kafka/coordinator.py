@@ -318,6 +318,18 @@ class Coordinator:
             del self._groups[group_id]
             return "NONE"
 
+    def rebalance(self, group_id: str) -> bool:
+        """Start a rebalance of a group with members, as a member joining would (a fault on
+        demand, ``serve --validate``): its members learn it from their next heartbeat
+        (REBALANCE_IN_PROGRESS) and join again for the next generation.  False if the group
+        has no members or is already rebalancing."""
+        with self._step() as now:
+            group = self._groups.get(group_id)
+            if group is None or group.state not in (STABLE, COMPLETING_REBALANCE):
+                return False
+            self._prepare_rebalance(group, now, MEMBER_JOINED)
+            return True
+
     def tick(self) -> None:
         """Catch up with the clock: expire waits and sessions, complete due rebalances."""
         with self._step():

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from conformance.fuzz.case import Fuzzing
     from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 DEFAULT_PORT = 9092
 
@@ -107,6 +108,14 @@ def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
     return messaging(options, revision)
 
 
+def _validation(frontend: Frontend, config: ServeConfig) -> Validation:
+    from conformance.protocols.kafka.broker import KafkaFrontend
+    from conformance.protocols.kafka.validation import KafkaValidation
+
+    assert isinstance(frontend, KafkaFrontend)
+    return KafkaValidation(frontend, config)
+
+
 PLUGIN = Plugin(
     name="kafka",
     title="Kafka (kafka-wire-protocol-pgcdc.txt, Apache Kafka protocol)",
@@ -125,4 +134,5 @@ PLUGIN = Plugin(
     quirks=QUIRKS,
     options=OPTIONS,
     messaging=_messaging,
+    validation=_validation,
 )
