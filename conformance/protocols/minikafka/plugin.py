@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from conformance.fuzz.case import Fuzzing
     from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 DEFAULT_PORT = 9180
 """The document gives none; the real phase-2 server's ``binary.server.port`` (FACTS.md 7.2)."""
@@ -104,6 +105,12 @@ def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
     return messaging(options, revision)
 
 
+def _validation(frontend: Frontend, config: ServeConfig) -> Validation:
+    from conformance.protocols.minikafka.validation import validation
+
+    return validation(frontend, config)
+
+
 PLUGIN = Plugin(
     name="minikafka",
     title="mini-Kafka binary protocol (mini-kafka-binary-protocol.txt; real: its phase-2 server)",
@@ -121,4 +128,5 @@ PLUGIN = Plugin(
     quirks=QUIRKS,
     options=OPTIONS,
     messaging=_messaging,
+    validation=_validation,
 )
