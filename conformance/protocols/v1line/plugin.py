@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from conformance.fuzz.case import Fuzzing
     from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 DEFAULT_PORT = 9192
 """The document gives none; the real broker's 9092 is Kafka's, so 100 above it (SPEC.md)."""
@@ -175,6 +176,12 @@ def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
     return messaging(options, revision)
 
 
+def _validation(frontend: Frontend, config: ServeConfig) -> Validation:
+    from conformance.protocols.v1line.validation import validation
+
+    return validation(frontend, config)
+
+
 PLUGIN = Plugin(
     name="v1line",
     title="V1 line protocol (v1-line-protocol.txt; real: the Go broker it describes)",
@@ -192,4 +199,5 @@ PLUGIN = Plugin(
     quirks=QUIRKS,
     options=OPTIONS,
     messaging=_messaging,
+    validation=_validation,
 )
