@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -139,10 +139,28 @@ def _case(case_id: str, req: Requirement, verdict: str, message: str, log: _Log)
 
 
 def requirement_case(
-    protocol: str, plugin: Plugin, ledger: Ledger, req: Requirement
+    protocol: str,
+    plugin: Plugin,
+    ledger: Ledger,
+    req: Requirement,
+    faults: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
+    """The case of one client requirement, from the requests checked against it and the
+    ``faults`` cases whose expectation it is."""
     found = ledger.violations_of(req.id)
     checked, conns = ledger.checked_count(req.id)
+    mine = [f for f in faults if f["requirements"] == [req.id]]
+    if not found and mine:
+        missed = [f for f in mine if f["verdict"] != "PASS"]
+        numbers = ", ".join(f["case_id"].rsplit("/", 1)[-1] for f in missed or mine)
+        if missed:
+            message = f"{req.id}: not met after fault {numbers}: {missed[0]['fault']['did']}"
+            verdict = missed[0]["verdict"]
+        else:
+            message = f"met after fault{'s' if len(mine) > 1 else ''} {numbers}"
+            verdict = "PASS"
+        log = _Log(plugin, ledger, compact=not missed)
+        return _case(f"{protocol}/client/{req.id}", req, verdict, message, log)
     log = _Log(plugin, ledger, compact=not found)
     if found:
         verdict = BROKEN[req.level]
@@ -277,9 +295,10 @@ def build(
     faults: list[str],
 ) -> dict[str, Any]:
     reqs = {k: r for k, r in requirements.items() if revision in r.revisions}
-    cases = [requirement_case(plugin.name, plugin, ledger, r) for r in reqs.values()]
+    faulted = fault_cases(plugin.name, plugin, ledger, validation, reqs)
+    cases = [requirement_case(plugin.name, plugin, ledger, r, faulted) for r in reqs.values()]
     cases += [connection_case(plugin.name, plugin, ledger, c, reqs) for c in ledger.connections]
-    cases += fault_cases(plugin.name, plugin, ledger, validation, reqs)
+    cases += faulted
     counts = {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
     bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
     rows = [
