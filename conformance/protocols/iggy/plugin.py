@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from conformance.fuzz.case import Fuzzing
     from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 DEFAULT_PORT = 8090
 """The real server's default TCP port (core/server/config.toml, ``[tcp] address``)."""
@@ -139,6 +140,12 @@ def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
     return messaging(options, revision)
 
 
+def _validation(frontend: Frontend, config: ServeConfig) -> Validation:
+    from conformance.protocols.iggy.validation import validation
+
+    return validation(frontend, config)
+
+
 PLUGIN = Plugin(
     name="iggy",
     title="Apache Iggy, binary TCP (iggy-binary-protocol.txt; classic: apache-iggy 0.8)",
@@ -158,4 +165,5 @@ PLUGIN = Plugin(
     options=OPTIONS,
     opening=opening,
     messaging=_messaging,
+    validation=_validation,
 )

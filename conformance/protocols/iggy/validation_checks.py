@@ -1,0 +1,460 @@
+"""What ``serve --validate`` reads in one Iggy client connection (sans-IO).
+
+:class:`IggyChecker` is the :class:`~conformance.validate.contract.ConnectionChecker` of
+one connection: each request payload (``u32 code + payload``, as the broker's deframer
+hands it out) is judged against the client requirements of SPEC.md (``## client: ...``,
+IDs ``IGG-CLI-N``) in this order:
+
+1. a frame the broker's deframer already refused (a length below 4, a control payload
+   over 10 MiB: :class:`~.broker_wire.Refused`): IGG-CLI-1 or IGG-CLI-2, nothing more;
+2. the command code: one the revision defines (IGG-CLI-3), else the request is kind
+   ``UNKNOWN`` and nothing more is read;
+3. classic only, the login gate: anything but PING and LOGIN_USER before this
+   connection's login was answered 0, or after a LOGOUT_USER or a status 40 (IGG-CLI-7);
+4. the payload, decoded strictly (IGG-CLI-4; a refused Identifier is IGG-CLI-5, a
+   refused Partitioning or index table IGG-CLI-8), then its fields: Identifiers and names
+   (IGG-CLI-5, -6), messages and user headers (IGG-CLI-8, -9), the polling strategy and
+   count (IGG-CLI-10, -11), the partition against what the client was told (IGG-CLI-12);
+5. a request identical to one that got the same error three times in a row (IGG-CLI-13).
+
+What spans connections (each topic's partitions count as the replies described it, the
+requests that keep failing) is :class:`Knowledge`, one per validation.  The checker's
+:meth:`IggyChecker.reply` feeds it and the login state from every reply the client gets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.errors import ProtocolError
+from conformance.protocols.iggy import codec
+from conformance.protocols.iggy.annotate import annotate
+from conformance.protocols.iggy.broker_wire import INVALID, Refused, scan_identifiers
+from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
+from conformance.protocols.iggy.errors import UNAUTHENTICATED
+from conformance.protocols.iggy.messages import NAMES
+from conformance.validate.contract import Seen, Violation
+
+UNGATED = frozenset({"ping", "login_user"})
+RESEND_LIMIT = 3
+"""Identical error replies in a row after which sending the same request again breaks
+IGG-CLI-13."""
+FAILURES_KEPT = 4096
+"""Failing requests remembered at most (the oldest are forgotten first)."""
+MAX_PAYLOAD = 64_000_000
+MAX_USER_HEADERS = 100_000
+HEADER_KINDS = range(1, 16)
+STRATEGY_KINDS = range(1, 6)
+VALUELESS_STRATEGIES = (3, 4, 5)
+"""first, last, next: their value is 0."""
+IDENTIFIER_KEYS = ("stream", "topic", "group")
+NAME_KEYS = ("name", "username", "password")
+_ENTRY_HEAD = struct.Struct("<BI")
+
+Key = tuple[int, object]
+"""A topic as a request names it: its stream's id and the topic's id or name."""
+
+
+@dataclass
+class Knowledge:
+    """What the broker told the clients, across connections."""
+
+    streams: dict[object, int] = field(default_factory=dict)
+    """A stream's id and its name -> its id."""
+    topics: dict[Key, list[int]] = field(default_factory=dict)
+    """A topic, by its id and by its name (the two keys share one cell) -> [partitions
+    count]."""
+    failures: dict[bytes, tuple[int, int]] = field(default_factory=dict)
+    """A request (``code + payload``) -> (the status it last got, how many times in a row)."""
+
+    def stream_id(self, ident: Any) -> int | None:
+        if not isinstance(ident, Mapping):
+            return None
+        return self.streams.get(ident.get("value"))
+
+    def _cell(self, body: Mapping[str, Any]) -> list[int] | None:
+        sid = self.stream_id(body.get("stream"))
+        topic = body.get("topic")
+        if sid is None or not isinstance(topic, Mapping):
+            return None
+        return self.topics.get((sid, topic.get("value")))
+
+    def partitions_of(self, body: Mapping[str, Any]) -> int | None:
+        cell = self._cell(body)
+        return None if cell is None else cell[0]
+
+    def learn_stream(self, record: Mapping[str, Any]) -> int:
+        sid = int(record["id"])
+        self.streams[sid] = sid
+        self.streams[record["name"]] = sid
+        for topic in record.get("topics", ()):
+            self.learn_topic(sid, topic)
+        return sid
+
+    def learn_topic(self, sid: int, record: Mapping[str, Any]) -> None:
+        cell = [int(record["partitions_count"])]
+        self.topics[(sid, int(record["id"]))] = cell
+        self.topics[(sid, record["name"])] = cell
+
+    def forget(self, body: Mapping[str, Any], stream_too: bool = False) -> None:
+        sid = self.stream_id(body.get("stream"))
+        cell = self._cell(body)
+        for key, value in list(self.topics.items()):
+            if value is cell or (stream_too and key[0] == sid):
+                self.topics.pop(key)
+
+    def resize(self, body: Mapping[str, Any], by: int) -> None:
+        cell = self._cell(body)
+        if cell is not None:
+            cell[0] = max(0, cell[0] + by)
+
+    def failed(self, request: bytes, status: int) -> None:
+        last = self.failures.pop(request, None)
+        times = last[1] + 1 if last is not None and last[0] == status else 1
+        if len(self.failures) >= FAILURES_KEPT:
+            self.failures.pop(next(iter(self.failures)))
+        self.failures[request] = (status, times)
+
+
+def _id_text(ident: Any) -> str:
+    if isinstance(ident, Mapping):
+        return str(ident.get("value"))
+    return str(ident)
+
+
+class IggyChecker:
+    """The checker of connection ``conn`` (see the module doc)."""
+
+    def __init__(self, conn: int, revision: str, known: Knowledge) -> None:
+        self.conn = conn
+        self.revision = revision
+        self.classic = revision == "classic"
+        self.known = known
+        self.requests = codec.tables(revision)[0]
+        self.logged_in = False
+        self.login_pending = False
+
+    # ------------------------------------------------------------ the contract
+
+    def request(self, payload: bytes, now: float) -> Seen:
+        if isinstance(payload, Refused):
+            return self._refused(payload)
+        code, body_bytes = codec.split_request(payload)
+        name = NAMES.get(code)
+        if name is None or name not in self.requests:
+            rule = "the 0.8 SDK" if self.classic else "the seed's table"
+            why = f"command code {code} is not one {rule} defines ({self.revision})"
+            return Seen(
+                "UNKNOWN",
+                f"unknown command code {code}, {len(body_bytes)} payload bytes",
+                ("IGG-CLI-3",),
+                [Violation("IGG-CLI-3", why, ("code",))],
+                target=f"conn {self.conn}",
+            )
+        kind = name.upper()
+        checked = ["IGG-CLI-1", "IGG-CLI-3", "IGG-CLI-4"]
+        found: list[Violation] = []
+        if self.classic and name not in UNGATED:
+            checked.append("IGG-CLI-7")
+            if not (self.logged_in or self.login_pending):
+                found.append(
+                    Violation(
+                        "IGG-CLI-7",
+                        f"{kind} sent before a LOGIN_USER of connection {self.conn} was "
+                        "answered 0 (only PING and LOGIN_USER may come first)",
+                        ("code",),
+                    )
+                )
+        if name == "login_user":
+            self.login_pending = True
+        body = self._decode(name, body_bytes, checked, found)
+        if body is not None:
+            _fields(name, body, self.classic, checked, found)
+            self._partition(name, body, checked, found)
+        self._resend(payload, checked, found)
+        return Seen(
+            kind,
+            _summary(payload, kind),
+            tuple(dict.fromkeys(checked)),
+            found,
+            identity=_identity(name, body, body_bytes),
+            target=self._target(name, body),
+        )
+
+    def reply(self, payload: bytes, request: bytes) -> None:
+        if isinstance(request, Refused) or len(payload) < 4 or len(request) < 4:
+            return
+        status, body = codec.split_reply(payload)
+        code, _ = codec.split_request(request)
+        name = NAMES.get(code, "")
+        if name == "login_user":
+            self.login_pending = False
+            self.logged_in = status == 0
+        elif status == UNAUTHENTICATED or (name == "logout_user" and status == 0):
+            self.logged_in = False
+        if status != 0:
+            self.known.failed(bytes(request), status)
+            return
+        self.known.failures.pop(bytes(request), None)
+        if name in self.requests:
+            self._learn(name, request[4:], body)
+
+    def framing(self, error: str) -> Violation:
+        return Violation("IGG-CLI-1", f"the broker could not delimit a request: {error}")
+
+    def closed(self, now: float) -> list[Violation]:
+        return []
+
+    # ------------------------------------------------------------ steps
+
+    def _refused(self, frame: Refused) -> Seen:
+        reason = frame.reason or "refused by the deframer"
+        if len(frame) >= 4:  # the code of a control request over 10 MiB
+            (code,) = struct.unpack_from("<I", frame)
+            kind = NAMES.get(code, "UNKNOWN").upper()
+            return Seen(
+                kind,
+                f"{kind}: {reason}",
+                ("IGG-CLI-2",),
+                [Violation("IGG-CLI-2", f"{kind}: {reason} (at most 10485760 bytes)", ("code",))],
+                target=f"conn {self.conn}",
+            )
+        return Seen(
+            "UNKNOWN",
+            f"a request header whose {reason} (no room for the code)",
+            ("IGG-CLI-1",),
+            [Violation("IGG-CLI-1", f"the {reason}: it must be 4 + the payload's size")],
+            target=f"conn {self.conn}",
+        )
+
+    def _decode(
+        self, name: str, data: bytes, checked: list[str], found: list[Violation]
+    ) -> dict[str, Any] | None:
+        try:
+            return codec.decode_request_payload(name, data, self.revision, strict=True)
+        except ProtocolError as exc:
+            text = str(exc)
+        where = text.split(": ")[1] if text.count(": ") >= 2 else ""
+        root = where.removeprefix("metadata.").split(".")[0].split("[")[0]
+        if self.classic and scan_identifiers(name, data) == INVALID:
+            checked.append("IGG-CLI-5")
+            why = f"an Identifier fails validation (numeric, length not 4): {text}"
+            found.append(Violation("IGG-CLI-5", why, (root,) if root else ()))
+        elif root in (*IDENTIFIER_KEYS, "consumer") and " kind " in text:
+            checked.append("IGG-CLI-5")
+            found.append(Violation("IGG-CLI-5", text, (f"{root}.kind",)))
+        elif root in ("partitioning", "index"):
+            checked.append("IGG-CLI-8")
+            found.append(Violation("IGG-CLI-8", text, (root,)))
+        else:
+            found.append(Violation("IGG-CLI-4", f"the payload does not decode: {text}"))
+        return None
+
+    def _partition(
+        self, name: str, body: dict[str, Any], checked: list[str], found: list[Violation]
+    ) -> None:
+        partition = _partition_named(name, body, self.classic)
+        if partition is None:
+            return
+        count = self.known.partitions_of(body)
+        if count is None:
+            return
+        checked.append("IGG-CLI-12")
+        if partition >= count:
+            what = f"{_id_text(body.get('stream'))}/{_id_text(body.get('topic'))}"
+            found.append(
+                Violation(
+                    "IGG-CLI-12",
+                    f"{name.upper()} names partition {partition} of topic {what}, which was "
+                    f"described with {count} partition{'s' if count != 1 else ''}",
+                    ("partitioning.value" if name == "send_messages" else "partition_id",),
+                )
+            )
+
+    def _resend(self, request: bytes, checked: list[str], found: list[Violation]) -> None:
+        last = self.known.failures.get(bytes(request))
+        if last is None:
+            return
+        checked.append("IGG-CLI-13")
+        status, times = last
+        if times >= RESEND_LIMIT:
+            label = STATUS_NAMES.get(status, "unknown status")
+            found.append(
+                Violation(
+                    "IGG-CLI-13",
+                    f"sent again, byte for byte, after {times} answers of status {status} "
+                    f"({label}) in a row",
+                )
+            )
+
+    def _target(self, name: str, body: dict[str, Any] | None) -> str:
+        """What the request is about, on this connection: a request of the same kind on
+        another connection (after a reconnect) is a new start, not a retry."""
+        if body is None or name == "login_user":
+            return f"conn {self.conn}"
+        parts = [_id_text(body[k]) for k in ("stream", "topic") if k in body]
+        partition = _partition_named(name, body, self.classic)
+        if partition is not None:
+            parts.append(f"p{partition}")
+        if "group" in body or "consumer_group_id" in body:
+            parts.append(f"group {_id_text(body.get('group', body.get('consumer_group_id')))}")
+        return f"conn {self.conn}: {'/'.join(parts)}"
+
+    def _learn(self, name: str, request: bytes, payload: bytes) -> None:
+        """What a successful reply tells about streams and topics."""
+        try:
+            asked = codec.decode_request_payload(name, request, self.revision, strict=False)
+            told = codec.decode_reply(name, payload, self.revision)
+        except ProtocolError:
+            return
+        known = self.known
+        if name in ("create_stream", "get_stream") and told is not None:
+            known.learn_stream(told)
+        elif name == "get_streams" and told is not None:
+            for record in told["streams"]:
+                known.learn_stream(record)
+        elif name in ("create_topic", "get_topic", "get_topics") and told is not None:
+            sid = known.stream_id(asked.get("stream"))
+            stream = asked.get("stream")
+            if sid is None and isinstance(stream, Mapping) and stream.get("kind") == 1:
+                sid = int(stream["value"])
+            if sid is not None:
+                for record in told["topics"] if name == "get_topics" else [told]:
+                    known.learn_topic(sid, record)
+        elif name in ("delete_topic", "delete_stream"):
+            known.forget(asked, stream_too=name == "delete_stream")
+        elif name in ("create_partitions", "delete_partitions"):
+            by = int(asked.get("partitions_count", 0))
+            known.resize(asked, by if name == "create_partitions" else -by)
+
+
+# ------------------------------------------------------------------ field rules
+
+
+def _fields(
+    name: str, body: dict[str, Any], classic: bool, checked: list[str], found: list[Violation]
+) -> None:
+    for key in IDENTIFIER_KEYS:
+        ident = body.get(key)
+        if isinstance(ident, Mapping):
+            checked.append("IGG-CLI-5")
+            if ident.get("kind") == 2 and ident.get("value") == "":
+                why = f"the {key} Identifier is a string of length 0 (1 to 255)"
+                found.append(Violation("IGG-CLI-5", why, (f"{key}.value length",)))
+    consumer = body.get("consumer")
+    if isinstance(consumer, Mapping):
+        checked.append("IGG-CLI-5")
+        inner = consumer.get("value")
+        if isinstance(inner, Mapping) and inner.get("kind") == 2 and inner.get("value") == "":
+            why = "the consumer's Identifier is a string of length 0 (1 to 255)"
+            found.append(Violation("IGG-CLI-5", why, ("consumer.value.value length",)))
+    for key in NAME_KEYS:
+        if key in body:
+            checked.append("IGG-CLI-6")
+            if body[key] == "":
+                why = f"{name.upper()}: the {key} is empty (1 to 255 bytes)"
+                found.append(Violation("IGG-CLI-6", why, (f"{key} length",)))
+    if name == "send_messages":
+        _send(body, classic, checked, found)
+    elif name == "poll_messages":
+        _poll(body, checked, found)
+
+
+def _send(body: dict[str, Any], classic: bool, checked: list[str], found: list[Violation]) -> None:
+    checked.append("IGG-CLI-8")
+    messages = body.get("messages") or []
+    if not messages:
+        found.append(Violation("IGG-CLI-8", "SEND_MESSAGES carries no message", ("messages",)))
+    partitioning = body.get("partitioning") or {}
+    if partitioning.get("kind") == 3 and not partitioning.get("value"):
+        why = "the messages-key Partitioning has an empty key (1 to 255 bytes)"
+        found.append(Violation("IGG-CLI-8", why, ("partitioning.value size",)))
+    for i, message in enumerate(messages):
+        size = len(message.get("payload", b""))
+        if not 1 <= size <= MAX_PAYLOAD:
+            why = f"message {i} has a payload of {size} bytes (1 to {MAX_PAYLOAD})"
+            found.append(Violation("IGG-CLI-8", why, (f"messages[{i}].payload length",)))
+        headers = message.get("headers", b"")
+        if not classic:
+            continue
+        if len(headers) > MAX_USER_HEADERS:
+            why = f"message {i} has {len(headers)} bytes of user headers (at most 100000)"
+            found.append(Violation("IGG-CLI-8", why, (f"messages[{i}].headers length",)))
+        if headers:
+            checked.append("IGG-CLI-9")
+            wrong = user_headers_problem(headers)
+            if wrong:
+                why = f"message {i}'s user-header block: {wrong}"
+                found.append(Violation("IGG-CLI-9", why, (f"messages[{i}].headers",)))
+
+
+def user_headers_problem(block: bytes) -> str | None:
+    """Why a user-header block is not a sequence of whole entries of kinds 1..15 with
+    keys and values of 1..255 bytes (None: it is)."""
+    pos, entry = 0, 0
+    while pos < len(block):
+        for part in ("key", "value"):
+            if pos + _ENTRY_HEAD.size > len(block):
+                return f"entry {entry}'s {part} kind and length run past the block"
+            kind, length = _ENTRY_HEAD.unpack_from(block, pos)
+            if kind not in HEADER_KINDS:
+                return f"entry {entry}'s {part} kind is {kind} (1 to 15)"
+            if not 1 <= length <= 255:
+                return f"entry {entry}'s {part} is {length} bytes long (1 to 255)"
+            pos += _ENTRY_HEAD.size + length
+            if pos > len(block):
+                return f"entry {entry}'s {part} runs past the block"
+        entry += 1
+    return None
+
+
+def _poll(body: dict[str, Any], checked: list[str], found: list[Violation]) -> None:
+    checked += ["IGG-CLI-10", "IGG-CLI-11"]
+    strategy = body.get("strategy") or {}
+    kind, value = strategy.get("kind"), strategy.get("value")
+    if kind not in STRATEGY_KINDS:
+        why = f"polling strategy kind {kind} (1 offset to 5 next)"
+        found.append(Violation("IGG-CLI-10", why, ("strategy.kind",)))
+    elif kind in VALUELESS_STRATEGIES and value:
+        why = f"polling strategy {kind} (first, last or next) carries the value {value}, not 0"
+        found.append(Violation("IGG-CLI-11", why, ("strategy.value",)))
+    if body.get("count") == 0:
+        found.append(Violation("IGG-CLI-11", "POLL_MESSAGES asks for 0 messages", ("count",)))
+
+
+def _partition_named(name: str, body: Mapping[str, Any], classic: bool) -> int | None:
+    if name == "send_messages":
+        partitioning = body.get("partitioning") or {}
+        return int(partitioning["value"]) if partitioning.get("kind") == 2 else None
+    if "partition_id" not in body:
+        return None
+    if classic:
+        return int(body["partition_id"]) if body.get("partition_flag") == 1 else None
+    consumer = body.get("consumer") or {}
+    return int(body["partition_id"]) if consumer.get("kind") == 1 else None
+
+
+def _identity(name: str, body: dict[str, Any] | None, data: bytes) -> str:
+    """The request's content, without what the client's clock puts in it (a message's
+    origin timestamp): the same identity is the same request sent again."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    if name == "send_messages" and body is not None:
+        head = {k: v for k, v in body.items() if k != "messages"}
+        digest.update(repr(sorted(head.items())).encode())
+        for m in body.get("messages") or []:
+            digest.update(repr((m.get("id"), m.get("payload"), m.get("headers"))).encode())
+        count = len(body.get("messages") or [])
+        return f"{count} message{'s' if count != 1 else ''} #{digest.hexdigest()[:8]}"
+    digest.update(data)
+    return f"#{digest.hexdigest()[:8]}"
+
+
+def _summary(payload: bytes, kind: str) -> str:
+    try:
+        return annotate(payload, "request", ()).summary
+    except Exception:  # the annotator must never cost the check
+        return f"{kind}, {len(payload) - 4} payload bytes"
