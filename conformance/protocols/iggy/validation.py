@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 from conformance.protocols.iggy import codec
 from conformance.protocols.iggy.errors import NAMES as STATUS_NAMES
 from conformance.protocols.iggy.messages import NAMES
-from conformance.protocols.iggy.validation_checks import IggyChecker, Knowledge
+from conformance.protocols.iggy.validation_checks import IggyChecker
+from conformance.protocols.iggy.validation_fields import Knowledge
 from conformance.validate.contract import Expectation
 
 if TYPE_CHECKING:
