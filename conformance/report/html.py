@@ -182,7 +182,11 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
     label = results.get("target_name") or results.get("target") or "?"
     anchors = {v["id"]: v["id"] for v in views}
     return {
-        "title": f"{_text(results.get('protocol'))} conformance of {_text(label)}",
+        "title": (
+            f"{_text(results.get('protocol'))} client validation: {_text(label)}"
+            if results.get("mode") == "validate"
+            else f"{_text(results.get('protocol'))} conformance of {_text(label)}"
+        ),
         "tool": _text(results.get("tool") or "broker-conformance"),
         "version": _text(results.get("version")),
         "target_line": target_line(results),

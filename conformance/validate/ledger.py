@@ -17,8 +17,10 @@ from conformance.validate.faults import Fault
 
 FRAMES_KEPT = 400
 BYTES_KEPT = 64 * 1024
-FOLLOW = 8
-"""Events after a fault read for what the client did next."""
+FOLLOW = 40
+"""Events after a fault read for what the client did next (at most)."""
+FOLLOW_S = 15.0
+"""... and for how long after it."""
 
 
 @dataclass
@@ -175,7 +177,7 @@ class Ledger:
 
     def _follow(self, event: Event) -> None:
         for fired in self.fired:
-            if len(fired.after) < FOLLOW:
+            if len(fired.after) < FOLLOW and event.t - fired.t <= FOLLOW_S:
                 fired.after.append(event)
 
     # ------------------------------------------------------------------ views

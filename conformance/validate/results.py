@@ -43,6 +43,8 @@ EXAMPLES = 5
 BEFORE = 3
 """Frames of the connection shown before a violating request."""
 CONNECTION_ENTRIES = 300
+STEPS_SHOWN = 8
+"""Next steps after a fault spelled out in its message (all are in its ``fault.next``)."""
 BROKEN = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}
 
 
@@ -124,7 +126,7 @@ def _around(ledger: Ledger, found: Found) -> list[int]:
 def _case(case_id: str, req: Requirement, verdict: str, message: str, log: _Log) -> dict[str, Any]:
     return {
         "case_id": case_id,
-        "title": req.text if case_id.endswith(req.id) else case_id.rsplit("/", 2)[-2],
+        "title": f"{req.id}, checked on what the clients sent",
         "area": req.area,
         "requirements": [req.id],
         "level": req.level,
@@ -248,7 +250,10 @@ def fault_cases(
         reaction = react(fired, validation.next_steps)
         met = reaction.met(expected.expect)
         verdict = "PASS" if met else BROKEN[req.level]
-        then = "; then ".join(reaction.steps) or "nothing followed before the broker stopped"
+        shown = list(reaction.steps[:STEPS_SHOWN])
+        if len(reaction.steps) > STEPS_SHOWN:
+            shown.append(f"{len(reaction.steps) - STEPS_SHOWN} more (see the wire log)")
+        then = "; then ".join(shown) or "nothing followed before the broker stopped"
         wanted = " or ".join(expected.expect)
         message = (
             f"{'' if met else req.id + ': '}{fired.seen.summary}: {fired.fault.describe()}; "

@@ -33,6 +33,7 @@ faults:
   - {on: Heartbeat, action: rebalance}
   - {on: Fetch, split: 7, after: 1}
   - {on: Metadata, slow: 300, after: 1}
+  - {on: ListOffsets, reset: 0.5}
 """
 
 
@@ -183,7 +184,7 @@ def test_a_real_client_under_a_fault_plan_gets_a_report(tmp_path: Path, client: 
     assert set(_values(tag)) <= set(got), f"{client} did not read back what it produced"
     faults = v.faults()
     fired = {f["fault"]["fault"].split(":")[0] for f in faults}
-    assert fired == {"Produce", "FindCoordinator", "Heartbeat", "Fetch", "Metadata"}, fired
+    assert fired >= {"Produce", "FindCoordinator", "Heartbeat", "Fetch", "Metadata"}, fired
     for fault in faults:  # each fault says what the client did next, in words
         assert fault["fault"]["did"], fault
         assert "then " in fault["message"] and "Expected:" in fault["message"]
