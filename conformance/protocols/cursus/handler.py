@@ -39,11 +39,11 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from conformance.engine import DEDUPE_ONLY, Engine, EngineError, HeartbeatStatus, ProducerBatch
 from conformance.errors import FrameTooLarge, ProtocolError
-from conformance.protocols.cursus import codec
+from conformance.protocols.cursus import codec, real_codec
 from conformance.protocols.cursus.codec import CursusError, error_reply
 from conformance.protocols.cursus.messages import (
     FRAME_LIMIT,
@@ -58,9 +58,14 @@ from conformance.protocols.cursus.messages import (
     TopicList,
 )
 from conformance.protocols.cursus.quirks import CRASH_EXIT_CODE, Quirks
+from conformance.protocols.cursus.real_messages import KEEPALIVE_S, REAL_FRAME_LIMIT, Keepalive
 from conformance.protocols.cursus.records import consume_batch, to_record
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
+
+if TYPE_CHECKING:
+    from conformance.protocols.cursus.real_codec import RealReply
+    from conformance.protocols.cursus.real_handler import RealSession
 
 ENGINE_CODES = {
     "INVALID_PARTITIONS": "BAD_ARGUMENT",
@@ -77,6 +82,13 @@ class CursusConfig:
     max_poll_records: int = 100
     frame_limit: int = FRAME_LIMIT
     quirks: Quirks = field(default_factory=Quirks)
+    revision: str = "doc"
+    keepalive_s: float = KEEPALIVE_S
+    """Revision real: a STREAM with nothing to push sends an empty frame this often."""
+
+    def __post_init__(self) -> None:
+        if self.revision == "real" and self.frame_limit == FRAME_LIMIT:
+            self.frame_limit = REAL_FRAME_LIMIT
 
 
 class CursusFrontend:
@@ -89,6 +101,8 @@ class CursusFrontend:
         self.config = config or CursusConfig()
         self.leader = ""
         self.losing_acked = False  # burst-loses-acked has tripped: acks without appends
+        self.real = self.config.revision == "real"
+        self.idempotent_topics: set[str] = set()  # revision real: CREATE ... idempotent=true
 
     def set_address(self, host: str, port: int) -> None:
         self.leader = f"{host}:{port}"
@@ -96,17 +110,41 @@ class CursusFrontend:
     def new_deframer(self) -> LengthPrefixDeframer:
         return codec.new_deframer(self.config.quirks.frame_limit(self.config.frame_limit))
 
-    def new_session(self, peer: str) -> CursusSession:
+    def new_session(self, peer: str) -> CursusSession | RealSession:
+        if self.real:
+            from conformance.protocols.cursus.real_handler import RealSession
+
+            return RealSession(self, peer)
         return CursusSession(self, peer)
 
     def framing_error(self, exc: ProtocolError) -> Outcome:
+        if self.real:  # the real broker drops the connection without a word (FACTS 1.2)
+            return Outcome([], close=True)
         code = "FRAME_TOO_LARGE" if isinstance(exc, FrameTooLarge) else "BAD_FRAME"
         return Outcome([self.frame_reply(error_reply(code, str(exc)))], close=True)
 
     def add_change_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
-        return self.engine.add_listener(lambda _topic, _partition: callback())
+        remove = self.engine.add_listener(lambda _topic, _partition: callback())
+        if not self.real:
+            return remove
+        from conformance.protocols.cursus.real_handler import KeepaliveTicker
 
-    def frame_reply(self, reply: Reply) -> bytes:
+        ticker = KeepaliveTicker(callback, self.config.keepalive_s)
+
+        def stop() -> None:
+            ticker.stop()
+            remove()
+
+        return stop
+
+    def frame_reply(self, reply: Reply | RealReply) -> bytes:
+        if self.real:
+            quirks = self.config.quirks
+            if isinstance(reply, BatchAck) and quirks.keeps_empty_ack_fields():
+                return codec.frame(codec.encode_ack(reply))
+            assert not isinstance(reply, SpecialReply | TopicList)
+            return codec.frame(quirks.reply_payload(reply, real_codec.encode_reply(reply)))
+        assert not isinstance(reply, Keepalive)
         return codec.frame(self.config.quirks.reply_payload(reply, codec.encode_reply(reply)))
 
 

@@ -1,8 +1,10 @@
 """The Cursus plug-in: everything the generic tool needs of Cursus, in one object.
 
-Revision ``doc`` (cursus-protocol.txt).  Options: ``--compression`` (``run``: what the
+Revisions ``doc`` (cursus-protocol.txt, the default) and ``real`` (the real broker and its
+official Python client, FACTS.md).  Options: ``--compression`` (``run``: what the
 target accepts, gzip for the embedded broker and none for a ``--target``; ``serve``:
-what the broker inflates) and ``--max-poll-records`` (``serve``).  Cursus has no
+what the broker inflates), ``--max-poll-records`` (``serve``) and ``--keepalive-ms`` (``run``
+and ``serve``, revision real).  Cursus has no
 session opener: a connection's first frame is a real request.
 """
 
@@ -14,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from conformance.options import Option
 from conformance.plugin import Annotation, Plugin, ServeConfig
 from conformance.protocols.cursus import annotate as fields
-from conformance.protocols.cursus import codec
+from conformance.protocols.cursus import codec, real_codec
 from conformance.protocols.cursus.messages import DEFAULT_PORT
 from conformance.protocols.cursus.quirks import QUIRKS
+from conformance.protocols.cursus.real_annotate import real_spans
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -43,6 +46,28 @@ OPTIONS = (
         choices=("gzip", "none"),
     ),
     Option(
+        "--keepalive-ms",
+        "revision real: the STREAM keepalive interval the target is configured with; the "
+        "keepalive case waits this long plus the timeout (default 5000, the real broker's; "
+        "300 for the embedded broker)",
+        ("run",),
+        default=5000,
+        embedded_default=300,
+        type=int,
+        minimum=1,
+        metavar="MS",
+    ),
+    Option(
+        "--keepalive-ms",
+        "revision real: a STREAM with nothing to push sends an empty frame this often "
+        "(default 5000, the real broker's)",
+        ("serve",),
+        default=5000,
+        type=int,
+        minimum=1,
+        metavar="MS",
+    ),
+    Option(
         "--max-poll-records",
         "most messages returned by one CONSUME (default 100)",
         ("serve",),
@@ -56,7 +81,11 @@ OPTIONS = (
 
 def annotate(payload: bytes, direction: str, earlier: Sequence[bytes]) -> Annotation:
     """A batch, a text command or a reply read on its own (a Cursus reply needs no
-    request to be understood)."""
+    request to be understood), in the layout that explains it: revision real's where only
+    that one does (real_annotate.py), else the document's."""
+    real = real_spans(payload, direction)
+    if real is not None:
+        return Annotation(real_codec.describe(payload), real)
     return Annotation(codec.describe(direction, payload), fields.annotate(payload, direction))
 
 
@@ -69,6 +98,8 @@ def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
         compression=str(options.get("compression") or "none"),
         max_poll_records=int(options.get("max_poll_records") or 100),
         quirks=Quirks.of(config.quirks),
+        revision=config.revision,
+        keepalive_s=int(options.get("keepalive_ms") or 5000) / 1000,
     )
     return CursusFrontend(engine, cursus)
 
@@ -96,7 +127,7 @@ PLUGIN = Plugin(
     title="Cursus (cursus-protocol.txt)",
     package="conformance.protocols.cursus",
     suite_package="conformance.suite.cursus",
-    revisions=("doc",),
+    revisions=("doc", "real"),
     default_revision="doc",
     default_port=DEFAULT_PORT,
     framing=codec.FRAMING,

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 from conformance.plugin import QuirkSpec, UnknownQuirk
 from conformance.protocols.cursus.annotate import has_negative_payload_len
-from conformance.protocols.cursus.messages import Batch, BatchAck, ErrorReply, Reply
+from conformance.protocols.cursus.messages import (
+    Batch,
+    BatchAck,
+    ErrorReply,
+    Reply,
+    TextReply,
+)
+from conformance.protocols.cursus.real_messages import Keepalive
 
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
@@ -96,6 +103,29 @@ QUIRKS: dict[str, QuirkSpec] = {
             "compression",
             ("CUR-COMP-1",),
             "does not inflate gzip bodies even when started with --compression gzip",
+        ),
+        QuirkSpec(
+            "real-ack-keeps-empty-fields",
+            "spec",
+            "rack",
+            ("CUR-RACK-2",),
+            'revision real: the JSON ack carries "leader":"" and "error":"" instead of '
+            "leaving empty fields out",
+        ),
+        QuirkSpec(
+            "real-keepalive-text",
+            "spec",
+            "rstreaming",
+            ("CUR-RSTREAM-3",),
+            "revision real: a STREAM keepalive is the text frame KEEPALIVE, not an empty frame",
+        ),
+        QuirkSpec(
+            "real-consume-ignores-commit",
+            "spec",
+            "rtext",
+            ("CUR-RTEXT-8",),
+            "revision real: CONSUME and STREAM start at the asked offset even when the group "
+            "committed one",
         ),
         QuirkSpec(
             "crash-on-negative-payload-len",
@@ -174,7 +204,7 @@ class Quirks:
             )
         return ack
 
-    def reply_payload(self, reply: Reply, payload: bytes) -> bytes:
+    def reply_payload(self, reply: Reply | Keepalive, payload: bytes) -> bytes:
         if "error-prefix-lowercase" in self and isinstance(reply, ErrorReply):
             return b"error:" + payload[len(b"ERROR:") :]
         return payload
@@ -190,6 +220,17 @@ class Quirks:
 
     def hide_rebalance(self) -> bool:
         return "heartbeat-hides-rebalance" in self
+
+    # ---------------------------------------------------------- revision real
+
+    def keeps_empty_ack_fields(self) -> bool:
+        return "real-ack-keeps-empty-fields" in self
+
+    def keepalive(self, reply: Keepalive) -> Keepalive | TextReply:
+        return TextReply("KEEPALIVE") if "real-keepalive-text" in self else reply
+
+    def consume_ignores_commit(self) -> bool:
+        return "real-consume-ignores-commit" in self
 
     # ------------------------------------------------------------------ faults
 
