@@ -157,6 +157,29 @@ def _coverage(
     return [{"name": g, "total": sum(rows[g].values()), "counts": rows[g]} for g in ordered]
 
 
+def _faults(listed: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The faults a ``serve --validate`` fired, each with what the client did next."""
+    out = []
+    for case in listed:
+        fault = case.get("fault")
+        if not isinstance(fault, dict):
+            continue
+        verdict = verdict_of(case)
+        out.append(
+            {
+                "case": _text(case.get("case_id")),
+                "fault": _text(fault.get("fault")),
+                "request": _text(fault.get("request")),
+                "expected": " or ".join(_text(e) for e in fault.get("expected") or []),
+                "did": ", ".join(_text(d) for d in fault.get("did") or []),
+                "verdict": verdict,
+                "class": _CSS_CLASS[verdict],
+                "requirement": _text(", ".join(case_requirements(case))),
+            }
+        )
+    return out
+
+
 def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, as plain strings, lists and dicts."""
     listed = cases(results)
@@ -181,6 +204,7 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
     quirks = results.get("quirks") or []
     label = results.get("target_name") or results.get("target") or "?"
     anchors = {v["id"]: v["id"] for v in views}
+    validating = results.get("mode") == "validate"  # serve --validate: cases take no time
     return {
         "title": (
             f"{_text(results.get('protocol'))} client validation: {_text(label)}"
@@ -224,7 +248,8 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "coverage_area": _coverage(requirements, rolled, "area"),
         "rollups": [{"name": r, "class": _CSS_CLASS[r]} for r in ROLLUPS],
         "plot_areas": verdicts_per_area(listed),
-        "plot_slowest": slowest_cases(listed, anchors),
+        "plot_slowest": None if validating else slowest_cases(listed, anchors),
+        "faults": _faults(listed),
         "requirements": [
             _requirement_line(str(r.get("id")), registry)
             | {
