@@ -17,13 +17,18 @@ from conformance.validate.faults import Fault
 
 FRAMES_KEPT = 400
 BYTES_KEPT = 64 * 1024
+FRAMES_MAX = 200_000
+"""Frames recorded at most, over every connection: past it, only what a violation or a
+fault names (a long SDK test run keeps its counts, not its every frame)."""
+FOUND_KEPT = 1000
+"""Violations of one requirement kept with their frames (all are counted)."""
 FOLLOW = 40
 """Events after a fault read for what the client did next (at most)."""
 FOLLOW_S = 15.0
 """... and for how long after it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     """A request the client sent (``send``), a reply it got (``recv``) or an event."""
 
@@ -93,6 +98,8 @@ class Ledger:
         self.frames: list[Frame] = []
         self.connections: dict[int, Connection] = {}
         self.found: list[Found] = []
+        self.broken: dict[str, int] = {}
+        """How many times each requirement was broken (``found`` keeps the first ones)."""
         self.fired: list[Fired] = []
         self.checker_failures = 0
 
@@ -117,14 +124,23 @@ class Ledger:
         c.closed = self._t()
         index = self.event(conn, "connection closed")
         for v in violations:
-            self.found.append(Found(v, conn, index))
+            self._found(v, conn, index)
         self._follow(Event(self._t(), conn, "close"))
 
     # ------------------------------------------------------------------ frames
 
+    def _found(self, violation: Violation, conn: int, frame: int) -> None:
+        n = self.broken.get(violation.requirement, 0)
+        self.broken[violation.requirement] = n + 1
+        if n < FOUND_KEPT:
+            self.found.append(Found(violation, conn, frame))
+
     def _frame(self, conn: int, direction: str, data: bytes, summary: str, keep: bool) -> int:
+        """The frame recorded; its index, or -1 when past the bounds (not recorded)."""
         c = self.connections[conn]
         kept = keep or len(c.frames) < FRAMES_KEPT
+        if not keep and (len(self.frames) >= FRAMES_MAX or (direction == "recv" and not kept)):
+            return -1
         frame = Frame(
             len(self.frames),
             self._t(),
@@ -146,10 +162,10 @@ class Ledger:
             c.checked[req] = c.checked.get(req, 0) + 1
         index = self._frame(conn, "send", frame, seen.summary, bool(seen.violations))
         for v in seen.violations:
-            self.found.append(Found(v, conn, index))
+            self._found(v, conn, index)
             if v.requirement not in c.checked:
                 c.checked[v.requirement] = 1
-        self._follow(Event(self._t(), conn, "request", seen, index))
+        self._follow(Event(self._t(), conn, "request", seen, index if index >= 0 else None))
         return index
 
     def reply(self, conn: int, payload: bytes, keep: bool = False) -> int:
@@ -161,7 +177,7 @@ class Ledger:
     def framing(self, conn: int, violation: Violation, data: bytes) -> None:
         """Bytes the deframer refused on ``conn``."""
         index = self._frame(conn, "send", data, f"refused: {violation.message}", True)
-        self.found.append(Found(violation, conn, index))
+        self._found(violation, conn, index)
         c = self.connections[conn]
         c.checked[violation.requirement] = c.checked.get(violation.requirement, 0) + 1
 
@@ -169,6 +185,8 @@ class Ledger:
 
     def fault(self, fault: Fault, conn: int, frame: int, data: bytes, seen: Seen) -> Fired:
         """``fault`` fired on the request recorded as ``frame`` (its bytes: ``data``)."""
+        if frame < 0:  # past the bounds: recorded now, as a fault names it
+            frame = self._frame(conn, "send", data, seen.summary, True)
         fired = Fired(len(self.fired) + 1, fault, conn, frame, seen, self._t())
         self.fired.append(fired)
         self.frames[frame].data = data[:BYTES_KEPT]  # kept even past FRAMES_KEPT

@@ -91,20 +91,20 @@ class _Log:
         return self._at[frame.index]
 
     def add_window(self, conn: int, frames: list[int]) -> None:
-        """``frames`` of connection ``conn``, each with the requests before it as context."""
-        for index in frames:
-            self.add(self.ledger.frames[index], self._earlier(conn, index))
-
-    def _earlier(self, conn: int, upto: int) -> tuple[bytes, ...]:
-        payloads: deque[bytes] = deque(maxlen=64)
+        """``frames`` of connection ``conn`` (in order), each with the requests before it
+        on the connection as context (read once, in one pass)."""
+        earlier: deque[bytes] = deque(maxlen=64)
+        wanted = set(frames)
+        last = max(frames, default=-1)
         for index in self.ledger.connections[conn].frames:
-            if index >= upto:
+            if index > last:
                 break
             frame = self.ledger.frames[index]
+            if index in wanted:
+                self.add(frame, tuple(earlier))
             if frame.dir == "send" and frame.data is not None:
                 with contextlib.suppress(ProtocolError):
-                    payloads.extend(self.plugin.framing.deframer("request").feed(frame.data))
-        return tuple(payloads)
+                    earlier.extend(self.plugin.framing.deframer("request").feed(frame.data))
 
     def has(self, frame: int) -> bool:
         return frame in self._at
@@ -171,7 +171,8 @@ def requirement_case(
         for f in found[:EXAMPLES]:
             log.add_window(f.conn, _around(ledger, f))
             evidence.append(log.evidence(f.frame, f.violation.fields))
-        times = "once" if len(found) == 1 else f"{len(found)} times"
+        count = ledger.broken.get(req.id, len(found))
+        times = "once" if count == 1 else f"{count} times"
         message = (
             f"{req.id}: broken {times} (connection{'s' if len(where) > 1 else ''} "
             f"{', '.join(map(str, where))}): {found[0].violation.message}"
