@@ -53,11 +53,13 @@ with extra_protocols_registered():
     assert set(TEST_ONLY) <= set(NAMES), f"the test-only protocols are not registered: {NAMES}"
 
 
-def spec_quirk_revision(plugin: Plugin) -> str:
-    """The revision the spec quirks of ``plugin`` are run in: one in which every
-    requirement they break applies (Kafka: apache), the default revision if it is one."""
+def spec_quirk_revision(plugin: Plugin, quirk: str | None = None) -> str:
+    """The revision the spec quirks of ``plugin`` (only ``quirk``, when named) are run in: one
+    in which every requirement they break applies (Kafka: apache; a Cursus quirk of revision
+    real: real), the default revision if it is one."""
     reqs = requirements(plugin.name)
-    broken = {r for q in plugin.quirks.values() if q.kind == "spec" for r in q.breaks}
+    quirks = [plugin.quirks[quirk]] if quirk else list(plugin.quirks.values())
+    broken = {r for q in quirks if q.kind == "spec" for r in q.breaks}
     fits = [rev for rev in plugin.revisions if all(rev in reqs[r].revisions for r in broken)]
     if plugin.default_revision in fits:
         return plugin.default_revision

@@ -34,7 +34,7 @@ def spec_quirks() -> list[Any]:
 @pytest.mark.parametrize(("name", "quirk"), spec_quirks())
 def test_a_spec_quirk_fails_exactly_its_requirements(tmp_path: Path, name: str, quirk: str) -> None:
     plugin = protocols.get(name)
-    revision = spec_quirk_revision(plugin)
+    revision = spec_quirk_revision(plugin, quirk)
     reports = tmp_path / "reports"
     args = ["--protocol", name, "--revision", revision, "--quirk", quirk, "--reports", str(reports)]
     proc = subprocess.run(
