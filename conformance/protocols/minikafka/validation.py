@@ -62,6 +62,8 @@ KINDS = {m.CONSUME_REQUEST: "CONSUME", m.PRODUCE_REQUEST: "PRODUCE", m.FLUSH_REQ
 UNKNOWN = "UNKNOWN"
 """The kind of a frame with no request type byte (none at all, or another one)."""
 INT32_SPAN = 1 << 32
+SHOWN_DATA = 24
+"""A PRODUCE's data up to this size is shown in its summary (``PRODUCE 'orders' b'm3'``)."""
 _NUMBER = re.compile(r"(?:length field|frame length) (-?\d+)")
 
 ErrorText = Callable[[codec.Request], str]
@@ -186,6 +188,8 @@ class ConnectionChecker:
             self._malformed(payload, kind, exc, found)
             return found.seen(kind, summary, checked)
         end = _fields_end(request, payload)
+        if isinstance(request, codec.Produce) and len(request.data) <= SHOWN_DATA:
+            summary = summary.replace(f"{len(request.data)} bytes", f"{request.data!r}", 1)
         self._trailing(payload, kind, end, found)
         identity = None
         if isinstance(request, codec.Consume | codec.Produce):
