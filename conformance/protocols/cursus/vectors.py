@@ -6,7 +6,9 @@ message, :func:`from_message` gives the form back), keyed by ``kind``: ``command
 ``special``, ``ok``, ``topics`` and ``text`` for replies.  A ``reply`` is compared on the
 keys it gives (``topics`` as a subset: other vectors of a file create topics too).  The
 extra key ``compression: gzip`` decodes a request payload with gzip enabled; such a
-vector says ``encode_exact: false`` (gzip output is not unique).
+vector says ``encode_exact: false`` (gzip output is not unique).  The extra key
+``revision: real`` reads and writes a vector in revision real's layouts (real_vectors.py:
+its kinds ``real_command`` and ``keepalive`` besides these).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from conformance.errors import ProtocolError
 from conformance.plugin import SchemaError
-from conformance.protocols.cursus import codec
+from conformance.protocols.cursus import codec, real_vectors
 from conformance.protocols.cursus.messages import (
     ACK_FIELDS,
     COMMANDS,
@@ -33,11 +35,13 @@ from conformance.protocols.cursus.messages import (
     TextReply,
     TopicList,
 )
+from conformance.protocols.cursus.real_messages import Keepalive, RealCommand
 from conformance.vectors import mismatches, parse_hex
 
 REQUEST_KINDS = ("command", "batch")
 REPLY_KINDS = ("batch", "ack", "error", "special", "ok", "topics", "text")
 COMPRESSIONS = ("gzip",)
+REVISIONS = ("doc", "real")
 
 _MESSAGE_INTS = ("offset", "seq_num", "epoch", "schema_version", "aggregate_version")
 _MESSAGE_STRS = ("producer_id", "key", "event_type", "metadata")
@@ -139,16 +143,22 @@ def _str_map(v: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def to_message(decoded: Mapping[str, Any]) -> Request | Reply:
+def to_message(decoded: Mapping[str, Any]) -> Request | Reply | RealCommand | Keepalive:
     """Build the message a vector's ``decoded`` mapping describes; ValueError if malformed."""
     if not isinstance(decoded, Mapping):
         raise ValueError(f"decoded must be a mapping, got {decoded!r}")
     kind = decoded.get("kind")
+    if kind == "real_command":
+        return real_vectors.real_command(decoded)
+    if kind == "keepalive":
+        _only(decoded, ("kind",), "keepalive")
+        return Keepalive()
     if kind == "command":
         _only(decoded, ("kind", "name", "args"), "command")
         return _command(decoded)
     if kind not in _REPLY_KEYS:
-        raise ValueError(f"unknown kind {kind!r} (one of command, {', '.join(_REPLY_KEYS)})")
+        known = ", ".join(("command", "real_command", "keepalive", *_REPLY_KEYS))
+        raise ValueError(f"unknown kind {kind!r} (one of {known})")
     _only(decoded, _REPLY_KEYS[kind], kind)
     if kind == "batch":
         return _batch(decoded)
@@ -185,8 +195,10 @@ def _plain_message(m: Message) -> dict[str, Any]:
     return out
 
 
-def from_message(msg: Request | Reply) -> dict[str, Any]:
+def from_message(msg: Request | Reply | RealCommand | Keepalive) -> dict[str, Any]:
     """The plain-data form of a message (every field given), as ``decoded`` spells it."""
+    if isinstance(msg, RealCommand | Keepalive):
+        return real_vectors.from_real(msg)
     if isinstance(msg, Command):
         args = [[list(p) for p in a] if isinstance(a, tuple) else a for a in msg.args]
         return {"kind": "command", "name": msg.name, "args": args}
@@ -211,17 +223,24 @@ def from_message(msg: Request | Reply) -> dict[str, Any]:
 class CursusVectors:
     """The :class:`conformance.plugin.VectorSchema` of Cursus."""
 
-    extra_keys: tuple[str, ...] = ("compression",)
+    extra_keys: tuple[str, ...] = ("compression", "revision")
     not_encoded: tuple[str, ...] = ()
 
     def check(self, raw: Mapping[str, Any], direction: str) -> dict[str, Any]:
         decoded = raw.get("decoded")
+        revision = raw.get("revision", "doc")
+        if revision not in REVISIONS:
+            raise SchemaError("revision", f"{revision!r} is not one of {', '.join(REVISIONS)}")
+        real = revision == "real"
         if decoded is not None:
             try:
                 to_message(decoded)
             except ValueError as exc:
                 raise SchemaError("decoded", str(exc)) from None
-            kinds = REQUEST_KINDS if direction == "request" else REPLY_KINDS
+            kinds: tuple[str, ...] = REQUEST_KINDS if direction == "request" else REPLY_KINDS
+            if real:
+                real_kinds = real_vectors.REQUEST_KINDS, real_vectors.REPLY_KINDS
+                kinds = real_kinds[0] if direction == "request" else real_kinds[1]
             if decoded["kind"] not in kinds:
                 raise SchemaError("decoded", f"kind {decoded['kind']!r} is not a {direction} kind")
         compression = raw.get("compression")
@@ -235,24 +254,32 @@ class CursusVectors:
             raise SchemaError("encode_exact", "a compressed vector must say encode_exact: false")
         reply = raw.get("reply")
         if reply is not None:
-            if not isinstance(reply, Mapping) or reply.get("kind") not in REPLY_KINDS:
+            reply_kinds = real_vectors.REPLY_KINDS if real else REPLY_KINDS
+            if not isinstance(reply, Mapping) or reply.get("kind") not in reply_kinds:
                 raise SchemaError(
-                    "reply", f"must be a mapping whose kind is one of {', '.join(REPLY_KINDS)}"
+                    "reply", f"must be a mapping whose kind is one of {', '.join(reply_kinds)}"
                 )
             for key in reply:
-                if key not in _REPLY_KEYS[reply["kind"]]:
+                if key not in _REPLY_KEYS.get(reply["kind"], ("kind",)):
                     raise SchemaError("reply", f"unknown key {key!r} for a {reply['kind']} reply")
-        return {"compression": compression} if compression else {}
+        extras: dict[str, Any] = {"compression": compression} if compression else {}
+        return {**extras, "revision": "real"} if real else extras
 
-    def to_message(self, decoded: Mapping[str, Any]) -> Request | Reply:
+    def to_message(self, decoded: Mapping[str, Any]) -> Any:
         return to_message(decoded)
 
-    def decode(self, payload: bytes, direction: str, extras: Mapping[str, Any]) -> Request | Reply:
+    def decode(self, payload: bytes, direction: str, extras: Mapping[str, Any]) -> Any:
+        if extras.get("revision") == "real":
+            if direction == "request":
+                return real_vectors.decode_request(payload)
+            return real_vectors.decode_reply(payload)
         if direction == "request":
             return codec.decode_request(payload, compression=extras.get("compression"))
         return codec.decode_reply(payload)
 
     def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
+        if extras.get("revision") == "real":
+            return real_vectors.encode(message, direction)
         if direction == "request":
             return codec.encode_request(message, compression=extras.get("compression"))
         return codec.encode_reply(message)
@@ -266,12 +293,20 @@ class CursusVectors:
     def reply_mismatch(
         self, expected: Mapping[str, Any], payload: bytes, request: bytes
     ) -> str | None:
-        try:
-            got = codec.decode_reply(payload)
-        except codec.CursusError as exc:
-            return f"the reply does not decode: {exc}"
-        problems = mismatches(expected, from_message(got), "reply", subset=("topics",))
-        return "; ".join(problems) or None
+        """Compared as the document's reply, else as revision real's (the reply of a real
+        vector); the document's problems are the ones told when neither matches."""
+        found = None
+        for decode in (codec.decode_reply, real_vectors.decode_reply):
+            try:
+                got: Any = decode(payload)
+            except codec.CursusError as exc:
+                found = found or f"the reply does not decode: {exc}"
+                continue
+            problems = mismatches(expected, from_message(got), "reply", subset=("topics",))
+            if not problems:
+                return None
+            found = found or "; ".join(problems)
+        return found
 
 
 SCHEMA = CursusVectors()
