@@ -233,6 +233,12 @@ class ConnectionChecker:
             return
         what = f"{kind} carries {len(extra)} bytes after its last field"
         if self.v.revision != "real":
+            topic = int.from_bytes(payload[1:5], "big")
+            if kind == "CONSUME" and not any(extra) and len(extra) == 3 * topic + 4:
+                what += (
+                    f", all zero: 3N+4 for its topic of N={topic} bytes, as the real client "
+                    "pads (FACTS.md 2.3)"
+                )
             found.add(TRAILING_DOC, what, "trailing bytes")
         elif kind != "CONSUME":
             found.add(TRAILING_REAL, f"{what} (only a CONSUME is padded)", "trailing bytes")
