@@ -11,6 +11,7 @@ proxy's: every connection of the client crosses the proxy.  Every wait is bounde
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -100,10 +101,8 @@ class Recorder:
             except OSError:
                 break
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def requests(self) -> list[bytes]:
         with self._lock:
