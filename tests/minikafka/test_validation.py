@@ -256,3 +256,49 @@ def test_fault_list_names_the_errors(tmp_path: Path) -> None:
     for name in ("UNKNOWN_TOPIC", "OFFSET_BEFORE_FIRST_SEGMENT", "LOG_DIRECTORY_FAILED"):
         assert name in done.stdout
     assert "MK-CLI-16" in done.stdout
+
+
+JAVA_FAULTS = """\
+faults:
+  - {on: CONSUME, error: UNKNOWN_TOPIC}
+  - {on: CONSUME, split: 4, after: 1}
+  - {on: PRODUCE, slow: 400, after: 2}
+  - {on: CONSUME, reset: 0.3, after: 2}
+"""
+
+
+def test_the_java_client_copes_with_all_but_the_reset(classes: Path, tmp_path: Path) -> None:
+    """The Java-style client, like the real phase-2 one (FACTS.md 5.1, 5.2), reads split
+    and late replies whole and goes on after an error reply, but never reconnects: the
+    reset gets a WARN of MK-CLI-15 (a SHOULD), its other faults PASS."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(JAVA_FAULTS)
+    ops = (
+        "produce", "orders", "first", "produce", "orders", "",
+        "consume", "orders", "0", "10", "consume", "orders", "0", "10",
+        "produce", "other", "z", "consume", "orders", "2", "5", "flush",
+    )  # fmt: skip
+    with validating(
+        "minikafka", tmp_path / "r", "--revision", "real", "--fault-plan", str(plan)
+    ) as v:
+        done = javastyle_minikafka.client(classes, v.broker.host, v.broker.port, *ops)
+    assert done.stdout.splitlines() == [
+        "PRODUCE ok offset=0",
+        "PRODUCE ok offset=1",
+        "CONSUME error=unknown topic 'orders'",
+        "CONSUME ok next=2 count=2 0:6669727374 1:",
+        "PRODUCE ok offset=0",
+        "IO Connection closed by server",
+    ], done.stdout + done.stderr
+    faults = {f["fault"]["fault"]: f for f in v.faults()}
+    verdicts = {name.split(" (")[0]: f["verdict"] for name, f in faults.items()}
+    assert verdicts == {
+        "CONSUME: answer UNKNOWN_TOPIC": "PASS",
+        "CONSUME: write the reply in 4 pieces": "PASS",
+        "PRODUCE: hold the reply 400 ms": "PASS",
+        "CONSUME: reset the connection after 0.3 of the reply": "WARN",
+    }, [f["message"] for f in faults.values()]
+    reset = next(f for n, f in faults.items() if n.startswith("CONSUME: reset"))
+    assert reset["violated"] == "MK-CLI-15" and "reconnected" not in reset["fault"]["did"]
+    assert reset["message"].startswith("MK-CLI-15: CONSUME 'orders' offset=2 batch=5 + 22"), reset
+    assert v.code == 0, v.stdout[-3000:]  # a SHOULD: exit 1 only with --strict
