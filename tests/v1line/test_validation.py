@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import conformance
 from tests.support.v1line_client import Client, fields, messages
 from tests.support.v1line_validation import Connection, GroupConsumer, Producer
 from tests.support.validating import Validated, validating
@@ -98,8 +99,9 @@ def test_a_broken_client_is_reported_with_exactly_what_it_broke(
     assert seen.results["checker_failures"] == 0
 
 
-def test_a_well_behaved_client_breaks_nothing(tmp_path: Path) -> None:
-    with validating("v1line", tmp_path, "--min-isr", "1") as seen:
+@pytest.mark.parametrize("revision", ["doc", "real"])
+def test_a_well_behaved_client_breaks_nothing(tmp_path: Path, revision: str) -> None:
+    with validating("v1line", tmp_path, "--min-isr", "1", "--revision", revision) as seen:
         host, port = _address(seen)
         conn = Connection(host, port)
         producer = Producer(conn)
@@ -125,11 +127,43 @@ def test_a_well_behaved_client_breaks_nothing(tmp_path: Path) -> None:
         if "/client/V1L-" in c["case_id"]
     }
     exercised = {r for r, v in verdicts.items() if v == "PASS"}
-    assert exercised >= {f"V1L-CLI-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)}
+    assert ("V1L-CLI-2" in verdicts) == (revision == "doc")  # doc's exact sections only
+    assert exercised >= {f"V1L-CLI-{n}" for n in (1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)}
     assert exercised >= {"V1L-CLI-14", "V1L-CLI-15", "V1L-CLI-16", "V1L-CLI-17"}
     # the reactions are judged only after faults: none fired, none exercised
     for req in ("V1L-CLI-18", "V1L-CLI-19", "V1L-CLI-20"):
         assert verdicts[req] == "UNSUPPORTED"
+
+
+def test_a_line_over_64_kib_breaks_the_line_limit_and_ends_the_connection(
+    tmp_path: Path,
+) -> None:
+    with validating("v1line", tmp_path) as seen:
+        with Client(*_address(seen)) as client:
+            assert client.call(1, "PING") == "V1|1|OK"
+            client.send(b"V1|2|PRODUCE|t k:" + b"x" * (70 * 1024) + b"\n")
+            assert client.closed_within(DEADLINE_S)
+        with Client(*_address(seen)) as again:
+            assert again.call(1, "PING") == "V1|1|OK"
+    assert seen.broken() == {"V1L-CLI-3"}
+    case = _case(seen, "V1L-CLI-3")
+    assert case["verdict"] == "FAIL"
+    assert "over 64 KiB" in case["message"], case["message"]
+
+
+def test_a_fault_plan_names_only_errors_the_command_can_carry(tmp_path: Path) -> None:
+    listed = conformance(tmp_path, "serve", "--protocol", "v1line", "--fault", "list")
+    assert listed.returncode == 0, listed.stderr
+    for name in ("NOT_LEADER", "REPLICATION_TIMEOUT", "GENERATION_MISMATCH", "rebalance"):
+        assert name in listed.stdout
+    wrong = ("--validate", "--fault", "PRODUCE:error=GENERATION_MISMATCH", "--max-time", "1")
+    refused = conformance(tmp_path, "serve", "--protocol", "v1line", "--port", "0", *wrong)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "GENERATION_MISMATCH is not an answer to PRODUCE" in refused.stderr
+    unknown = ("--validate", "--fault", "PRODUCE:error=NOT_LEADER_OR_FOLLOWER")
+    refused = conformance(tmp_path, "serve", "--protocol", "v1line", "--port", "0", *unknown)
+    assert refused.returncode == 2
+    assert "unknown error 'NOT_LEADER_OR_FOLLOWER'" in refused.stderr
 
 
 PLAN = """\
