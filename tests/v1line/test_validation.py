@@ -242,3 +242,42 @@ def test_a_client_library_under_faults_gets_a_verdict_per_fault(tmp_path: Path) 
     assert len(set(processed)) == len(processed), "the consumer read a record twice"
     assert {(p, o) for _, p, o, _ in acked} <= set(processed), "an acknowledged record unread"
     assert consumer.rejoins == 2
+
+
+CARELESS_PLAN = """\
+faults:
+  - {on: PRODUCE, error: NOT_LEADER}
+  - {on: HEARTBEAT, error: GENERATION_MISMATCH}
+"""
+
+
+def test_a_client_that_ignores_the_faults_is_told_so(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(CARELESS_PLAN, encoding="utf-8")
+    args = ("--fault-plan", str(plan))
+    with (
+        validating("v1line", tmp_path / "reports", *args) as seen,
+        Client(*_address(seen)) as client,
+    ):
+        # NOT_LEADER: the record is dropped, the next one (another partition) sent
+        assert "NOT_LEADER" in client.call(1, "PRODUCE", "orders a:lost")
+        assert "|OK|" in client.call(2, "PRODUCE", "orders c:next")
+        generation = fields(client.call(3, "JOIN", "grp orders alice"))["generation"]
+        assert "GENERATION_MISMATCH" in client.call(
+            4, "HEARTBEAT", f"grp orders alice {generation}"
+        )
+        # ... and the member carries on with the refused generation, no JOIN
+        assert "|OK|" in client.call(5, "HEARTBEAT", f"grp orders alice {generation}")
+        assert client.call(6, "PING") == "V1|6|OK"
+    assert seen.code == 0, seen.stdout[-2000:]  # only SHOULDs broken: WARN
+    assert seen.broken() == {"V1L-CLI-14", "V1L-CLI-18"}
+    assert "the broker answered GENERATION_MISMATCH" in _case(seen, "V1L-CLI-14")["message"]
+    verdicts = {c["fault"]["fault"].split(" (")[0]: c for c in seen.faults()}
+    ignored = verdicts["PRODUCE: answer NOT_LEADER"]
+    assert ignored["verdict"] == "WARN", ignored["message"]
+    assert ignored["fault"]["expected"] == ["retried", "reconnected"]
+    assert "retried" not in ignored["fault"]["did"]
+    stale = verdicts["HEARTBEAT: answer GENERATION_MISMATCH"]
+    assert stale["verdict"] == "WARN", stale["message"]
+    assert "re-joined" not in stale["fault"]["did"]
+    assert "sent something illegal" in stale["fault"]["did"]
