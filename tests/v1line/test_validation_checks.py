@@ -193,3 +193,16 @@ def test_rebalance_raises_the_generation_and_keeps_the_members() -> None:
     assert reply == [b"V1|3|ERR|GENERATION_MISMATCH|stale generation\n"]
     v.act("rebalance", b"V1|4|PRODUCE|t k:v")  # names no group: nothing happens
     assert engine.group_info("g").generation == after.generation
+
+
+def test_a_member_from_before_the_session_is_taken_at_the_brokers_generation() -> None:
+    engine = Engine()
+    frontend = V1Frontend(engine, V1Config())
+    session = frontend.new_session("test")
+    session.handle(b"V1|1|JOIN|g t alice")  # joined before anything was checked
+    v = validation(frontend, ServeConfig("doc"))
+    c = v.connection(1)
+    assert _broken(c, b"V1|2|HEARTBEAT|g t alice 1") == set()
+    assert _broken(c, b"V1|3|HEARTBEAT|g t alice 0") == {"V1L-CLI-11"}
+    assert _broken(c, b"V1|4|HEARTBEAT|g t bob 1") == {"V1L-CLI-11"}
+    assert _broken(c, b"V1|5|HEARTBEAT|nogroup t alice 1") == {"V1L-CLI-11"}

@@ -12,19 +12,15 @@ whitespace; V1L-ENV-18).
 
 Which requirement a finding names:
 
-=========================================  ============
-not UTF-8, fewer than four sections,       V1L-CLI-1
-version not ``V1``, empty id or command
-a ``|`` in the args, a ``\\r`` before ``\\n``  V1L-CLI-2 (``doc``)
-correlation id not digits, or 0            V1L-CLI-4
-unknown command                            V1L-CLI-6
-wrong argument count, empty argument       V1L-CLI-7
-a numeric argument not an integer          V1L-CLI-8
-a negative partition, CONSUME/COMMIT offset  V1L-CLI-9
-message without ``:``, bad ack mode,       V1L-CLI-10
-assignor or role
-replica_id outside 1..factor-1             V1L-CLI-15
-=========================================  ============
+* V1L-CLI-1: not UTF-8, fewer than four sections, a version other than ``V1``, an empty
+  correlation id or command;
+* V1L-CLI-2 (``doc`` only): a ``|`` in the args, a ``\\r`` before the ``\\n``;
+* V1L-CLI-4: a correlation id that is not digits, or is 0;
+* V1L-CLI-6: an unknown command; V1L-CLI-7: a wrong argument count, an empty argument;
+* V1L-CLI-8: a numeric argument that is not an integer; V1L-CLI-9: a negative partition,
+  or a negative offset of CONSUME or COMMIT;
+* V1L-CLI-10: a message without ``:``, a bad ack mode, assignor or role;
+* V1L-CLI-15: a replica_id outside 1..factor-1.
 
 ``Violation.fields`` names the annotator's fields (:mod:`.annotate`): ``version``,
 ``correlation_id``, ``command`` and each argument by its grammar name.
@@ -79,10 +75,10 @@ class Line:
 
     @property
     def kind(self) -> str:
-        """What a fault plan names: the command (as sent, in capitals, when unknown)."""
+        """What a fault plan names: the command (as sent, when unknown)."""
         if self.command is not None:
             return self.command
-        return self.sent_command.upper() if self.sent_command else UNREADABLE
+        return self.sent_command or UNREADABLE
 
     @property
     def complete(self) -> bool:
