@@ -111,6 +111,10 @@ def _vectors() -> VectorSchema:
 
 
 def _fuzzing(options: Mapping[str, Any], revision: str) -> Fuzzing:
+    if revision == "real":
+        from conformance.protocols.cursus.real_fuzzing import RealFuzzing
+
+        return RealFuzzing()
     from conformance.protocols.cursus.fuzzing import CursusFuzzing
 
     return CursusFuzzing()
