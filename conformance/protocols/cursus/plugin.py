@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from conformance.options import Option
 from conformance.plugin import Annotation, Plugin, ServeConfig
 from conformance.protocols.cursus import annotate as fields
-from conformance.protocols.cursus import codec, real_codec
+from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.messages import DEFAULT_PORT
 from conformance.protocols.cursus.quirks import QUIRKS
-from conformance.protocols.cursus.real_annotate import real_spans
+from conformance.protocols.cursus.real_annotate import describe_real, real_spans
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -85,7 +85,7 @@ def annotate(payload: bytes, direction: str, earlier: Sequence[bytes]) -> Annota
     that one does (real_annotate.py), else the document's."""
     real = real_spans(payload, direction)
     if real is not None:
-        return Annotation(real_codec.describe(payload), real)
+        return Annotation(describe_real(payload), real)
     return Annotation(codec.describe(direction, payload), fields.annotate(payload, direction))
 
 

@@ -23,11 +23,16 @@ from conformance.protocols.cursus import codec, real_codec
 from conformance.protocols.cursus.messages import MAGIC
 from conformance.protocols.cursus.real_messages import REAL_HEADER, REAL_MESSAGE, RealType
 
+_MAGIC = MAGIC.to_bytes(2, "big")
 SHOWN = 64
 MOST_WORDS = 64
 """Words of a command annotated one by one; the rest is the last word's."""
 _SIZES = {"u8": 1, "u16": 2, "u32": 4, "i32": 4, "u64": 8, "i64": 8}
 _LENGTHS = {"str8": 1, "str16": 2, "bytes32u": 4}
+
+
+def _str(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _text(data: bytes) -> str:
@@ -136,3 +141,24 @@ def _reply_words(payload: bytes) -> list[FieldSpan] | None:
         out.append(FieldSpan(f"word{i}", start, end, _text(payload[start:end])))
         pos = at + len(word)
     return out
+
+
+def describe_real(payload: bytes) -> str:
+    """A one-line summary for wire logs (never raises)."""
+    if not payload:
+        return "empty frame (keepalive)"
+    if payload[:2] == _MAGIC:
+        try:
+            b = real_codec.decode_batch(payload)
+        except codec.CursusError as exc:
+            return f"real batch (malformed: {exc.code})"
+        return f"real batch {b.topic}/{b.partition} acks={b.acks} {len(b.messages)} message(s)"
+    if len(payload) >= 2 and not real_codec.command_name(_str(payload[:40]).strip()):
+        n = int.from_bytes(payload[:2], "big")
+        if n + 2 <= len(payload) and real_codec.command_name(
+            _str(payload[2 + n : 2 + n + 40]).strip("\x00 ")
+        ):
+            text = _str(payload[2 + n : 2 + n + 80])
+            return f"envelope[{n}] {text!r}"
+    text = payload[:80].decode("utf-8", "replace")
+    return repr(text if len(payload) <= 80 else text + "...")

@@ -398,22 +398,3 @@ def decode_reply(payload: bytes) -> RealReply:
     if text == "OK" or text.startswith("OK "):
         return OkReply(fields_of(text[3:]))
     return TextReply(text)
-
-
-def describe(payload: bytes) -> str:
-    """A one-line summary for wire logs (never raises)."""
-    if not payload:
-        return "empty frame (keepalive)"
-    if payload[:2] == MAGIC_BYTES:
-        try:
-            b = decode_batch(payload)
-        except CursusError as exc:
-            return f"real batch (malformed: {exc.code})"
-        return f"real batch {b.topic}/{b.partition} acks={b.acks} {len(b.messages)} message(s)"
-    if len(payload) >= 2 and not command_name(_s(payload[:40]).strip()):
-        n = int.from_bytes(payload[:2], "big")
-        if n + 2 <= len(payload) and command_name(_s(payload[2 + n : 2 + n + 40]).strip("\x00 ")):
-            text = _s(payload[2 + n : 2 + n + 80])
-            return f"envelope[{n}] {text!r}"
-    text = payload[:80].decode("utf-8", "replace")
-    return repr(text if len(payload) <= 80 else text + "...")
