@@ -60,6 +60,13 @@ def _plan(args: argparse.Namespace, validation: Validation) -> FaultPlan:
                     f"{f.origin}: {f.value} is not an answer to {f.on}; it answers "
                     f"{', '.join(kinds)}"
                 )
+        if f.effect == "action":
+            kinds = validation.actions[f.value].kinds
+            if kinds and f.on not in kinds:
+                raise UsageError(
+                    f"{f.origin}: {f.value} does not apply to {f.on}; it applies to "
+                    f"{', '.join(kinds)}"
+                )
     return FaultPlan(faults)
 
 
@@ -126,5 +133,13 @@ def _report(
     (reports / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     written = write_reports(results, reports)
     print_summary(results)
+    for case in results["cases"]:  # every fault, with what the client did next
+        fault = case.get("fault")
+        if fault:
+            did = ", ".join(fault["did"]) or "nothing"
+            print(
+                f"{case['verdict']:5} fault {case['case_id'].rsplit('/', 1)[-1]}: "
+                f"{fault['fault']}; the client then: {did}"
+            )
     print(f"reports: {reports}/ ({', '.join(written)})")
     return int(results["exit_code"])

@@ -76,7 +76,7 @@ class Expectation:
     description: str = ""
     """For a protocol's own fault action: what it does, one line."""
     kinds: tuple[str, ...] = ()
-    """For an error: the request kinds whose replies can carry it (empty: any)."""
+    """The request kinds an error can answer, or an action can apply to (empty: any)."""
 
 
 class ConnectionChecker(Protocol):

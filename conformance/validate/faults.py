@@ -92,12 +92,17 @@ class FaultPlan:
     faults: list[Fault] = field(default_factory=list)
 
     def fire(self, kind: str) -> Fault | None:
-        """The fault, if any, that fires on this request of ``kind`` (the first in the plan
-        that takes it; each fault counts the requests it aims at on its own)."""
+        """The fault, if any, that fires on this request of ``kind``: the first in the plan
+        that takes it.  Every fault aimed at ``kind`` counts the request for its ``after``;
+        only the one that fires counts it for its ``count``."""
         hit = None
         for fault in self.faults:
-            if fault.on == kind and fault.take() and hit is None:
+            if fault.on != kind:
+                continue
+            if hit is None and fault.take():
                 hit = fault
+            elif fault is not hit:
+                fault.seen += 1
         return hit
 
     def __bool__(self) -> bool:

@@ -47,6 +47,8 @@ class _Held:
     replies: list[bytes] | None = None
     inner: Pending | None = None
     delay: float = 0.0
+    cut: int | None = None
+    """A reset fault's cut (bytes written): the reply is not shown to the checker."""
     abandon_on_eof: bool = True
     _ready: list[bytes] | None = field(default=None, init=False)
     _at: float = field(default=0.0, init=False)
@@ -68,7 +70,10 @@ class _Held:
             return None
         if not self._told:
             self._told = True
-            self.session.saw_replies(self.request, self._ready)
+            if self.cut is None:
+                self.session.saw_replies(self.request, self._ready)
+            else:
+                self.session.cut_reply(self._ready, self.cut)
         return self._ready
 
 
@@ -141,20 +146,37 @@ class CheckingSession:
 
     def _with_fault(self, frame: bytes, outcome: Outcome, fault: Fault | None) -> Outcome:
         delay = fault.value / 1000 if fault is not None and fault.effect == "slow" else 0.0
+        cut: float | None = fault.value if fault is not None and fault.effect == "reset" else None
         if outcome.pending is not None:
-            outcome.pending = _Held(self, frame, 0.0, inner=outcome.pending, delay=delay)
+            at = None if cut is None else int(_pending_size(outcome) * cut)
+            outcome.pending = _Held(self, frame, 0.0, inner=outcome.pending, delay=delay, cut=at)
         if outcome.replies:
             if delay:
                 held = _Held(self, frame, time.monotonic() + delay, replies=outcome.replies)
                 outcome.replies, outcome.pending = [], held
-            else:
+            elif cut is None:
                 self.saw_replies(frame, outcome.replies)
+            else:
+                self.cut_reply(outcome.replies, int(sum(len(r) for r in outcome.replies) * cut))
         if fault is not None and fault.effect == "split":
             outcome.pieces = fault.value
-        if fault is not None and fault.effect == "reset":
+        if cut is not None:
             size = sum(len(r) for r in outcome.replies) or _pending_size(outcome)
-            outcome.reset_after = int(size * fault.value)
+            outcome.reset_after = int(size * cut)
+            number = self.frontend.ledger.fired[-1].number
+            self.frontend.ledger.closing(self.conn, f"reset by the broker (fault {number})")
+        elif outcome.close:
+            self.frontend.ledger.closing(self.conn, "closed by the broker after its reply")
         return outcome
+
+    def cut_reply(self, framed: list[bytes], written: int) -> None:
+        """A reset fault writes the first ``written`` bytes of ``framed``: the client never
+        gets the reply, so the checker is not shown it; the ledger says what was written."""
+        size = sum(len(r) for r in framed)
+        written = min(written, size)
+        self.frontend.ledger.event(
+            self.conn, f"reply cut: {written} of its {size} bytes written, then the reset"
+        )
 
 
 def _pending_size(outcome: Outcome) -> int:
@@ -184,6 +206,7 @@ class _WatchedDeframer:
         session = _CONNECTION.get()
         if session is None:
             return
+        self.frontend.ledger.closing(session.conn, f"closed by the broker: {exc}")
         violation = session.checker.framing(str(exc))
         self.frontend.ledger.framing(session.conn, violation, self._tail)
 
@@ -234,7 +257,13 @@ class CheckingFrontend:
         self._deframers.pop(conn, None)
 
     def add_change_listener(self, callback: Callable[[], None]) -> Callable[[], None]:
-        return self.inner.add_change_listener(callback)
+        remove = self.inner.add_change_listener(callback)
+
+        def stopping() -> None:  # the server removes its listener first when it stops
+            self.ledger.stopping = True
+            remove()
+
+        return stopping
 
     def set_address(self, host: str, port: int) -> None:
         self.address = f"{host}:{port}"

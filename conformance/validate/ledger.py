@@ -59,10 +59,12 @@ class Event:
 
     t: float
     conn: int
-    what: str  # request | open | close
+    what: str  # request | open | close | fault (another fault fired: ``by`` names it)
     seen: Seen | None = None
     frame: int | None = None
     """A request's frame (its index in :attr:`Ledger.frames`)."""
+    by: str | None = None
+    """A close the broker made, and why (None: the client closed)."""
 
 
 @dataclass
@@ -84,6 +86,8 @@ class Connection:
     peer: str
     opened: float
     closed: float | None = None
+    closed_by: str | None = None
+    """Why the broker closed the connection (None: the client closed it)."""
     requests: int = 0
     checked: dict[str, int] = field(default_factory=dict)
     """Each requirement checked on this connection, with how many requests checked it."""
@@ -102,6 +106,8 @@ class Ledger:
         """How many times each requirement was broken (``found`` keeps the first ones)."""
         self.fired: list[Fired] = []
         self.checker_failures = 0
+        self.stopping = False
+        """Set when the broker stops: the connections it then closes are its doing."""
 
     def _now(self) -> float:
         return self._clock()  # type: ignore[operator, no-any-return]
@@ -117,15 +123,23 @@ class Ledger:
         self._follow(Event(self._t(), conn, "open"))
         return conn
 
+    def closing(self, conn: int, why: str) -> None:
+        """The broker is about to close ``conn`` (``why``: a reset fault, a framing error)."""
+        c = self.connections[conn]
+        if c.closed_by is None:
+            c.closed_by = why
+
     def close(self, conn: int, violations: list[Violation]) -> None:
         c = self.connections[conn]
         if c.closed is not None:
             return
         c.closed = self._t()
-        index = self.event(conn, "connection closed")
+        if c.closed_by is None and self.stopping:
+            c.closed_by = "closed as the broker stopped"
+        index = self.event(conn, c.closed_by or "closed by the client")
         for v in violations:
             self._found(v, conn, index)
-        self._follow(Event(self._t(), conn, "close"))
+        self._follow(Event(self._t(), conn, "close", by=c.closed_by))
 
     # ------------------------------------------------------------------ frames
 
@@ -188,6 +202,7 @@ class Ledger:
         if frame < 0:  # past the bounds: recorded now, as a fault names it
             frame = self._frame(conn, "send", data, seen.summary, True)
         fired = Fired(len(self.fired) + 1, fault, conn, frame, seen, self._t())
+        self._follow(Event(fired.t, conn, "fault", seen, frame, by=f"fault {fired.number}"))
         self.fired.append(fired)
         self.frames[frame].data = data[:BYTES_KEPT]  # kept even past FRAMES_KEPT
         self.event(conn, f"fault {fired.number}: {fault.describe()}")

@@ -32,13 +32,19 @@ CLOSED = "closed the connection"
 ILLEGAL = "sent something illegal"
 NOTHING = "sent nothing more"
 
+# Tags seen after another fault fired are kept apart (``Reaction.later``): on the faulted
+# connection once another fault fired there, elsewhere once another fault fired at all.
+
 
 @dataclass(frozen=True)
 class Reaction:
     tags: tuple[str, ...]
-    """Every next-step tag, in the order first seen."""
+    """Every next-step tag before another fault fired, in the order first seen: what the
+    client did about this fault (what its expectation is judged on)."""
     steps: tuple[str, ...]
     """The events, one line each: ``conn 3: Metadata v12 corr 9 (refreshed metadata)``."""
+    later: tuple[str, ...] = ()
+    """Tags seen only after another fault fired (shown, not judged: they may answer it)."""
 
     def met(self, expect: tuple[str, ...]) -> bool:
         return any(tag in self.tags for tag in expect)
@@ -46,19 +52,32 @@ class Reaction:
 
 def react(fired: Fired, next_steps: Mapping[str, str]) -> Reaction:
     tags: list[str] = []
+    later: list[str] = []
     steps: list[str] = []
 
     def tag(name: str) -> str:
-        if name not in tags:
-            tags.append(name)
+        # judged: what came before another fault fired (on this connection: before another
+        # fault fired on it); the rest may answer that other fault
+        judged = not (here if event.conn == fired.conn else elsewhere)
+        into = tags if judged else later
+        if name not in into and name not in tags:
+            into.append(name)
         return name
 
+    here = elsewhere = False
     for event in fired.after:
+        if event.what == "fault":
+            elsewhere = True
+            here = here or event.conn == fired.conn
+            steps.append(f"conn {event.conn}: {event.by} fired")
+            continue
         if event.what == "open":
             steps.append(f"conn {event.conn}: opened ({tag(RECONNECTED)})")
             continue
         if event.what == "close":
-            if event.conn == fired.conn:
+            if event.by is not None:
+                steps.append(f"conn {event.conn}: {event.by}")
+            elif event.conn == fired.conn:
                 steps.append(f"conn {event.conn}: closed by the client ({tag(CLOSED)})")
             else:
                 steps.append(f"conn {event.conn}: closed")
@@ -82,6 +101,6 @@ def react(fired: Fired, next_steps: Mapping[str, str]) -> Reaction:
             meant.append(tag(ILLEGAL) + f": {broken}")
         note = f" ({'; '.join(meant)})" if meant else ""
         steps.append(f"conn {event.conn}: {seen.summary}{note}")
-    if not fired.after:
-        tag(NOTHING)
-    return Reaction(tuple(tags), tuple(steps))
+    if not any(e.what != "fault" for e in fired.after):
+        tags.append(NOTHING)
+    return Reaction(tuple(tags), tuple(steps), tuple(later))

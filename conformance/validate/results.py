@@ -20,6 +20,7 @@ what it got back (a reply payload): the suite's directions, seen from the client
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,8 @@ from conformance.validate.contract import Expectation, Validation
 from conformance.validate.ledger import Found, Frame, Ledger
 from conformance.validate.reactions import react
 
+logger = logging.getLogger("conformance.validate")
+
 EXAMPLES = 5
 """Violations of one requirement shown with their frames (all are counted)."""
 BEFORE = 3
@@ -46,6 +49,7 @@ CONNECTION_ENTRIES = 300
 STEPS_SHOWN = 8
 """Next steps after a fault spelled out in its message (all are in its ``fault.next``)."""
 BROKEN = {"MUST": "FAIL", "SHOULD": "WARN", "MAY": "UNSUPPORTED"}
+LEVELS = ("MUST", "SHOULD", "MAY")
 
 
 class _Log:
@@ -123,7 +127,9 @@ def _around(ledger: Ledger, found: Found) -> list[int]:
     return frames[max(0, at - BEFORE) : at + 2]
 
 
-def _case(case_id: str, req: Requirement, verdict: str, message: str, log: _Log) -> dict[str, Any]:
+def _case(
+    case_id: str, req: Requirement, verdict: str, message: str, log: _Log, broken: bool = False
+) -> dict[str, Any]:
     return {
         "case_id": case_id,
         "title": f"{req.id}, checked on what the clients sent",
@@ -132,7 +138,8 @@ def _case(case_id: str, req: Requirement, verdict: str, message: str, log: _Log)
         "level": req.level,
         "verdict": verdict,
         "violated": req.id if verdict in ("FAIL", "WARN") else None,
-        "unsupported": req.id if verdict == "UNSUPPORTED" and req.level == "MAY" else None,
+        # a MAY the client went its own way on (not one that was merely not exercised)
+        "unsupported": req.id if broken and verdict == "UNSUPPORTED" else None,
         "message": message,
         "duration_s": 0.0,
         "wire_log": log.entries,
@@ -177,7 +184,7 @@ def requirement_case(
             f"{req.id}: broken {times} (connection{'s' if len(where) > 1 else ''} "
             f"{', '.join(map(str, where))}): {found[0].violation.message}"
         )
-        case = _case(f"{protocol}/client/{req.id}", req, verdict, message, log)
+        case = _case(f"{protocol}/client/{req.id}", req, verdict, message, log, broken=True)
         case["evidence"] = evidence
         return case
     if checked:
@@ -195,14 +202,11 @@ def connection_case(
 ) -> dict[str, Any]:
     c = ledger.connections[conn]
     found = [f for f in ledger.found if f.conn == conn]
-    verdicts = [
-        BROKEN[reqs[f.violation.requirement].level]
-        for f in found
-        if f.violation.requirement in reqs
-    ]
-    worst = next((v for v in ("FAIL", "WARN", "UNSUPPORTED") if v in verdicts), None)
+    ranked = sorted(found, key=lambda f: LEVELS.index(reqs[f.violation.requirement].level))
+    worst_found = ranked[0] if ranked else None  # the violation of the highest level, first
+    worst = BROKEN[reqs[worst_found.violation.requirement].level] if worst_found else None
     checked = sorted(c.checked) or sorted(reqs)[:1]
-    first = reqs[found[0].violation.requirement] if found else reqs[checked[0]]
+    first = reqs[worst_found.violation.requirement] if worst_found else reqs[checked[0]]
     log = _Log(plugin, ledger, compact=worst is None)
     log.add_window(conn, c.frames[:CONNECTION_ENTRIES])
     until = f"{c.closed:.1f} s" if c.closed is not None else "the end"
@@ -210,12 +214,15 @@ def connection_case(
     head = f"client {c.peer}, {lifetime}, {c.requests} request{'s' if c.requests != 1 else ''}"
     if found:
         broken = ", ".join(sorted({f.violation.requirement for f in found}))
-        message = f"{first.id}: {head}; broke {broken}: {found[0].violation.message}"
+        assert worst_found is not None
+        message = f"{first.id}: {head}; broke {broken}: {worst_found.violation.message}"
     elif c.requests:
         message = f"{head}; nothing broken"
     else:
         message = f"{head}: sent no whole request"
-    case = _case(f"{protocol}/client/connection/{conn}", first, worst or "PASS", message, log)
+    case = _case(
+        f"{protocol}/client/connection/{conn}", first, worst or "PASS", message, log, bool(found)
+    )
     if not c.requests and not found:
         case["verdict"] = "UNSUPPORTED"
     case["requirements"] = checked
@@ -258,7 +265,8 @@ def fault_cases(
         wanted = " or ".join(expected.expect)
         message = (
             f"{'' if met else req.id + ': '}{fired.seen.summary}: {fired.fault.describe()}; "
-            f"then {then}. Expected: {wanted}; did: {', '.join(reaction.tags)}"
+            f"then {then}. Expected: {wanted}; did: {', '.join(reaction.tags) or 'nothing'}"
+            + (f" (after another fault: {', '.join(reaction.later)})" if reaction.later else "")
         )
         log = _Log(plugin, ledger, compact=False)
         log.add_window(fired.conn, [fired.frame])
@@ -270,7 +278,7 @@ def fault_cases(
         for event in fired.after:
             if event.frame is not None:
                 log.add_window(event.conn, [event.frame])
-        case = _case(f"{protocol}/client/fault/{fired.number}", req, verdict, message, log)
+        case = _case(f"{protocol}/client/fault/{fired.number}", req, verdict, message, log, not met)
         case["title"] = f"fault {fired.number}: {fired.fault.describe()}"
         case["fault"] = {
             "fault": fired.fault.describe(),
@@ -279,6 +287,7 @@ def fault_cases(
             "connection": fired.conn,
             "expected": list(expected.expect),
             "did": list(reaction.tags),
+            "later": list(reaction.later),
             "next": list(reaction.steps),
         }
         if not met:
@@ -301,7 +310,17 @@ def build(
     faults: list[str],
 ) -> dict[str, Any]:
     reqs = {k: r for k, r in requirements.items() if revision in r.revisions}
-    faulted = fault_cases(plugin.name, plugin, ledger, validation, reqs)
+    stray = [f for f in ledger.found if f.violation.requirement not in reqs]
+    if stray:  # a checker bug: a requirement this revision does not have
+        logger.warning(
+            "validate: %d violation(s) name requirements %s, not of revision %s: left out",
+            len(stray),
+            sorted({f.violation.requirement for f in stray}),
+            revision,
+        )
+        ledger.found = [f for f in ledger.found if f.violation.requirement in reqs]
+        ledger.checker_failures += len(stray)
+    faulted = fault_cases(plugin.name, plugin, ledger, validation, requirements)
     cases = [requirement_case(plugin.name, plugin, ledger, r, faulted) for r in reqs.values()]
     cases += [connection_case(plugin.name, plugin, ledger, c, reqs) for c in ledger.connections]
     cases += faulted

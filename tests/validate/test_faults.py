@@ -87,3 +87,12 @@ def test_a_bad_plan_file_is_named_with_the_fault(tmp_path: Path) -> None:
     bare.write_text("- on: Produce\n  split: 3\n")
     (fault,) = load_plan(bare, ERRORS, ACTIONS)
     assert fault.on == "Produce"
+
+
+def test_two_faults_on_one_kind_each_fire_in_turn() -> None:
+    first = parse_flag("CONSUME:error=NOT_LEADER_OR_FOLLOWER", ERRORS, ACTIONS)
+    second = parse_flag("CONSUME:split=3", ERRORS, ACTIONS)
+    plan = FaultPlan([first, second])
+    hits = [plan.fire("CONSUME") for _ in range(3)]
+    assert hits == [first, second, None]
+    assert (first.fired, second.fired) == (1, 1)

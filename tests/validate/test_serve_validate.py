@@ -110,5 +110,6 @@ def test_split_slow_and_reset_replies_reach_the_client_as_planned(tmp_path: Path
     assert [f["verdict"] for f in faults] == ["PASS", "PASS", "PASS"], [
         f["message"] for f in faults
     ]
-    assert faults[2]["fault"]["did"][:1] == ["closed the connection"]
-    assert "reconnected" in faults[2]["fault"]["did"]
+    assert faults[2]["fault"]["did"][:1] == ["reconnected"]  # the reset was the broker's
+    assert "reset by the broker (fault 3)" in faults[2]["fault"]["next"][0]
+    assert "fault 3: Metadata: reset the connection" in v.stdout  # the terminal lists faults

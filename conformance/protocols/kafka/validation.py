@@ -62,6 +62,7 @@ ACTIONS = {
         "KAF-CLI-14",
         _REJOIN,
         "start a rebalance of the request's group (a generation bump) before serving it",
+        kinds=_GROUP,
     )
 }
 _ON = (WENT_ON, RETRIED, RECONNECTED, "refreshed metadata", "looked up the coordinator")

@@ -1,0 +1,56 @@
+"""What a client did after a fault: judged on what came before another fault, and the
+broker's own closes never blamed on the client."""
+
+from __future__ import annotations
+
+from conformance.validate.contract import Seen, Violation
+from conformance.validate.faults import Fault
+from conformance.validate.ledger import Ledger
+from conformance.validate.reactions import react
+
+STEPS = {"Metadata": "refreshed metadata", "JoinGroup": "re-joined"}
+
+
+def _request(ledger: Ledger, conn: int, kind: str, **seen: object) -> Seen:
+    s = Seen(kind, f"{kind} on {conn}", **seen)  # type: ignore[arg-type]
+    ledger.request(conn, b"x", s)
+    return s
+
+
+def test_tags_before_another_fault_are_judged_and_later_ones_kept_apart() -> None:
+    ledger = Ledger()
+    a, b = ledger.open("a"), ledger.open("b")
+    hit = _request(ledger, a, "Produce", target="t/0", identity="seq 0")
+    first = ledger.fault(Fault("Produce", "error", "X"), a, 0, b"x", hit)
+    _request(ledger, a, "Metadata")
+    other = _request(ledger, b, "Heartbeat")
+    ledger.fault(Fault("Heartbeat", "action", "rebalance"), b, 0, b"x", other)
+    _request(ledger, a, "Produce", target="t/0", identity="seq 0")  # its own connection: judged
+    _request(ledger, b, "JoinGroup")  # elsewhere, after the other fault: not this fault's
+    reaction = react(first, STEPS)
+    assert reaction.tags == ("refreshed metadata", "retried", "re-sent the same")
+    assert reaction.later == ("re-joined",)
+    assert reaction.met(("retried",)) and not reaction.met(("re-joined",))
+
+
+def test_a_reset_is_the_brokers_and_an_illegal_resend_is_named() -> None:
+    ledger = Ledger()
+    a = ledger.open("a")
+    hit = _request(ledger, a, "Fetch")
+    fired = ledger.fault(Fault("Fetch", "reset", 0.5), a, 0, b"x", hit)
+    ledger.closing(a, "reset by the broker (fault 1)")
+    ledger.close(a, [])
+    b = ledger.open("b")
+    _request(ledger, b, "Fetch", violations=[Violation("X-CLI-1", "bad")])
+    reaction = react(fired, STEPS)
+    assert "closed the connection" not in reaction.tags
+    assert reaction.steps[0] == "conn 1: reset by the broker (fault 1)"
+    assert reaction.tags == ("reconnected", "retried", "sent something illegal")
+    assert "X-CLI-1" in reaction.steps[-1]
+
+
+def test_nothing_after_a_fault_is_said() -> None:
+    ledger = Ledger()
+    a = ledger.open("a")
+    fired = ledger.fault(Fault("Fetch", "split", 2), a, 0, b"x", _request(ledger, a, "Fetch"))
+    assert react(fired, STEPS).tags == ("sent nothing more",)
