@@ -90,6 +90,7 @@ class CheckingSession:
         self.inner.received(count)
 
     def closed(self) -> None:
+        self._unfinished()
         try:
             found = self.checker.closed(time.monotonic())
         except Exception:
@@ -98,6 +99,24 @@ class CheckingSession:
         self.frontend.ledger.close(self.conn, found)
         self.frontend.forget(self.conn)
         self.inner.closed()
+
+    def _unfinished(self) -> None:
+        """A client that ended its connection inside a frame (a length promising more than
+        it sent, a last line without its terminator) broke the framing: shown to the
+        checker as bytes the deframer could not frame.  Not when the broker closed."""
+        deframer = self.frontend.deframer_of(self.conn)
+        ledger = self.frontend.ledger
+        if deframer is None or deframer.error is not None or not deframer.buffered:
+            return
+        if ledger.connections[self.conn].closed_by is not None or ledger.stopping:
+            return
+        why = f"the connection ended inside a frame: {deframer.buffered} bytes of it were sent"
+        try:
+            violation = self.checker.framing(why)
+        except Exception:
+            log.exception("validate: the checker failed on an unfinished frame")
+            return
+        ledger.framing(self.conn, violation, deframer.tail[-deframer.buffered :])
 
     def _seen(self, frame: bytes) -> Seen:
         try:
@@ -192,14 +211,19 @@ class _WatchedDeframer:
     def __init__(self, inner: Deframer, frontend: CheckingFrontend) -> None:
         self.inner = inner
         self.frontend = frontend
-        self._tail = b""
+        self.tail = b""
+        """The last bytes fed (what a framing violation shows)."""
 
     @property
     def error(self) -> ProtocolError | None:
         return self.inner.error
 
+    @property
+    def buffered(self) -> int:
+        return self.inner.buffered
+
     def feed(self, data: bytes) -> list[bytes]:
-        self._tail = (self._tail + data)[-256:]
+        self.tail = (self.tail + data)[-256:]
         return self.inner.feed(data)
 
     def refused(self, exc: ProtocolError) -> None:
@@ -208,7 +232,7 @@ class _WatchedDeframer:
             return
         self.frontend.ledger.closing(session.conn, f"closed by the broker: {exc}")
         violation = session.checker.framing(str(exc))
-        self.frontend.ledger.framing(session.conn, violation, self._tail)
+        self.frontend.ledger.framing(session.conn, violation, self.tail)
 
 
 class CheckingFrontend:
@@ -252,6 +276,9 @@ class CheckingFrontend:
         if session is not None and session.conn in self._deframers:
             self._deframers.pop(session.conn).refused(exc)
         return self.inner.framing_error(exc)
+
+    def deframer_of(self, conn: int) -> _WatchedDeframer | None:
+        return self._deframers.get(conn)
 
     def forget(self, conn: int) -> None:
         self._deframers.pop(conn, None)

@@ -113,3 +113,15 @@ def test_split_slow_and_reset_replies_reach_the_client_as_planned(tmp_path: Path
     assert faults[2]["fault"]["did"][:1] == ["reconnected"]  # the reset was the broker's
     assert "reset by the broker (fault 3)" in faults[2]["fault"]["next"][0]
     assert "fault 3: Metadata: reset the connection" in v.stdout  # the terminal lists faults
+
+
+def test_a_client_that_ends_inside_a_frame_broke_the_framing(tmp_path: Path) -> None:
+    with validating("kafka", tmp_path, "--revision", "apache") as v:
+        frame = codec.frame(METADATA)
+        with socket.create_connection((v.broker.host, v.broker.port), timeout=5) as sock:
+            sock.sendall(frame[:-3])  # the size promises 3 bytes more than come
+        time.sleep(0.3)
+    case = v.case("kafka/client/KAF-CLI-1")
+    assert case["verdict"] == "FAIL", case["message"]
+    assert "ended inside a frame: " in case["message"]
+    assert v.broken() == {"KAF-CLI-1"}
