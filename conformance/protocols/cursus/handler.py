@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from conformance.engine import DEDUPE_ONLY, Engine, EngineError, HeartbeatStatus, ProducerBatch
 from conformance.errors import FrameTooLarge, ProtocolError
-from conformance.protocols.cursus import codec, real_codec
+from conformance.protocols.cursus import codec
 from conformance.protocols.cursus.codec import CursusError, error_reply
+from conformance.protocols.cursus.layouts import REAL, layout
 from conformance.protocols.cursus.messages import (
     FRAME_LIMIT,
     GEN_MISMATCH,
@@ -58,7 +59,7 @@ from conformance.protocols.cursus.messages import (
     TopicList,
 )
 from conformance.protocols.cursus.quirks import CRASH_EXIT_CODE, Quirks
-from conformance.protocols.cursus.real_messages import KEEPALIVE_S, REAL_FRAME_LIMIT, Keepalive
+from conformance.protocols.cursus.real_messages import KEEPALIVE_S, Keepalive
 from conformance.protocols.cursus.records import consume_batch, to_record
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
@@ -87,8 +88,8 @@ class CursusConfig:
     """Revision real: a STREAM with nothing to push sends an empty frame this often."""
 
     def __post_init__(self) -> None:
-        if self.revision == "real" and self.frame_limit == FRAME_LIMIT:
-            self.frame_limit = REAL_FRAME_LIMIT
+        if self.frame_limit == FRAME_LIMIT:  # the revision's own limit unless one is given
+            self.frame_limit = layout(self.revision).frame_limit
 
 
 class CursusFrontend:
@@ -101,7 +102,8 @@ class CursusFrontend:
         self.config = config or CursusConfig()
         self.leader = ""
         self.losing_acked = False  # burst-loses-acked has tripped: acks without appends
-        self.real = self.config.revision == "real"
+        self.layout = layout(self.config.revision)
+        self.real = self.layout is REAL
         self.idempotent_topics: set[str] = set()  # revision real: CREATE ... idempotent=true
 
     def set_address(self, host: str, port: int) -> None:
@@ -143,7 +145,7 @@ class CursusFrontend:
             if isinstance(reply, BatchAck) and quirks.keeps_empty_ack_fields():
                 return codec.frame(codec.encode_ack(reply))
             assert not isinstance(reply, SpecialReply | TopicList)
-            return codec.frame(quirks.reply_payload(reply, real_codec.encode_reply(reply)))
+            return codec.frame(quirks.reply_payload(reply, self.layout.encode_reply(reply)))
         assert not isinstance(reply, Keepalive)
         return codec.frame(self.config.quirks.reply_payload(reply, codec.encode_reply(reply)))
 

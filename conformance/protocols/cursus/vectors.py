@@ -20,6 +20,7 @@ from typing import Any
 from conformance.errors import ProtocolError
 from conformance.plugin import SchemaError
 from conformance.protocols.cursus import codec, real_vectors
+from conformance.protocols.cursus.layouts import layout
 from conformance.protocols.cursus.messages import (
     ACK_FIELDS,
     COMMANDS,
@@ -270,16 +271,16 @@ class CursusVectors:
 
     def decode(self, payload: bytes, direction: str, extras: Mapping[str, Any]) -> Any:
         if extras.get("revision") == "real":
-            if direction == "request":
-                return real_vectors.decode_request(payload)
-            return real_vectors.decode_reply(payload)
+            real = layout("real")
+            return (real.decode_request if direction == "request" else real.decode_reply)(payload)
         if direction == "request":
             return codec.decode_request(payload, compression=extras.get("compression"))
         return codec.decode_reply(payload)
 
     def encode(self, message: Any, direction: str, extras: Mapping[str, Any]) -> bytes:
         if extras.get("revision") == "real":
-            return real_vectors.encode(message, direction)
+            real = layout("real")
+            return (real.encode_request if direction == "request" else real.encode_reply)(message)
         if direction == "request":
             return codec.encode_request(message, compression=extras.get("compression"))
         return codec.encode_reply(message)
