@@ -1,4 +1,4 @@
-"""Real Kafka clients against ``serve --validate`` with a fault plan: kafka-python,
+"""Real Kafka clients against ``serve --validate`` (both revisions) with a fault plan: kafka-python,
 aiokafka, confluent-kafka (librdkafka) and kcat each produce (idempotent) and consume in a
 group, under refused produces, a moved coordinator, a rebalance, split and slow replies.
 
@@ -168,14 +168,17 @@ def _stored(v: Validated, topic: str) -> list[bytes]:
     return [r.value for b in decode_batches(data) for r in b.records if r.value is not None]
 
 
+@pytest.mark.parametrize("revision", ["apache", "doc"])
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_a_real_client_under_a_fault_plan_gets_a_report(tmp_path: Path, client: str) -> None:
+def test_a_real_client_under_a_fault_plan_gets_a_report(
+    tmp_path: Path, client: str, revision: str
+) -> None:
     tag, scenario = CLIENTS[client]
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN)
     topic, group = f"v-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     reports = tmp_path / "reports"
-    args = ("--revision", "apache", "--fault-plan", str(plan), "--client-name", client)
+    args = ("--revision", revision, "--fault-plan", str(plan), "--client-name", client)
     with validating("kafka", reports, *args) as v:
         got = scenario(v.address, topic, group)
         stored = _stored(v, topic)
