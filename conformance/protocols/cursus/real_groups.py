@@ -3,8 +3,10 @@
 Behaviour notes:
 
 * JOIN_GROUP makes the group on its first join (the topic must exist) and starts a new
-  generation with every join; the member id is the given one with ``-<n>`` appended
-  (the real broker appends four random digits: CUR-RCONV-2); the reply is ``OK
+  generation with every join, but for one naming ``generation=``: a known member resuming
+  its session at that generation (``resumed=true``, nothing changes); the member id is the
+  given one with ``-<n>`` appended (the real broker appends four random digits:
+  CUR-RCONV-2); the reply is ``OK
   generation=G member=M assignments=[0 1 2]``.  A group reads one topic: a join, sync,
   heartbeat, leave or commit naming another gets ``topic_not_assigned_to_group``.
 * SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, COMMIT_OFFSET and BATCH_COMMIT need the member's
@@ -96,6 +98,20 @@ def assignments(parts: list[int]) -> str:
 def join_group(engine: Engine, cmd: RealCommand) -> OkReply:
     topic, group, member = need(cmd, "topic"), need(cmd, "group"), need(cmd, "member")
     check_topic(engine, group, topic)
+    if cmd.get("generation"):  # a known member resuming its session: no new generation
+        generation = atoi(cmd.get("generation"))
+        if generation is None:
+            raise Refuse(error("invalid_generation", "command=JOIN_GROUP"))
+        parts = check_member(engine, group, member, generation)
+        engine.heartbeat(group, member, engine.group_generation(group))
+        return OkReply(
+            (
+                ("generation", str(generation)),
+                ("member", member),
+                ("assignments", assignments(parts)),
+                ("resumed", "true"),
+            )
+        )
     if not engine.has_topic(topic) and _group(engine, group) is None:
         raise Refuse(error("topic_not_found", f"topic={topic}"))
     joined = engine.join_group(group, topic, member, policy=REAL_GROUPS)

@@ -317,3 +317,47 @@ def test_unknown_groups_and_members_are_named(target: CaseContext) -> None:
                 f"{cmd.name} was refused {read.payload[:80]!r}, expected {code}",
                 read.at("word1"),
             )
+
+
+@case("cursus/rgroups/9", "CUR-RGROUP-9")
+def test_a_join_with_its_generation_resumes_the_member(target: CaseContext) -> None:
+    """alice joins again naming her id and generation: resumed, same generation; a stale one
+    is refused.
+
+    CUR-RGROUP-9: "`JOIN_GROUP topic=T group=G member=ID generation=N` of a member the group has,
+    at the group's current generation, resumes it: `OK generation=N member=ID assignments=[...]
+    resumed=true`, with the same member id and no new generation; at another generation it is
+    refused with `ERROR: GEN_MISMATCH ...`."
+    """
+    with target.connect() as conn:
+        topic, group = create_topic(target, conn, "resume"), target.name("g")
+        m = join(target, conn, topic, group, "alice").reply
+        again = command(
+            "JOIN_GROUP", topic=topic, group=group, member=m.id, generation=m.generation
+        )
+        read = expect_ok(target, conn, again, "CUR-RGROUP-9", f"JOIN_GROUP {m.id} resuming")
+        got = (
+            ok_value(read, "member", "CUR-RGROUP-9", "JOIN_GROUP"),
+            ok_value(read, "generation", "CUR-RGROUP-9", "JOIN_GROUP"),
+            ok_value(read, "resumed", "CUR-RGROUP-9", "JOIN_GROUP"),
+        )
+        require(
+            got == (m.id, str(m.generation), "true"),
+            "CUR-RGROUP-9",
+            f"the resuming join answered member={got[0]} generation={got[1]} resumed={got[2]}, "
+            f"expected member={m.id} generation={m.generation} resumed=true",
+            read.at("member", "generation", "resumed"),
+        )
+        stale = command(
+            "JOIN_GROUP", topic=topic, group=group, member=m.id, generation=m.generation + 5
+        )
+        refused = expect_error(
+            target, conn, stale, "CUR-RGROUP-9", "JOIN_GROUP at another generation"
+        )
+        require(
+            "GEN_MISMATCH" in refused.reply.text,
+            "CUR-RGROUP-9",
+            f"a join resuming at another generation was refused {refused.payload[:80]!r}, "
+            "expected GEN_MISMATCH",
+            refused.at("word1"),
+        )
