@@ -297,9 +297,14 @@ they are not empty."""
 
 
 def encode_ack(ack: BatchAck) -> bytes:
-    obj: dict[str, Any] = {name: getattr(ack, name) for name, _ in ACK_REQUIRED}
-    obj.update({name: getattr(ack, name) for name in ACK_OPTIONAL if getattr(ack, name)})
+    """JSON as Go's encoder writes it: bytes that are not UTF-8 become U+FFFD."""
+    obj: dict[str, Any] = {name: _json(getattr(ack, name)) for name, _ in ACK_REQUIRED}
+    obj.update({n: _json(getattr(ack, n)) for n in ACK_OPTIONAL if getattr(ack, n)})
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _json(value: Any) -> Any:
+    return _b(value).decode("utf-8", "replace") if isinstance(value, str) else value
 
 
 def decode_ack(payload: bytes) -> BatchAck:

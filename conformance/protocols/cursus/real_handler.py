@@ -261,7 +261,7 @@ class RealSession:
     def read(self, topic: str, partition: int, offset: int, limit: int) -> Batch:
         hwm = self.engine.high_watermark(topic, partition)
         records = self.engine.read(topic, partition, offset, limit) if offset < hwm else []
-        batch = consume_batch(topic, partition, offset, records)
+        batch = consume_batch(topic, partition, offset, records, "surrogateescape")
         seqs = [m.seq_num for m in batch.messages] or [0]
         return Batch(topic, str(partition), "1", False, seqs[0], seqs[-1], batch.messages)
 

@@ -21,14 +21,22 @@ _INT_FIELDS = ("seq_num", "epoch", "schema_version", "aggregate_version")
 _STR_FIELDS = ("producer_id", "event_type", "metadata")
 
 
+TEXT = "surrogateescape"
+"""Strings of a message are stored as the bytes that came (revision real's strings may be any
+bytes: Go's ``string(bytes)`` checks nothing; the codec keeps them with this error handler)."""
+
+
 def to_record(m: Message) -> NewRecord:
     headers = [(_PREFIX + name, str(getattr(m, name)).encode()) for name in _INT_FIELDS]
-    headers += [(_PREFIX + name, getattr(m, name).encode("utf-8")) for name in _STR_FIELDS]
-    key = m.key.encode("utf-8") if m.key else None
+    headers += [(_PREFIX + name, getattr(m, name).encode("utf-8", TEXT)) for name in _STR_FIELDS]
+    key = m.key.encode("utf-8", TEXT) if m.key else None
     return NewRecord(key=key, value=m.payload, headers=tuple(headers))
 
 
-def to_message(r: Record) -> Message:
+def to_message(r: Record, errors: str = "replace") -> Message:
+    """The message of ``r``; text that is not UTF-8 is read with ``errors`` (revision doc:
+    ``replace``, as its strings must be UTF-8; revision real: ``surrogateescape``, byte for
+    byte)."""
     h = {k[len(_PREFIX) :]: v for k, v in r.headers if k.startswith(_PREFIX)}
 
     def num(name: str, default: int = 0) -> int:
@@ -40,13 +48,13 @@ def to_message(r: Record) -> Message:
 
     def text(name: str, default: str = "") -> str:
         raw = h.get(name)
-        return raw.decode("utf-8", "replace") if raw is not None else default
+        return raw.decode("utf-8", errors) if raw is not None else default
 
     return Message(
         offset=r.offset,
         seq_num=num("seq_num", max(r.sequence, 0)),
         producer_id=text("producer_id", r.producer_id),
-        key=(r.key or b"").decode("utf-8", "replace"),  # a Kafka null is empty here
+        key=(r.key or b"").decode("utf-8", errors),  # a Kafka null is empty here
         epoch=num("epoch", r.producer_epoch),
         payload=r.value or b"",
         event_type=text("event_type"),
@@ -56,9 +64,11 @@ def to_message(r: Record) -> Message:
     )
 
 
-def consume_batch(topic: str, partition: int, offset: int, records: list[Record]) -> Batch:
+def consume_batch(
+    topic: str, partition: int, offset: int, records: list[Record], errors: str = "replace"
+) -> Batch:
     """The batch a CONSUME or STREAM reply carries (convention, revision doc)."""
-    messages = tuple(to_message(r) for r in records)
+    messages = tuple(to_message(r, errors) for r in records)
     first = messages[0].offset if messages else offset
     last = messages[-1].offset if messages else offset
     return Batch(
