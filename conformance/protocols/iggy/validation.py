@@ -44,17 +44,15 @@ from conformance.protocols.iggy.messages import NAMES
 from conformance.protocols.iggy.validation_checks import IggyChecker
 from conformance.protocols.iggy.validation_fields import Knowledge
 from conformance.validate.contract import Expectation
+from conformance.validate.reactions import CLOSED, NOTHING, RECONNECTED, RETRIED, WENT_ON
 
 if TYPE_CHECKING:
     from conformance.plugin import ServeConfig
     from conformance.server import Frontend
 
 STATUS = {name: code for code, name in STATUS_NAMES.items()}
-WENT_ON = "went on"
 LOGGED_IN = "logged in again"
 REJOINED = "re-joined the group"
-CLOSED = "closed the connection"
-NOTHING = "sent nothing more"
 GO_ON = (WENT_ON, LOGGED_IN, REJOINED, CLOSED, NOTHING)
 """After an error: anything but repeating that kind of request about the same thing
 (ending its work counts: the error may have come to the client's last request)."""
@@ -144,8 +142,8 @@ class IggyValidation:
         self.known = Knowledge()
         self.errors: Mapping[str, Expectation] = _errors(revision)
         self.actions: Mapping[str, Expectation] = {}
-        goes_on = Expectation("IGG-CLI-15", (WENT_ON, "retried", CLOSED, NOTHING))
-        again = (LOGGED_IN,) if revision == "classic" else ("reconnected",)
+        goes_on = Expectation("IGG-CLI-15", (WENT_ON, RETRIED, CLOSED, NOTHING))
+        again = (LOGGED_IN,) if revision == "classic" else (RECONNECTED,)
         self.transport: Mapping[str, Expectation] = {
             "slow": goes_on,
             "split": goes_on,
