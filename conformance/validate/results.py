@@ -160,11 +160,16 @@ def requirement_case(
     checked, conns = ledger.checked_count(req.id)
     mine = [f for f in faults if f["requirements"] == [req.id]]
     if not found and mine:
-        missed = [f for f in mine if f["verdict"] != "PASS"]
+        order = ("FAIL", "WARN", "UNSUPPORTED")
+        missed = sorted(
+            (f for f in mine if f["verdict"] != "PASS"), key=lambda f: order.index(f["verdict"])
+        )
         numbers = ", ".join(f["case_id"].rsplit("/", 1)[-1] for f in missed or mine)
         if missed:
-            message = f"{req.id}: not met after fault {numbers}: {missed[0]['fault']['did']}"
             verdict = missed[0]["verdict"]
+            did = ", ".join(missed[0]["fault"]["did"]) or "nothing"
+            how = "inconclusive" if verdict == "UNSUPPORTED" else "not met"
+            message = f"{req.id}: {how} after fault {numbers}: the client did {did}"
         else:
             message = f"met after fault{'s' if len(mine) > 1 else ''} {numbers}"
             verdict = "PASS"
@@ -257,14 +262,18 @@ def fault_cases(
         req = reqs[expected.requirement]
         reaction = react(fired, validation.next_steps)
         met = reaction.met(expected.expect)
-        verdict = "PASS" if met else BROKEN[req.level]
+        # what was expected, done only after another fault fired: cannot be told apart from
+        # an answer to that fault; neither a pass nor a failure
+        late = not met and any(tag in reaction.later for tag in expected.expect)
+        verdict = "PASS" if met else "UNSUPPORTED" if late else BROKEN[req.level]
         shown = list(reaction.steps[:STEPS_SHOWN])
         if len(reaction.steps) > STEPS_SHOWN:
             shown.append(f"{len(reaction.steps) - STEPS_SHOWN} more (see the wire log)")
         then = "; then ".join(shown) or "nothing followed before the broker stopped"
         wanted = " or ".join(expected.expect)
         message = (
-            f"{'' if met else req.id + ': '}{fired.seen.summary}: {fired.fault.describe()}; "
+            f"{'inconclusive: ' if late else '' if met else req.id + ': '}"
+            f"{fired.seen.summary}: {fired.fault.describe()}; "
             f"then {then}. Expected: {wanted}; did: {', '.join(reaction.tags) or 'nothing'}"
             + (f" (after another fault: {', '.join(reaction.later)})" if reaction.later else "")
         )
