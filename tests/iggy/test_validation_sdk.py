@@ -10,8 +10,8 @@ its offset of partition 0 by hand.
 
 Findings about the SDK, kept as assertions so that a change is noticed:
 
-* with ``IggyClient(address)`` (no auto-login), a connection reset makes the SDK reconnect
-  (after its 5 s ``reestablish_after``) and re-send the interrupted request on the new
+* with ``IggyClient(address)`` (no auto-login), a connection reset or a status 40 makes the
+  SDK reconnect (after its 5 s ``reestablish_after``) and re-send the request on the new
   connection without logging in (core/sdk/src/tcp/tcp_client.rs ``send_raw_with_response``):
   the server answers 40 and every later call fails locally with Unauthenticated.  That
   breaks IGG-CLI-7 (MUST) and IGG-CLI-14 (SHOULD).  ``IggyClient.from_connection_string``
@@ -192,35 +192,47 @@ def test_the_sdk_under_errors_split_and_slow_replies(tmp_path: Path) -> None:
     assert v.results["target_name"] == "apache-iggy 0.8.0"
 
 
+LOST = {
+    "reset": ("POLL_MESSAGES:reset=0.5", "POLL_MESSAGES"),
+    "unauthenticated": ("SEND_MESSAGES:error=UNAUTHENTICATED,after=1", "SEND_MESSAGES"),
+}
+"""Two ways the session is lost: the connection is reset during a poll, or a send is
+answered 40 (Unauthenticated): the fault, and the request the SDK then re-sends."""
+
+
 @pytest.mark.parametrize("auto_login", [False, True], ids=["login_user", "auto-login"])
-def test_the_sdk_after_a_reset_during_a_poll(tmp_path: Path, auto_login: bool) -> None:
+@pytest.mark.parametrize("lost", sorted(LOST))
+def test_the_sdk_when_its_session_is_lost(tmp_path: Path, auto_login: bool, lost: str) -> None:
+    fault, resent = LOST[lost]
+
     async def session(address: str) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]], str]:
         c = await client(address, auto_login)
-        acked = await produce(c, "reset")
+        acked = await produce(c, "lost")
         try:
-            return acked, await read_back(c, "reset"), ""
+            return acked, await read_back(c, "lost"), ""
         except RuntimeError as exc:
             return acked, {}, str(exc)
 
-    fault = "POLL_MESSAGES:reset=0.5"
     with validating("iggy", tmp_path, "--fault", fault) as v:
         acked, stored, error = run(session(v.address))
 
     [(_what, verdict, did)] = fault_verdicts(v)
-    assert "reconnected" in did, did
+    assert "reconnected" in did, did  # after a 40 too: the SDK reconnects, not re-logs in
     if auto_login:
         assert (stored, error) == (acked, "")
+        assert sum(map(len, acked.values())) == BATCHES * PER_BATCH
         assert verdict == "PASS" and "logged in again" in did
         assert v.broken() == set() and v.code == 0
     else:
-        # SDK finding: it reconnects and re-sends the POLL_MESSAGES without logging in; the
-        # broker answers 40 (Unauthenticated) and the binding raises it
+        # SDK finding: it reconnects and re-sends the request without logging in; the
+        # broker answers 40 (Unauthenticated), the binding raises it, and every later call
+        # is refused by the SDK itself (nothing more is sent but its heartbeat)
         assert error == "Unauthenticated" and stored == {}
         assert verdict == "WARN" and "logged in again" not in did, did
         assert v.broken() == {"IGG-CLI-7", "IGG-CLI-14"}
         # on connection 2, or on 3 when the heartbeat's PING reconnected first (connection 2)
         message = v.case("iggy/client/IGG-CLI-7")["message"]
-        assert re.search(r"POLL_MESSAGES sent before a LOGIN_USER of connection [23] ", message)
+        assert re.search(rf"{resent} sent before a LOGIN_USER of connection [23] ", message)
         assert v.code == 1
 
 
