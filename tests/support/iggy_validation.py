@@ -46,7 +46,7 @@ def create_topic_body(stream: int | str, topic: str, partitions: int) -> bytes:
 
 def poll_body(
     stream: int | str,
-    topic: str,
+    topic: int | str,
     partition: int | None,
     kind: int = 1,
     value: int = 0,
@@ -69,7 +69,7 @@ def message(payload: bytes, headers: bytes = b"", message_id: int = 0) -> bytes:
     return head + payload + headers
 
 
-def send_body(stream: int | str, topic: str, partition: int, messages: list[bytes]) -> bytes:
+def send_body(stream: int | str, topic: int | str, partition: int, messages: list[bytes]) -> bytes:
     """SEND_MESSAGES: metadata length, stream, topic, partition-id partitioning, count, the
     index table (u32 0, u32 cumulative end, u64 0 each), the messages."""
     meta = ident(stream) + ident(topic) + b"\x02\x04" + struct.pack("<I", partition)
