@@ -119,3 +119,36 @@ def test_doc_reads_the_seed_layouts() -> None:
     assert exchange(c, frame(wire.SEND_MESSAGES, empty)) == ["IGG-CLI-8"]
     assert exchange(c, frame(wire.LOGIN_USER, wire.login_body())) == ["IGG-CLI-3"]
     assert exchange(c, frame(wire.GET_STREAMS)) == [], "no login in doc"
+
+
+@pytest.mark.parametrize(
+    ("body", "requirement"),
+    [
+        (wire.ident("s") + b"\x02\x05ab", "IGG-CLI-4"),  # GET_TOPIC: the topic cut short
+        (b"\x02\x02\xff\xfe", "IGG-CLI-5"),  # GET_STREAM: a string Identifier, not UTF-8
+        (b"\x07\x04\x01\x00\x00\x00", "IGG-CLI-5"),  # GET_STREAM: an Identifier of kind 7
+        (b"\x01\x04\x01\x00\x00\x00zz", "IGG-CLI-4"),  # GET_STREAM: 2 bytes after it
+    ],
+)
+def test_what_does_not_decode_is_blamed_on_the_field(
+    checker: IggyChecker, body: bytes, requirement: str
+) -> None:
+    exchange(checker, frame(wire.LOGIN_USER, wire.login_body()))
+    code = wire.GET_TOPIC if body.startswith(b"\x02\x01s") else wire.GET_STREAM
+    assert exchange(checker, frame(code, body), status(3)) == [requirement]
+
+
+def test_a_send_whose_index_or_partitioning_is_wrong_breaks_the_message_rules(
+    checker: IggyChecker,
+) -> None:
+    exchange(checker, frame(wire.LOGIN_USER, wire.login_body()))
+    good = wire.send_body("s", "t", 0, [wire.message(b"x")])
+    meta = 4 + len(wire.ident("s") + wire.ident("t")) + 6 + 4
+    bad_index = bytearray(good)
+    bad_index[meta] = 1  # the index entry's first u32 is not 0
+    assert exchange(checker, frame(wire.SEND_MESSAGES, bytes(bad_index))) == ["IGG-CLI-8"]
+    bad_kind = bytearray(good)
+    bad_kind[4 + len(wire.ident("s") + wire.ident("t"))] = 4  # Partitioning kind 4
+    assert exchange(checker, frame(wire.SEND_MESSAGES, bytes(bad_kind))) == ["IGG-CLI-8"]
+    empty_name = frame(wire.LOGIN_USER, wire.name("") + wire.name("pw") + bytes(8))
+    assert exchange(checker, empty_name) == ["IGG-CLI-6"]

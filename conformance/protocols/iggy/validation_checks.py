@@ -24,6 +24,7 @@ requests that keep failing) is :class:`Knowledge`, one per validation.  The chec
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,7 @@ from conformance.protocols.iggy.errors import UNAUTHENTICATED
 from conformance.protocols.iggy.messages import NAMES
 from conformance.protocols.iggy.validation_fields import (
     IDENTIFIER_KEYS,
+    NAME_KEYS,
     Knowledge,
     check_fields,
     id_text,
@@ -49,6 +51,8 @@ UNGATED = frozenset({"ping", "login_user"})
 RESEND_LIMIT = 3
 """Identical error replies in a row after which sending the same request again breaks
 IGG-CLI-13."""
+_FIELD = re.compile(r"\w+: (?:metadata\.)?(\w+)")
+"""The field a decoder's message starts with (``SendMessages: metadata.partitioning: ...``)."""
 
 
 class IggyChecker:
@@ -163,15 +167,18 @@ class IggyChecker:
             return codec.decode_request_payload(name, data, self.revision, strict=True)
         except ProtocolError as exc:
             text = str(exc)
-        where = text.split(": ")[1] if text.count(": ") >= 2 else ""
-        root = where.removeprefix("metadata.").split(".")[0].split("[")[0]
+        m = _FIELD.match(text)
+        root = m.group(1) if m else ""
         if self.classic and scan_identifiers(name, data) == INVALID:
             checked.append("IGG-CLI-5")
             why = f"an Identifier fails validation (numeric, length not 4): {text}"
             found.append(Violation("IGG-CLI-5", why, (root,) if root else ()))
-        elif root in (*IDENTIFIER_KEYS, "consumer") and " kind " in text:
+        elif root in (*IDENTIFIER_KEYS, "consumer") and (" kind " in text or "UTF-8" in text):
             checked.append("IGG-CLI-5")
-            found.append(Violation("IGG-CLI-5", text, (f"{root}.kind",)))
+            found.append(Violation("IGG-CLI-5", text, (root,)))
+        elif root in NAME_KEYS and "UTF-8" in text:
+            checked.append("IGG-CLI-6")
+            found.append(Violation("IGG-CLI-6", text, (root,)))
         elif root in ("partitioning", "index"):
             checked.append("IGG-CLI-8")
             found.append(Violation("IGG-CLI-8", text, (root,)))
