@@ -11,8 +11,9 @@ IDs ``IGG-CLI-N``) in this order:
    ``UNKNOWN`` and nothing more is read;
 3. classic only, the login gate: anything but PING and LOGIN_USER before this
    connection's login was answered 0, or after a LOGOUT_USER or a status 40 (IGG-CLI-7);
-4. the payload, decoded strictly (IGG-CLI-4; a refused Identifier is IGG-CLI-5, a
-   refused Partitioning or index table IGG-CLI-8), then its fields: Identifiers and names
+4. the payload, decoded strictly (IGG-CLI-4; what does not decode is blamed on its
+   field where it names one: an Identifier IGG-CLI-5, a name's UTF-8 IGG-CLI-6, the
+   Partitioning or the index table IGG-CLI-8), then its fields: Identifiers and names
    (IGG-CLI-5, -6), messages and user headers (IGG-CLI-8, -9), the polling strategy and
    count (IGG-CLI-10, -11), the partition against what the client was told (IGG-CLI-12);
 5. a request identical to one that got the same error three times in a row (IGG-CLI-13).
