@@ -152,3 +152,12 @@ def test_a_send_whose_index_or_partitioning_is_wrong_breaks_the_message_rules(
     assert exchange(checker, frame(wire.SEND_MESSAGES, bytes(bad_kind))) == ["IGG-CLI-8"]
     empty_name = frame(wire.LOGIN_USER, wire.name("") + wire.name("pw") + bytes(8))
     assert exchange(checker, empty_name) == ["IGG-CLI-6"]
+
+
+def test_group_errors_answer_group_consumers_only() -> None:
+    validation = IggyValidation("classic")
+    plain = frame(wire.POLL_MESSAGES, wire.poll_body("s", "t", 0))
+    group = frame(wire.POLL_MESSAGES, b"\x02" + wire.poll_body("s", "t", 0)[1:])
+    assert validation.error_reply(plain, "CONSUMER_GROUP_MEMBER_NOT_FOUND") is None
+    assert validation.error_reply(group, "CONSUMER_GROUP_MEMBER_NOT_FOUND") == status(5006)
+    assert validation.errors["CONSUMER_GROUP_MEMBER_NOT_FOUND"].requirement == "IGG-CLI-16"

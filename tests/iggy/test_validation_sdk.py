@@ -267,3 +267,28 @@ def test_a_reset_after_a_send_stores_the_batch_twice(tmp_path: Path) -> None:
     [(_what, verdict, did)] = fault_verdicts(v)
     assert verdict == "PASS" and "logged in again" in did, did
     assert v.broken() == set()
+
+
+def test_the_group_consumer_told_it_is_no_member(tmp_path: Path) -> None:
+    """A poll of the binding's group consumer answered 5006 (ConsumerGroupMemberNotFound)."""
+
+    async def session(address: str) -> tuple[list[tuple[int, int, bytes]], str]:
+        c = await client(address, auto_login=False)
+        await produce(c, "member")
+        try:
+            return await group_read(c, "member", BATCHES * PER_BATCH), ""
+        except RuntimeError as exc:
+            await call(c.ping())  # the client itself goes on
+            return [], str(exc)
+
+    fault = "POLL_MESSAGES:error=CONSUMER_GROUP_MEMBER_NOT_FOUND,after=1"
+    with validating("iggy", tmp_path, "--fault", fault) as v:
+        seen, error = run(session(v.address))
+
+    # SDK finding: the consumer's message stream ends with the error; it does not join the
+    # group again (IGG-CLI-16, SHOULD), so the application must make a new consumer
+    assert "ConsumerGroupMemberNotFound" in error and seen == []
+    [(_what, verdict, did)] = fault_verdicts(v)
+    assert verdict == "WARN" and "re-joined the group" not in did, did
+    assert v.broken() == {"IGG-CLI-16"}
+    assert v.code == 0, "a SHOULD: the run passes without --strict"

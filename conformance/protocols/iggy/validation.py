@@ -13,6 +13,8 @@ reply is what the server writes for any error: the status and an empty payload
 
 * ``UNAUTHENTICATED`` (classic): log in again (IGG-CLI-14); the checker also holds the
   connection logged out from then on (IGG-CLI-7);
+* ``CONSUMER_GROUP_MEMBER_NOT_FOUND`` to a group poll or offset store: join the group
+  again (IGG-CLI-16);
 * every other error: go on to another request, log in or rejoin its group, or end its
   work (close, send nothing more), but not only repeat that kind of request about the
   same thing (IGG-CLI-13).
@@ -97,9 +99,9 @@ _BOTH: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "CONSUMER_GROUP_NAME_ALREADY_EXISTS": ("IGG-CLI-13", GO_ON, ("CREATE_CONSUMER_GROUP",)),
     "CONSUMER_GROUP_ID_NOT_FOUND": ("IGG-CLI-13", GO_ON, _GROUPED),
     "CONSUMER_GROUP_MEMBER_NOT_FOUND": (
-        "IGG-CLI-13",
-        GO_ON,
-        ("POLL_MESSAGES", "STORE_CONSUMER_OFFSET", "LEAVE_CONSUMER_GROUP"),
+        "IGG-CLI-16",
+        (REJOINED,),
+        ("POLL_MESSAGES", "STORE_CONSUMER_OFFSET"),
     ),
     "INVALID_OFFSET": ("IGG-CLI-13", GO_ON, ("STORE_CONSUMER_OFFSET",)),
 }
@@ -118,6 +120,14 @@ _CLASSIC: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     ),
 }
 _UNGATED = ("PING", "LOGIN_USER")
+_AS_GROUP = (
+    "CONSUMER_GROUP_ID_NOT_FOUND",
+    "CONSUMER_GROUP_MEMBER_NOT_FOUND",
+    "NOT_RESOLVED_CONSUMER",
+)
+"""Errors a poll or an offset command gets only as a group consumer (its Consumer kind 2;
+core/server/src/metadata/reader.rs ``resolve_consumer_group_partition``)."""
+_CONSUMING = ("POLL_MESSAGES", "STORE_CONSUMER_OFFSET", "DELETE_CONSUMER_OFFSET")
 
 
 def _errors(revision: str) -> dict[str, Expectation]:
@@ -166,6 +176,8 @@ class IggyValidation:
             return None
         if expected.kinds and name.upper() not in expected.kinds:
             return None
+        if error in _AS_GROUP and name.upper() in _CONSUMING and request[4:5] != b"\x02":
+            return None  # a plain consumer (kind 1) is never told about groups
         return codec.U32.pack(STATUS[error])
 
     def act(self, action: str, request: bytes) -> None:
