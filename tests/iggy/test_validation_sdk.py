@@ -18,7 +18,9 @@ Findings about the SDK, kept as assertions so that a change is noticed:
   (auto-login) logs in again and is clean;
 * a reset that cuts the reply to SEND_MESSAGES makes it send the same batch again after the
   reconnect: the batch is stored twice (at-least-once; nothing tells the server it is a
-  re-send, the binding sends message id 0).
+  re-send, the binding sends message id 0);
+* a poll of the group consumer answered 5006 (ConsumerGroupMemberNotFound) ends its message
+  stream with that error: it does not join the group again (IGG-CLI-16, SHOULD).
 """
 
 from __future__ import annotations
