@@ -99,9 +99,10 @@ class FaultPlan:
         for fault in self.faults:
             if fault.on != kind:
                 continue
-            if hit is None and fault.take():
-                hit = fault
-            elif fault is not hit:
+            if hit is None:
+                if fault.take():
+                    hit = fault
+            else:
                 fault.seen += 1
         return hit
 

@@ -96,3 +96,8 @@ def test_two_faults_on_one_kind_each_fire_in_turn() -> None:
     hits = [plan.fire("CONSUME") for _ in range(3)]
     assert hits == [first, second, None]
     assert (first.fired, second.fired) == (1, 1)
+
+
+def test_a_lone_fault_with_after_counts_each_request_once() -> None:
+    plan = FaultPlan([parse_flag("SEND:split=2,after=2", ERRORS, ACTIONS)])
+    assert [plan.fire("SEND") is not None for _ in range(4)] == [False, False, True, False]
