@@ -27,6 +27,7 @@ from conformance.server import Frontend, Outcome, Pending, Session
 from conformance.validate.contract import ConnectionChecker, Seen, Validation
 from conformance.validate.faults import Fault, FaultPlan
 from conformance.validate.ledger import Ledger
+from conformance.validate.watched import WatchedDeframer
 from conformance.wire.framing import Deframer
 
 log = logging.getLogger("conformance.validate")
@@ -144,7 +145,12 @@ class CheckingSession:
     def handle(self, frame: bytes) -> Outcome:
         front = self.frontend
         seen = self._seen(frame)
-        wire = front.plugin.framing.frame(frame, "request")
+        deframer = front.deframer_of(self.conn)
+        wire = (
+            deframer.sent(frame)
+            if deframer is not None
+            else front.plugin.framing.frame(frame, "request")
+        )
         index = front.ledger.request(self.conn, wire, seen)
         fault = front.plan.fire(seen.kind) if front.plan else None
         if fault is not None and fault.effect == "error":
@@ -204,27 +210,13 @@ def _pending_size(outcome: Outcome) -> int:
     return 8 if outcome.pending is not None else 0
 
 
-class _WatchedDeframer:
-    """The front-end's deframer; bytes it refuses are a framing violation of the
-    connection whose task reads them."""
+class _WatchedDeframer(WatchedDeframer):
+    """Bytes this deframer refuses are a framing violation of the connection whose task
+    reads them."""
 
     def __init__(self, inner: Deframer, frontend: CheckingFrontend) -> None:
-        self.inner = inner
+        super().__init__(inner, frontend.plugin.framing)
         self.frontend = frontend
-        self.tail = b""
-        """The last bytes fed (what a framing violation shows)."""
-
-    @property
-    def error(self) -> ProtocolError | None:
-        return self.inner.error
-
-    @property
-    def buffered(self) -> int:
-        return self.inner.buffered
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self.tail = (self.tail + data)[-256:]
-        return self.inner.feed(data)
 
     def refused(self, exc: ProtocolError) -> None:
         session = _CONNECTION.get()

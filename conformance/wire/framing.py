@@ -100,11 +100,16 @@ class LengthPrefixDeframer:
         self._fmt = struct.Struct(order + "I")
         self._includes_self = includes_self
         self._lead = lead
+        self.lead = lead
+        """Bytes before the length field, handed out at the front of the payload."""
         self._head = b""  # the lead bytes of the frame being read
         self.max_frame = max_frame
         self._buf = bytearray()
         self._need: int | None = None  # payload length of the frame being read
         self._error: ProtocolError | None = None
+        self.sizes: list[int] = []
+        """The bytes each frame the last :meth:`feed` returned took on the wire (its lead,
+        length field and payload), for a caller that must show what was sent."""
 
     @property
     def buffered(self) -> int:
@@ -131,6 +136,7 @@ class LengthPrefixDeframer:
             raise self._error
         self._buf += data
         frames: list[bytes] = []
+        self.sizes = sizes = []
         buf, pos = self._buf, 0
         try:
             while True:
@@ -150,6 +156,7 @@ class LengthPrefixDeframer:
                 if len(buf) - pos < self._need:
                     return frames
                 frames.append(self._head + bytes(buf[pos : pos + self._need]))
+                sizes.append(self._lead + 4 + self._need)
                 pos += self._need
                 self._need = None
         finally:
@@ -227,6 +234,8 @@ class LineDeframer:
         self.max_line = max_line
         self._buf = bytearray()
         self._error: ProtocolError | None = None
+        self.sizes: list[int] = []
+        """The bytes each line the last :meth:`feed` returned took, its ``\\n`` counted."""
 
     @property
     def error(self) -> ProtocolError | None:
@@ -245,6 +254,7 @@ class LineDeframer:
             raise self._error
         self._buf += data
         lines: list[bytes] = []
+        self.sizes = sizes = []
         buf, pos = self._buf, 0
         try:
             while True:
@@ -258,6 +268,7 @@ class LineDeframer:
                 if end < 0:
                     return lines
                 lines.append(bytes(buf[pos:end]))
+                sizes.append(end - pos + 1)
                 pos = end + 1
         finally:
             del buf[:pos]
