@@ -32,14 +32,17 @@ Serve = Callable[..., Coroutine[Any, Any, int]]
 
 
 def _print_faults(validation: Validation) -> None:
-    print("errors (error=NAME): what a client should do next")
+    width = max(map(len, [*validation.errors, *validation.actions]), default=0)
+    print("errors (error=NAME): the requirement, what a client should do next [on which kinds]")
     for name, e in sorted(validation.errors.items()):
         only = f" [{', '.join(e.kinds)}]" if e.kinds else ""
-        print(f"  {name:32} {e.requirement:12} {' or '.join(e.expect)}{only}")
+        then = " (the broker then closes)" if e.closes else ""
+        print(f"  {name:{width}} {e.requirement:12} {' or '.join(e.expect)}{only}{then}")
     if validation.actions:
         print("actions (action=NAME):")
         for name, e in sorted(validation.actions.items()):
-            print(f"  {name:32} {e.requirement:12} {e.description}")
+            only = f" [{', '.join(e.kinds)}]" if e.kinds else ""
+            print(f"  {name:{width}} {e.requirement:12} {e.description}{only}")
     print("every protocol: slow=MS, split=PIECES, reset=FRACTION; after=N, count=N (0: all)")
 
 

@@ -77,6 +77,8 @@ class Expectation:
     """For a protocol's own fault action: what it does, one line."""
     kinds: tuple[str, ...] = ()
     """The request kinds an error can answer, or an action can apply to (empty: any)."""
+    closes: bool = False
+    """An error a real broker closes the connection after (Iggy's StaleClient)."""
 
 
 class ConnectionChecker(Protocol):

@@ -156,10 +156,13 @@ class CheckingSession:
         if fault is not None and fault.effect == "error":
             payload = front.validation.error_reply(frame, fault.value)
             if payload is not None:
-                front.ledger.fault(fault, self.conn, index, wire, seen)
+                fired = front.ledger.fault(fault, self.conn, index, wire, seen)
                 framed = front.plugin.framing.frame(payload, "reply")
                 self.saw_replies(frame, [framed])
-                return Outcome([framed])
+                closes = front.validation.errors[fault.value].closes
+                if closes:
+                    front.ledger.closing(self.conn, f"closed by the broker (fault {fired.number})")
+                return Outcome([framed], close=closes)
             fault.fired -= 1  # this request cannot carry that error: the next one may
             fault = None
         if fault is not None:

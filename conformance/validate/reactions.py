@@ -101,6 +101,6 @@ def react(fired: Fired, next_steps: Mapping[str, str]) -> Reaction:
             meant.append(tag(ILLEGAL) + f": {broken}")
         note = f" ({'; '.join(meant)})" if meant else ""
         steps.append(f"conn {event.conn}: {seen.summary}{note}")
-    if not any(e.what != "fault" for e in fired.after):
-        tags.append(NOTHING)
+    if all(e.what == "fault" or e.by is not None for e in fired.after):
+        tags.append(NOTHING)  # nothing of the client's: no request, connection or close
     return Reaction(tuple(tags), tuple(steps), tuple(later))

@@ -37,7 +37,7 @@ from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_
 from conformance.spec import Requirement
 from conformance.validate.contract import Expectation, Validation
 from conformance.validate.ledger import Found, Frame, Ledger
-from conformance.validate.reactions import react
+from conformance.validate.reactions import NOTHING, react
 
 logger = logging.getLogger("conformance.validate")
 
@@ -170,11 +170,16 @@ def requirement_case(
             did = ", ".join(missed[0]["fault"]["did"]) or "nothing"
             how = "inconclusive" if verdict == "UNSUPPORTED" else "not met"
             message = f"{req.id}: {how} after fault {numbers}: the client did {did}"
-        else:
-            message = f"met after fault{'s' if len(mine) > 1 else ''} {numbers}"
-            verdict = "PASS"
-        log = _Log(plugin, ledger, compact=not missed)
-        return _case(f"{protocol}/client/{req.id}", req, verdict, message, log)
+            log = _Log(plugin, ledger, compact=False)
+            broke = how == "not met"
+            case = _case(f"{protocol}/client/{req.id}", req, verdict, message, log, broke)
+            case["wire_log"] = missed[0]["wire_log"]  # the fault's frames are the evidence
+            case["evidence"] = missed[0].get("evidence") or []
+            return case
+        message = f"met after fault{'s' if len(mine) > 1 else ''} {numbers}"
+        return _case(
+            f"{protocol}/client/{req.id}", req, "PASS", message, _Log(plugin, ledger, True)
+        )
     log = _Log(plugin, ledger, compact=not found)
     if found:
         verdict = BROKEN[req.level]
@@ -265,6 +270,9 @@ def fault_cases(
         # what was expected, done only after another fault fired: cannot be told apart from
         # an answer to that fault; neither a pass nor a failure
         late = not met and any(tag in reaction.later for tag in expected.expect)
+        # a client that sent nothing more may simply have been done, except after a reset,
+        # where not coming back is what is judged
+        late = late or (reaction.tags == (NOTHING,) and fired.fault.effect != "reset")
         verdict = "PASS" if met else "UNSUPPORTED" if late else BROKEN[req.level]
         shown = list(reaction.steps[:STEPS_SHOWN])
         if len(reaction.steps) > STEPS_SHOWN:
@@ -287,7 +295,8 @@ def fault_cases(
         for event in fired.after:
             if event.frame is not None:
                 log.add_window(event.conn, [event.frame])
-        case = _case(f"{protocol}/client/fault/{fired.number}", req, verdict, message, log, not met)
+        broke = not met and not late
+        case = _case(f"{protocol}/client/fault/{fired.number}", req, verdict, message, log, broke)
         case["title"] = f"fault {fired.number}: {fired.fault.describe()}"
         case["fault"] = {
             "fault": fired.fault.describe(),

@@ -54,3 +54,36 @@ def test_nothing_after_a_fault_is_said() -> None:
     a = ledger.open("a")
     fired = ledger.fault(Fault("Fetch", "split", 2), a, 0, b"x", _request(ledger, a, "Fetch"))
     assert react(fired, STEPS).tags == ("sent nothing more",)
+
+
+def test_a_client_that_was_done_is_inconclusive_but_one_that_never_came_back_is_not() -> None:
+    from conformance import protocols
+    from conformance.engine import Engine
+    from conformance.plugin import ServeConfig
+    from conformance.spec import client_requirements
+    from conformance.validate.results import fault_cases
+
+    plugin = protocols.get("kafka")
+    assert plugin.validation is not None
+    config = ServeConfig(revision="apache")
+    validation = plugin.validation(plugin.frontend(Engine(), config), config)
+    reqs = client_requirements("kafka")
+
+    def alone(effect: str, value: object) -> dict[str, object]:
+        """The case of one fault on a client's last request, nothing after it."""
+        ledger = Ledger()
+        a = ledger.open("a")
+        seen = _request(ledger, a, "Fetch")
+        ledger.fault(Fault("Fetch", effect, value), a, len(ledger.frames) - 1, b"x", seen)
+        if effect == "reset":
+            ledger.closing(a, "reset by the broker (fault 1)")
+        ledger.stopping = True
+        ledger.close(a, [])
+        (case,) = fault_cases("kafka", plugin, ledger, validation, reqs)
+        return case
+
+    done, gone = alone("split", 2), alone("reset", 0.5)
+    assert done["verdict"] == "UNSUPPORTED", done["message"]
+    assert str(done["message"]).startswith("inconclusive")
+    assert done["unsupported"] is None  # not a way of its own: nothing to judge
+    assert gone["verdict"] == "WARN" and gone["violated"] == "KAF-CLI-16"
