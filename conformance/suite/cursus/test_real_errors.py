@@ -87,9 +87,9 @@ def test_create_refuses_bad_names_and_partition_counts(target: CaseContext) -> N
 def test_a_command_without_a_key_it_needs_is_refused(target: CaseContext) -> None:
     """CONSUME without member, STREAM without group, HEARTBEAT without group: ERROR:.
 
-    CUR-RERR-4: "a command without a key it needs is refused with an `ERROR:` reply (CONSUME without
-    topic, partition, offset or member; STREAM without topic, partition or group; a group command
-    without its group or member)."
+    CUR-RERR-4: "a command without a key it needs, or with a number key that is not a number of
+    its kind, is refused with an `ERROR:` reply (CONSUME without topic, partition, offset or member;
+    STREAM without topic, partition or group; a group command without its group or member; ..."
     """
     with target.connect() as conn:
         topic = create_topic(target, conn, "keys")
@@ -108,8 +108,9 @@ def test_a_command_without_a_key_it_needs_is_refused(target: CaseContext) -> Non
 def test_reads_of_unknown_topics_and_partitions_are_refused(target: CaseContext) -> None:
     """CONSUME of a missing topic and of partition 3 of 1, STREAM of a missing topic: ERROR:.
 
-    CUR-RERR-5: "CONSUME or STREAM of a topic that does not exist, or of a partition the topic does
-    not have, is answered with an `ERROR:` reply."
+    CUR-RERR-5: "a command on a topic that does not exist (CONSUME, STREAM, DELETE, METADATA, the
+    first JOIN_GROUP of a group), and CONSUME or STREAM of a partition the topic does not have, is
+    answered with an `ERROR:` reply."
     """
     with target.connect() as conn:
         topic = create_topic(target, conn, "reads")

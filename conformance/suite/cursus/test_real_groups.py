@@ -249,8 +249,8 @@ def test_batch_commit_commits_every_entry_or_none(target: CaseContext) -> None:
     """BATCH_COMMIT P0:4,P1:6 answers batched=2; an entry without P commits nothing.
 
     CUR-RGROUP-7: "`BATCH_COMMIT topic=T group=G member=ID generation=N P0:o0,P1:o1` commits every
-    entry and answers `OK batched=2`; an entry without the `P` prefix is refused with an `ERROR:`
-    reply and nothing of the batch is committed."
+    entry and answers `OK batched=2`; an entry without the `P` prefix, not `P<p>:<o>`, or naming a
+    partition twice is refused with an `ERROR:` reply and nothing of the batch is committed."
     """
     with target.connect() as conn:
         topic, group = create_topic(target, conn, "bulk", 2), target.name("g")
@@ -286,8 +286,8 @@ def test_unknown_groups_and_members_are_named(target: CaseContext) -> None:
     """SYNC_GROUP of an unknown group: group_not_found; HEARTBEAT of a ghost: member_not_found.
 
     CUR-RGROUP-8: "a SYNC_GROUP, HEARTBEAT or COMMIT_OFFSET naming a group that does not exist is
-    refused with `ERROR: group_not_found ...`, and one naming a member the group does not have with
-    `ERROR: member_not_found ...`."
+    refused with `ERROR: group_not_found ...`, one naming a member the group does not have with
+    `ERROR: member_not_found ...`, ..."
     """
     with target.connect() as conn:
         topic, group = create_topic(target, conn, "ghost"), target.name("g")
