@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
@@ -107,6 +108,20 @@ def validate(
     return _report(args, plugin, config, validation, checking, plan, started, reports)
 
 
+def _again(args: argparse.Namespace, plugin: Plugin, config: ServeConfig, plan: FaultPlan) -> str:
+    """The command that checks a client the same way again (then run the client at it)."""
+    words = ["conformance", "serve", "--protocol", plugin.name, "--revision", config.revision]
+    words += ["--port", str(args.port if args.port is not None else plugin.default_port)]
+    words.append("--validate")
+    for quirk in config.quirks:
+        words += ["--quirk", quirk]
+    for fault in plan.faults:
+        words += ["--fault", fault.flag()]
+    if args.strict:
+        words.append("--strict")
+    return shlex.join(words)
+
+
 def _report(
     args: argparse.Namespace,
     plugin: Plugin,
@@ -132,6 +147,7 @@ def _report(
         started=started,
         strict=args.strict,
         faults=[f.describe() for f in plan.faults],
+        reproduce=_again(args, plugin, config, plan),
     )
     (reports / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     written = write_reports(results, reports)

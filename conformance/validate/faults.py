@@ -76,6 +76,16 @@ class Fault:
         skip = f" after the first {self.after}" if self.after else ""
         return f"{self.on}: {what} ({which}{skip})"
 
+    def flag(self) -> str:
+        """This fault as a ``--fault`` value."""
+        value = f"{float(self.value):g}" if self.effect == "reset" else self.value
+        parts = [f"{self.effect}={value}"]
+        if self.after:
+            parts.append(f"after={self.after}")
+        if self.count != 1:
+            parts.append(f"count={self.count}")
+        return f"{self.on}:{','.join(parts)}"
+
     def take(self) -> bool:
         """A request this fault aims at arrived: whether the fault fires on it."""
         self.seen += 1

@@ -326,6 +326,7 @@ def build(
     started: datetime,
     strict: bool,
     faults: list[str],
+    reproduce: str = "",
 ) -> dict[str, Any]:
     reqs = {k: r for k, r in requirements.items() if revision in r.revisions}
     stray = [f for f in ledger.found if f.violation.requirement not in reqs]
@@ -342,6 +343,8 @@ def build(
     cases = [requirement_case(plugin.name, plugin, ledger, r, faulted) for r in reqs.values()]
     cases += [connection_case(plugin.name, plugin, ledger, c, reqs) for c in ledger.connections]
     cases += faulted
+    for case in cases:  # run the client again against a broker checking it the same way
+        case["reproduce"] = reproduce
     counts = {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
     bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
     rows = [

@@ -101,3 +101,13 @@ def test_two_faults_on_one_kind_each_fire_in_turn() -> None:
 def test_a_lone_fault_with_after_counts_each_request_once() -> None:
     plan = FaultPlan([parse_flag("SEND:split=2,after=2", ERRORS, ACTIONS)])
     assert [plan.fire("SEND") is not None for _ in range(4)] == [False, False, True, False]
+
+
+def test_a_fault_written_back_as_a_flag_reads_the_same() -> None:
+    for text in ("Produce:error=NOT_LEADER_OR_FOLLOWER,count=2", "Fetch:slow=800,after=3",
+                 "Fetch:reset=0.5,count=0", "Heartbeat:action=rebalance"):  # fmt: skip
+        fault = parse_flag(text, ERRORS, ACTIONS)
+        again = parse_flag(fault.flag(), ERRORS, ACTIONS)
+        assert (again.on, again.effect, again.value, again.after, again.count) == (
+            fault.on, fault.effect, fault.value, fault.after, fault.count,
+        )  # fmt: skip

@@ -61,6 +61,8 @@ def test_max_time_stops_by_itself_and_writes_the_report(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["mode"] == "validate" and results["connections"] == 0
     assert {c["verdict"] for c in results["cases"]} == {"UNSUPPORTED"}  # nothing exercised
+    again = results["cases"][0]["reproduce"]  # how to check the client the same way again
+    assert again == "conformance serve --protocol kafka --revision doc --port 0 --validate"
     assert "PASSED kafka doc against clients" in done.stdout
 
 
