@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from conformance.fuzz.case import Fuzzing
     from conformance.plugin import Messaging, VectorSchema
     from conformance.server import Frontend
+    from conformance.validate.contract import Validation
 
 
 OPTIONS = (
@@ -126,6 +127,12 @@ def _messaging(options: Mapping[str, Any], revision: str) -> Messaging:
     return messaging(options, revision)
 
 
+def _validation(frontend: Frontend, config: ServeConfig) -> Validation:
+    from conformance.protocols.cursus.validation import validation
+
+    return validation(frontend, config)
+
+
 PLUGIN = Plugin(
     name="cursus",
     title="Cursus (cursus-protocol.txt)",
@@ -143,4 +150,5 @@ PLUGIN = Plugin(
     quirks=QUIRKS,
     options=OPTIONS,
     messaging=_messaging,
+    validation=_validation,
 )
