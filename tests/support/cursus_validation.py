@@ -5,6 +5,9 @@ or broken on purpose."""
 from __future__ import annotations
 
 import socket
+import threading
+import time
+from dataclasses import dataclass, field
 
 from conformance.protocols.cursus import codec, real_codec
 from conformance.protocols.cursus.messages import Batch, Message
@@ -85,3 +88,107 @@ def lying_count(revision: str, topic: str) -> bytes:
     three = encoded(revision, batch(revision, topic, range(100, 103), idempotent=False))
     two = encoded(revision, batch(revision, topic, range(100, 102), idempotent=False))
     return three[: len(two)]
+
+
+# ------------------------------------------------------------ the official client
+
+
+@dataclass
+class ClientRun:
+    """What ``cursus-client`` did: payloads sent, acknowledged, and read in the group."""
+
+    sent: list[str] = field(default_factory=list)
+    acked: int = 0
+    read: list[tuple[int, int, str]] = field(default_factory=list)
+    """(partition, offset, payload) of every message the group consumer yielded."""
+    errors: list[str] = field(default_factory=list)
+
+
+def run_official_client(
+    address: str,
+    topic: str,
+    count: int,
+    *,
+    partitions: int = 2,
+    linger_s: float = 2.0,
+    max_retries: int = 3,
+    flush_timeout_ms: int = 8000,
+) -> ClientRun:
+    """cursus-client's Producer sends ``count`` messages (acks all, idempotent), then its
+    Consumer reads the topic in a group (streaming), iterating until every message came
+    and ``linger_s`` more (so that faults on heartbeats fire while it iterates), at most
+    20 s; then it is closed."""
+    from cursus import Acks, Consumer, ConsumerConfig, ConsumerMode, Producer, ProducerConfig
+
+    run = ClientRun(sent=[f"{topic}-{i}" for i in range(count)])
+    producer = Producer(
+        ProducerConfig(
+            topic=topic,
+            brokers=[address],
+            partitions=partitions,
+            acks=Acks.ALL,
+            idempotent=True,
+            linger_ms=5,
+            max_retries=max_retries,
+            flush_timeout_ms=flush_timeout_ms,
+        )
+    )
+    try:
+        for i, payload in enumerate(run.sent):
+            producer.send(payload, key=f"key-{i % 4}" if i % 3 == 0 else "")
+        producer.flush()
+    except Exception as exc:  # a finding, reported by the test
+        run.errors.append(f"producer: {exc!r}")
+    finally:
+        producer.close()
+    run.acked = producer.unique_ack_count
+    consumer = Consumer(
+        ConsumerConfig(
+            topic=topic,
+            brokers=[address],
+            group_id=f"{topic}-g",
+            consumer_id="reader",
+            mode=ConsumerMode.STREAMING,
+            heartbeat_interval_ms=300,
+            auto_commit_interval_s=0.3,
+        )
+    )
+
+    def iterate() -> None:
+        try:
+            for m in consumer:
+                run.read.append((m.partition, m.offset, str(m.payload)))
+        except Exception as exc:
+            run.errors.append(f"consumer: {exc!r}")
+
+    thread = threading.Thread(target=iterate, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    complete_at: float | None = None
+    while time.monotonic() - started < 20.0 and thread.is_alive():
+        if complete_at is None and {p for _, _, p in run.read} >= set(run.sent):
+            complete_at = time.monotonic()
+        if complete_at is not None and time.monotonic() - complete_at > linger_s:
+            break
+        time.sleep(0.05)
+    consumer.close()
+    thread.join(5)
+    return run
+
+
+def stored(address: str, topic: str, partitions: int) -> list[bytes]:
+    """Every payload of ``topic`` in the broker's log, read with our own CONSUME (real)."""
+    out: list[bytes] = []
+    client = RawClient(address_of(address))
+    try:
+        for p in range(partitions):
+            command = (
+                f"CONSUME topic={topic} partition={p} offset=0 member=check group=check-{p} "
+                "batch=10000"
+            )
+            got = real_codec.decode_reply(client.ask(real_codec.envelope(command)))
+            assert isinstance(got, Batch), got
+            out += [m.payload for m in got.messages]
+    finally:
+        client.close()
+    return out
