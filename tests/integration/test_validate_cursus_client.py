@@ -27,6 +27,7 @@ Not covered here: the client's gzip (one-sided: FACTS 1.3) and its polling consu
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from pathlib import Path
 
@@ -109,10 +110,8 @@ def test_cursus_client_resends_an_acks_0_batch_the_broker_stored(tmp_path: Path)
             )
         )
         producer.send("only-once")
-        try:
+        with contextlib.suppress(Exception):  # it never reads an ack it can parse
             producer.flush()
-        except Exception:
-            pass  # it never reads an ack it can parse
         producer.close()
         log = stored(seen.address, "fire", 1)
     assert producer.unique_ack_count == 0

@@ -18,9 +18,10 @@ worded as the revision's broker words it (doc: the special reply ``NOT_LEADER``;
 ``ERROR: NOT_LEADER LEADER_IS <host:port>``, pkg/controller/consume_handler.go
 ``checkLeaderOrRedirect``); ``GEN_MISMATCH`` on a member command (doc: the special reply;
 real: ``ERROR: GEN_MISMATCH current=.. requested=..``); in doc ``REBALANCE_REQUIRED`` on
-HEARTBEAT; and the generic ``slow``, ``split`` and ``reset``.  There is no protocol action.  A client
-that opens a connection per command (the official one) goes on after a reply on a new
-connection, so ``reconnected`` counts as going on after a slow or split reply.
+HEARTBEAT; and the generic ``slow``, ``split`` and ``reset``.  There is no protocol
+action.  A client that opens a connection per command (the official one) goes on after a
+reply on a new connection, so ``reconnected`` counts as going on after a slow or split
+reply.
 A batch's *identity* is its producer, topic-partition and seqNums; a request's *target*
 its topic-partition, or ``group G`` for the group commands.
 """
