@@ -138,7 +138,15 @@ def test_a_well_behaved_client_breaks_nothing(tmp_path: Path, revision: str) -> 
         if "/client/CUR-" in c["case_id"]
     }
     exercised = {r for r, v in verdicts.items() if v == "PASS"}
-    common = {"CUR-CLI-8", "CUR-CLI-9", "CUR-CLI-10", "CUR-CLI-13", "CUR-CLI-14", "CUR-CLI-15"}
+    common = {
+        "CUR-CLI-1",
+        "CUR-CLI-8",
+        "CUR-CLI-9",
+        "CUR-CLI-10",
+        "CUR-CLI-13",
+        "CUR-CLI-14",
+        "CUR-CLI-15",
+    }
     own = {"CUR-CLI-4", "CUR-CLI-5", "CUR-CLI-7", "CUR-CLI-11", "CUR-CLI-12"}
     assert exercised >= common | (own if revision == "real" else {"CUR-CLI-2", "CUR-CLI-3"})
     for req in ("CUR-CLI-16", "CUR-CLI-17", "CUR-CLI-18", "CUR-CLI-19"):

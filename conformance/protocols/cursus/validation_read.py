@@ -86,10 +86,11 @@ class Request:
 
 
 def read_request(payload: bytes, revision: str, compression: str = "none") -> Request:
-    """``payload`` (one frame's bytes) read as a client request of ``revision``."""
-    if revision == "real":
-        return _read_real(payload)
-    return _read_doc(payload, compression)
+    """``payload`` (one frame's bytes) read as a client request of ``revision``; a whole
+    frame that reached the checker kept to the framing (CUR-CLI-1)."""
+    req = _read_real(payload) if revision == "real" else _read_doc(payload, compression)
+    req.checked.insert(0, FRAMING)
+    return req
 
 
 # ------------------------------------------------------------------------- doc
