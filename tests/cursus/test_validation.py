@@ -151,3 +151,52 @@ def test_a_well_behaved_client_breaks_nothing(tmp_path: Path, revision: str) -> 
     assert exercised >= common | (own if revision == "real" else {"CUR-CLI-2", "CUR-CLI-3"})
     for req in ("CUR-CLI-16", "CUR-CLI-17", "CUR-CLI-18", "CUR-CLI-19"):
         assert verdicts[req] == "UNSUPPORTED"
+
+
+@pytest.mark.parametrize("revision", ["doc", "real"])
+def test_faults_get_a_verdict_on_what_the_client_did_next(tmp_path: Path, revision: str) -> None:
+    """A rebalance (the engine's: a stranger joins and leaves) before a HEARTBEAT makes
+    the broker refuse it as stale, and the client re-joins: PASS; a NOT_LEADER on a batch
+    the client sends again: PASS; a GEN_MISMATCH on SYNC_GROUP the client ignores: WARN."""
+    faults = (
+        "--fault",
+        "HEARTBEAT:action=rebalance",
+        "--fault",
+        "BATCH:error=NOT_LEADER",
+        "--fault",
+        "SYNC_GROUP:error=GEN_MISMATCH",
+    )
+    with validating("cursus", tmp_path, "--revision", revision, *faults) as seen:
+        client = RawClient(address_of(seen.address))
+        _create(client, revision, "orders")
+        first = encoded(revision, batch(revision, "orders", range(1, 3)))
+        assert b"NOT_LEADER" in client.ask(first)
+        assert b'"OK"' in client.ask(first)
+        member, generation = _join(client, revision, "orders", "grp")
+        if revision == "real":
+            beat = f"HEARTBEAT topic=orders group=grp member={member} generation={generation}"
+        else:
+            beat = f"HEARTBEAT orders grp alice {member} {generation}"
+        refused = client.ask(text(revision, beat))
+        assert b"GEN_MISMATCH" in refused or b"REBALANCE_REQUIRED" in refused, refused
+        member, generation = _join(client, revision, "orders", "grp")
+        if revision == "real":
+            sync = f"SYNC_GROUP topic=orders group=grp member={member} generation={generation}"
+        else:
+            sync = f"SYNC_GROUP orders grp {member} {generation}"
+        assert b"GEN_MISMATCH" in client.ask(text(revision, sync))
+        assert client.ask(text(revision, "LIST")).startswith((b"OK", b"["))
+        client.close()
+    assert seen.broken() == {"CUR-CLI-17"}
+    assert seen.code == 0, seen.stdout[-3000:]  # a SHOULD: WARN
+    verdicts = {f["message"].split(";")[0]: f for f in seen.faults()}
+    assert len(verdicts) == 3, list(verdicts)
+    for fault in seen.faults():
+        message = fault["message"]
+        if "rebalance" in message:
+            assert fault["verdict"] == "PASS" and "re-joined" in message, message
+        elif "NOT_LEADER" in message:
+            assert fault["verdict"] == "PASS" and "re-sent the same" in message, message
+        else:
+            assert fault["verdict"] == "WARN", message
+            assert "did: went on, closed the connection" in message, message

@@ -13,15 +13,7 @@ and connections, learnt from the broker's replies as the client got them:
   with ``idempotent=true`` (CUR-CLI-11, real) and the acks-0 batches answered ``OK``
   (CUR-CLI-12, real).
 
-Faults a plan may name (``--fault list``): ``NOT_LEADER`` on a batch, CONSUME or STREAM,
-worded as the revision's broker words it (doc: the special reply ``NOT_LEADER``; real:
-``ERROR: NOT_LEADER LEADER_IS <host:port>``, pkg/controller/consume_handler.go
-``checkLeaderOrRedirect``); ``GEN_MISMATCH`` on a member command (doc: the special reply;
-real: ``ERROR: GEN_MISMATCH current=.. requested=..``); in doc ``REBALANCE_REQUIRED`` on
-HEARTBEAT; and the generic ``slow``, ``split`` and ``reset``.  There is no protocol
-action.  A client that opens a connection per command (the official one) goes on after a
-reply on a new connection, so ``reconnected`` counts as going on after a slow or split
-reply.
+Faults a plan may name (``--fault list``) are in :mod:`.validation_faults`.
 A batch's *identity* is its producer, topic-partition and seqNums; a request's *target*
 its topic-partition, or ``group G`` for the group commands.
 """
@@ -33,18 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from conformance.engine import Engine
 from conformance.errors import ProtocolError
 from conformance.plugin import ServeConfig
 from conformance.protocols.cursus import codec, real_codec
+from conformance.protocols.cursus import validation_faults as faults
 from conformance.protocols.cursus.messages import Batch, OkReply
 from conformance.protocols.cursus.validation_read import (
-    BATCH,
     FRAMING,
     Request,
     read_request,
 )
 from conformance.validate.contract import Expectation, Seen, Violation
-from conformance.validate.reactions import RECONNECTED, RESENT, RETRIED, WENT_ON
 
 if TYPE_CHECKING:
     from conformance.server import Frontend
@@ -55,17 +47,6 @@ ACKS0_AGAIN = "CUR-CLI-12"
 GENERATION = "CUR-CLI-13"
 OWNED = "CUR-CLI-14"
 SESSION = "CUR-CLI-15"
-RESEND = "CUR-CLI-16"
-REJOIN = "CUR-CLI-17"
-READ_REPLY = "CUR-CLI-18"
-AFTER_RESET = "CUR-CLI-19"
-
-REJOINED = "re-joined"
-NEXT_STEPS = {
-    "JOIN_GROUP": REJOINED,
-    "METADATA": "refreshed metadata",
-    "FIND_COORDINATOR": "looked up the coordinator",
-}
 MEMBER_COMMANDS = {
     "doc": ("SYNC_GROUP", "HEARTBEAT", "BATCH_COMMIT"),
     "real": (
@@ -78,31 +59,9 @@ MEMBER_COMMANDS = {
         "STREAM",
     ),
 }
-_GEN_MISMATCH_ON = {
-    "doc": ("SYNC_GROUP", "HEARTBEAT", "BATCH_COMMIT"),
-    "real": ("SYNC_GROUP", "HEARTBEAT", "COMMIT_OFFSET", "BATCH_COMMIT", "LEAVE_GROUP"),
-}
 KEEP_ALIVE = ("JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT")
 WAITING_KEPT = 4096
 MAX_TRACKED = 100_000
-_LEADER_ON = (BATCH, "CONSUME", "STREAM")
-_RESEND_TAGS = (RETRIED, RESENT, RECONNECTED, "refreshed metadata")
-_GOING_ON = (WENT_ON, RETRIED, REJOINED, "refreshed metadata", "looked up the coordinator")
-TRANSPORT: Mapping[str, Expectation] = {
-    "slow": Expectation(READ_REPLY, (*_GOING_ON, RECONNECTED)),
-    "split": Expectation(READ_REPLY, (*_GOING_ON, RECONNECTED)),
-    "reset": Expectation(AFTER_RESET, (RECONNECTED,)),
-}
-
-
-def _errors(revision: str) -> dict[str, Expectation]:
-    errors = {
-        "NOT_LEADER": Expectation(RESEND, _RESEND_TAGS, kinds=_LEADER_ON),
-        "GEN_MISMATCH": Expectation(REJOIN, (REJOINED,), kinds=_GEN_MISMATCH_ON[revision]),
-    }
-    if revision == "doc":
-        errors["REBALANCE_REQUIRED"] = Expectation(REJOIN, (REJOINED,), kinds=("HEARTBEAT",))
-    return errors
 
 
 @dataclass
@@ -181,9 +140,8 @@ class CursusChecker:
 class CursusValidation:
     """The Cursus client checks and faults of one ``serve --validate`` session."""
 
-    transport = TRANSPORT
-    next_steps = NEXT_STEPS
-    actions: Mapping[str, Expectation] = {}
+    transport = faults.TRANSPORT
+    next_steps = faults.NEXT_STEPS
 
     def __init__(
         self,
@@ -191,12 +149,18 @@ class CursusValidation:
         compression: str = "none",
         session_timeout_s: float = 10.0,
         frontend: object | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.revision = "real" if revision == "real" else "doc"
         self.compression = compression
         self.session_timeout_s = session_timeout_s
         self.frontend = frontend
-        self.errors: Mapping[str, Expectation] = _errors(self.revision)
+        self.errors: Mapping[str, Expectation] = faults.errors(self.revision)
+        self.engine = engine
+        self.actions: Mapping[str, Expectation] = (
+            {} if engine is None else faults.actions(self.revision)
+        )
+        self.rebalances = 0
         self.members: dict[tuple[str, str], Member] = {}
         self.sequences: dict[tuple[str, str, str], int] = {}
         self.idempotent_topics: dict[str, bool] = {}
@@ -363,22 +327,18 @@ class CursusValidation:
         req = read_request(request, self.revision, self.compression)
         if not req.sound or req.kind not in expected.kinds:
             return None
-        if self.revision == "doc":
-            return error.encode()
-        if error == "NOT_LEADER":
-            leader = str(getattr(self.frontend, "leader", "") or "127.0.0.1:9000")
-            return f"ERROR: NOT_LEADER LEADER_IS {leader}".encode()
-        generation = req.values.get("generation")
-        if not isinstance(generation, int):
-            return None
-        group, member = req.values.get("group", ""), req.values.get("member", "")
-        return (
-            f"ERROR: GEN_MISMATCH current={generation + 1} requested={generation} "
-            f"group={group} member={member}"
-        ).encode()
+        leader = str(getattr(self.frontend, "leader", "") or "")
+        return faults.error_reply(self.revision, req, error, leader)
 
     def act(self, action: str, request: bytes) -> None:
-        return None
+        expected = self.actions.get(action)
+        if expected is None or self.engine is None:
+            return
+        req = read_request(request, self.revision, self.compression)
+        if req.sound and req.kind in expected.kinds:
+            self.rebalances += 1
+            stranger = f"conformance-rebalance-{self.rebalances}"
+            faults.rebalance(self.engine, self.revision, req, stranger)
 
 
 def validation(frontend: Frontend, config: ServeConfig) -> CursusValidation:
@@ -392,4 +352,5 @@ def validation(frontend: Frontend, config: ServeConfig) -> CursusValidation:
         str(config.options.get("compression") or "none"),
         float(timeout) if isinstance(timeout, (int, float)) else 10.0,
         frontend,
+        engine if isinstance(engine, Engine) else None,
     )
