@@ -37,12 +37,14 @@ def _print_quirks(plugin: Plugin) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    checking = args.validate or args.fault or args.fault_plan or args.max_time is not None
+    checking = (
+        args.validate or args.fault or args.fault_plan or args.max_time is not None or args.strict
+    )
     if args.all:
         if checking:
             raise UsageError(
-                "--validate, --fault, --fault-plan and --max-time check one protocol's "
-                "clients: give --protocol P instead of --all"
+                "--validate, --fault, --fault-plan, --max-time and --strict check one "
+                "protocol's clients: give --protocol P instead of --all"
             )
         return _serve_all_command(args)
     if args.port_base is not None:

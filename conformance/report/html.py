@@ -157,9 +157,15 @@ def _coverage(
     return [{"name": g, "total": sum(rows[g].values()), "counts": rows[g]} for g in ordered]
 
 
-def _faults(listed: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The faults a ``serve --validate`` fired, each with what the client did next."""
+def _faults(listed: list[dict[str, Any]], planned: object) -> list[dict[str, str]]:
+    """The faults a ``serve --validate`` fired, each with what the client did next, then
+    those planned that never fired."""
     out = []
+    for fault in planned if isinstance(planned, list) else []:
+        if isinstance(fault, dict) and fault.get("fired") == 0:
+            out.append({"case": "", "fault": _text(fault.get("fault")), "request": "",
+                        "expected": "", "did": "", "verdict": "", "class": "",
+                        "requirement": ""})  # fmt: skip
     for case in listed:
         fault = case.get("fault")
         if not isinstance(fault, dict):
@@ -249,7 +255,7 @@ def report_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "rollups": [{"name": r, "class": _CSS_CLASS[r]} for r in ROLLUPS],
         "plot_areas": verdicts_per_area(listed),
         "plot_slowest": None if validating else slowest_cases(listed, anchors),
-        "faults": _faults(listed),
+        "faults": _faults(listed, results.get("faults")),
         "requirements": [
             _requirement_line(str(r.get("id")), registry)
             | {

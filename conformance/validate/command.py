@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from conformance.exits import EXIT_OK, UsageError
+from conformance.exits import EXIT_OK, EXIT_USAGE, UsageError
 from conformance.plugin import Plugin, ServeConfig
 from conformance.server import Frontend
 from conformance.spec import client_requirements
@@ -89,8 +89,8 @@ def validate(
         _print_faults(validation)
         return EXIT_OK
     if not args.validate:
-        raise UsageError("--fault, --fault-plan and --max-time go with --validate")
-    if args.max_time is not None and args.max_time <= 0:
+        raise UsageError("--fault, --fault-plan, --max-time and --strict go with --validate")
+    if args.max_time is not None and not 0 < args.max_time < float("inf"):
         raise UsageError("--max-time must be a positive number of seconds")
     plan = _plan(args, validation)
     reports = Path(args.reports)
@@ -146,7 +146,7 @@ def _report(
         client_name=args.client_name,
         started=started,
         strict=args.strict,
-        faults=[f.describe() for f in plan.faults],
+        faults=[{"fault": f.describe(), "fired": f.fired, "seen": f.seen} for f in plan.faults],
         reproduce=_again(args, plugin, config, plan),
     )
     (reports / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
@@ -160,5 +160,15 @@ def _report(
                 f"{case['verdict']:5} fault {case['case_id'].rsplit('/', 1)[-1]}: "
                 f"{fault['fault']}; the client then: {did}"
             )
+    for planned in results["faults"]:
+        if not planned["fired"]:
+            print(f"never fired: {planned['fault']} (no request of that kind came)")
     print(f"reports: {reports}/ ({', '.join(written)})")
+    if not results["connections"]:
+        print(
+            f"conformance serve: no client connected to {results['target']}: nothing was "
+            "checked (is the client pointed at this address?)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return int(results["exit_code"])

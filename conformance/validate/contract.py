@@ -24,6 +24,10 @@ report; the protocol's part is sans-IO and small:
 * :meth:`Validation.act` carries out a protocol's own fault kinds (Kafka's ``rebalance``:
   the group's generation is bumped), listed in :attr:`Validation.actions`.
 
+A checker may also have ``received(count)``: the next ``count`` requests came in one read,
+so all were sent before the client could read a response to any (Kafka's check that a
+correlation id is not reused while in flight uses it).
+
 A checker never raises for bad client bytes: what it cannot read is itself a violation
 (of the framing or layout requirement).  An exception out of a checker is a bug of the
 tool; the session logs it and goes on without checking that frame.

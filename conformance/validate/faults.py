@@ -33,6 +33,7 @@ and on the command line (``--fault``, repeatable), the same as ``KIND:KEY=VALUE,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,8 +126,11 @@ def _number(origin: str, key: str, raw: object, kind: type, low: float, high: fl
         if isinstance(raw, bool):
             raise ValueError
         value = kind(raw)
+        if not math.isfinite(value) or (kind is int and float(raw) != value):  # type: ignore[arg-type]
+            raise ValueError
     except (TypeError, ValueError):
-        raise PlanError(f"{origin}: {key} must be a number, not {raw!r}") from None
+        whole = "a whole number" if kind is int else "a number"
+        raise PlanError(f"{origin}: {key} must be {whole}, not {raw!r}") from None
     if value < low or (high is not None and value > high):
         span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
         raise PlanError(f"{origin}: {key} must be {span}, not {raw!r}")
@@ -196,7 +200,10 @@ def load_plan(path: Path, errors: Sequence[str], actions: Sequence[str]) -> list
     except OSError as exc:
         raise PlanError(f"cannot read fault plan {path}: {exc.strerror or exc}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PlanError(f"fault plan {path} is not YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise PlanError(f"fault plan {path} is not YAML{at}: {why}") from None
     if isinstance(data, dict) and set(data) == {"faults"}:
         data = data["faults"]
     if not isinstance(data, list):

@@ -88,6 +88,9 @@ class CheckingSession:
         self.checker = checker
 
     def received(self, count: int) -> None:
+        told = getattr(self.checker, "received", None)  # optional: which frames came together
+        if told is not None:
+            told(count)
         self.inner.received(count)
 
     def closed(self) -> None:

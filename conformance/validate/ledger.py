@@ -20,10 +20,17 @@ BYTES_KEPT = 64 * 1024
 FRAMES_MAX = 200_000
 """Frames recorded at most, over every connection: past it, only what a violation or a
 fault names (a long SDK test run keeps its counts, not its every frame)."""
+BYTES_MAX = 256 * 1024 * 1024
+"""Bytes of frames kept in all; past it only a frame a violation or fault names keeps its
+bytes (a frame that broke nothing keeps at most :data:`PLAIN_KEPT`)."""
+PLAIN_KEPT = 4096
+"""Bytes kept of a frame that broke nothing (what a report shows of it)."""
 FOUND_KEPT = 1000
 """Violations of one requirement kept with their frames (all are counted)."""
 FOLLOW = 40
-"""Events after a fault read for what the client did next (at most)."""
+"""Events after a fault read for what the client did next (at most): those of the faulted
+connection and of connections opened after the fault (a retry, a reconnect), never those
+of connections that were already open (another client's traffic would drown it)."""
 FOLLOW_S = 15.0
 """... and for how long after it."""
 
@@ -78,6 +85,8 @@ class Fired:
     seen: Seen
     t: float
     after: list[Event] = field(default_factory=list)
+    last_conn: int = 0
+    """The newest connection when the fault fired: later ones are followed."""
 
 
 @dataclass
@@ -106,6 +115,7 @@ class Ledger:
         """How many times each requirement was broken (``found`` keeps the first ones)."""
         self.fired: list[Fired] = []
         self.checker_failures = 0
+        self.kept_bytes = 0
         self.stopping = False
         """Set when the broker stops: the connections it then closes are its doing."""
 
@@ -152,16 +162,18 @@ class Ledger:
     def _frame(self, conn: int, direction: str, data: bytes, summary: str, keep: bool) -> int:
         """The frame recorded; its index, or -1 when past the bounds (not recorded)."""
         c = self.connections[conn]
-        kept = keep or len(c.frames) < FRAMES_KEPT
+        kept = keep or (len(c.frames) < FRAMES_KEPT and self.kept_bytes < BYTES_MAX)
         if not keep and (len(self.frames) >= FRAMES_MAX or (direction == "recv" and not kept)):
             return -1
+        data = data[: BYTES_KEPT if keep else PLAIN_KEPT] if kept else b""
+        self.kept_bytes += len(data)
         frame = Frame(
             len(self.frames),
             self._t(),
             conn,
             direction,
             len(data),
-            data[:BYTES_KEPT] if kept else None,
+            data if kept else None,
             summary,
         )
         self.frames.append(frame)
@@ -202,15 +214,17 @@ class Ledger:
         if frame < 0:  # past the bounds: recorded now, as a fault names it
             frame = self._frame(conn, "send", data, seen.summary, True)
         fired = Fired(len(self.fired) + 1, fault, conn, frame, seen, self._t())
+        fired.last_conn = len(self.connections)
         self._follow(Event(fired.t, conn, "fault", seen, frame, by=f"fault {fired.number}"))
         self.fired.append(fired)
-        self.frames[frame].data = data[:BYTES_KEPT]  # kept even past FRAMES_KEPT
+        self.frames[frame].data = data[:BYTES_KEPT]  # kept even past the bounds
         self.event(conn, f"fault {fired.number}: {fault.describe()}")
         return fired
 
     def _follow(self, event: Event) -> None:
         for fired in self.fired:
-            if len(fired.after) < FOLLOW and event.t - fired.t <= FOLLOW_S:
+            mine = event.conn == fired.conn or event.conn > fired.last_conn
+            if mine and len(fired.after) < FOLLOW and event.t - fired.t <= FOLLOW_S:
                 fired.after.append(event)
 
     # ------------------------------------------------------------------ views

@@ -1,11 +1,12 @@
 """What a client did next after a fault, read from the events that followed it.
 
-Each event after a fault (up to :data:`conformance.validate.ledger.FOLLOW` of them, on any
-connection) gives next-step *tags*; a protocol's :class:`Expectation` lists the tags that
-count as coping.  Generic tags:
+Each event after a fault (up to :data:`conformance.validate.ledger.FOLLOW` of them, on the
+faulted connection and on connections opened after it) gives next-step *tags*; a protocol's
+:class:`Expectation` lists the tags that count as coping.  Generic tags:
 
 ``retried``                a request of the same kind about the same thing (topic-partition,
-                           group, ...) as the one the fault hit
+                           group, ...) as the one the fault hit, and, when both say what
+                           they carry (``identity``), the same (else it is new work)
 ``re-sent the same``       ... carrying the same identity (a producer batch's sequence)
 ``went on``                a request of another kind on the same connection
 ``reconnected``            a new connection
@@ -86,12 +87,19 @@ def react(fired: Fired, next_steps: Mapping[str, str]) -> Reaction:
         if seen is None:
             continue
         meant = []
-        if seen.kind == fired.seen.kind and (
+        same = seen.kind == fired.seen.kind and (
             seen.target is None or fired.seen.target is None or seen.target == fired.seen.target
-        ):
+        )
+        other = (
+            None not in (seen.identity, fired.seen.identity)
+            and seen.identity != fired.seen.identity
+        )
+        if same and not other:
             meant.append(tag(RETRIED))
             if seen.identity is not None and seen.identity == fired.seen.identity:
                 meant.append(tag(RESENT) + f" ({seen.identity})")
+        elif same and event.conn == fired.conn:  # the same kind, something else: new work
+            meant.append(tag(WENT_ON))
         elif seen.kind in next_steps:
             meant.append(tag(next_steps[seen.kind]))
         elif event.conn == fired.conn:

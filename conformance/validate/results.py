@@ -37,7 +37,7 @@ from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_
 from conformance.spec import Requirement
 from conformance.validate.contract import Expectation, Validation
 from conformance.validate.ledger import Found, Frame, Ledger
-from conformance.validate.reactions import NOTHING, react
+from conformance.validate.reactions import CLOSED, NOTHING, react
 
 logger = logging.getLogger("conformance.validate")
 
@@ -169,7 +169,7 @@ def requirement_case(
             verdict = missed[0]["verdict"]
             did = ", ".join(missed[0]["fault"]["did"]) or "nothing"
             how = "inconclusive" if verdict == "UNSUPPORTED" else "not met"
-            message = f"{req.id}: {how} after fault {numbers}: the client did {did}"
+            message = f"{req.id}: {how} after fault {numbers}; what the client did: {did}"
             log = _Log(plugin, ledger, compact=False)
             broke = how == "not met"
             case = _case(f"{protocol}/client/{req.id}", req, verdict, message, log, broke)
@@ -273,6 +273,9 @@ def fault_cases(
         # a client that sent nothing more may simply have been done, except after a reset,
         # where not coming back is what is judged
         late = late or (reaction.tags == (NOTHING,) and fired.fault.effect != "reset")
+        # a reply read whole, then the client closed: it was done, nothing to judge
+        done = {NOTHING, CLOSED}
+        late = late or (fired.fault.effect in ("slow", "split") and set(reaction.tags) <= done)
         verdict = "PASS" if met else "UNSUPPORTED" if late else BROKEN[req.level]
         shown = list(reaction.steps[:STEPS_SHOWN])
         if len(reaction.steps) > STEPS_SHOWN:
@@ -309,7 +312,11 @@ def fault_cases(
             "next": list(reaction.steps),
         }
         if not met:
-            case["evidence"] = [log.evidence(fired.frame, ())]
+            # the request the fault hit, then what followed it on its connection
+            after = [i for i in ledger.connections[fired.conn].frames if i > fired.frame]
+            case["evidence"] = [
+                log.evidence(i, ()) for i in [fired.frame, *after[:2]] if log.has(i)
+            ]
         out.append(case)
     return out
 
@@ -325,7 +332,7 @@ def build(
     client_name: str | None,
     started: datetime,
     strict: bool,
-    faults: list[str],
+    faults: list[dict[str, Any]],
     reproduce: str = "",
 ) -> dict[str, Any]:
     reqs = {k: r for k, r in requirements.items() if revision in r.revisions}

@@ -132,3 +132,80 @@ def test_an_error_fault_answers_instead_of_the_broker_and_is_followed(tmp_path: 
     assert any("re-sent the same" in step for step in fault["fault"]["next"])
     records = fetched["responses"][0]["partitions"][0]["records"]
     assert records.count(b"x") == 1  # refused once, stored once: nothing lost or doubled
+
+
+def _metadata(k: KafkaConn, corr: int) -> bytes:
+    return codec.frame(codec.encode_request(3, 12, {"topics": None}, correlation_id=corr))
+
+
+def test_a_client_done_after_split_replies_is_not_failed(tmp_path: Path) -> None:
+    with validating(
+        "kafka", tmp_path, "--revision", "apache", "--fault", "Metadata:split=5,count=0"
+    ) as v:
+        k = KafkaConn(_address(v))
+        for _ in range(3):
+            k.call(3, 12, {"topics": None})
+        k.close()  # read every reply whole, then done
+    assert v.code == 0, v.stdout
+    last = v.faults()[-1]
+    assert last["verdict"] == "UNSUPPORTED" and last["message"].startswith("inconclusive")
+    assert v.broken() == set()
+
+
+def test_pipelined_requests_reusing_a_correlation_id_are_reported(tmp_path: Path) -> None:
+    with validating("kafka", tmp_path, "--revision", "apache") as v:
+        k = KafkaConn(_address(v))
+        k.raw(_metadata(k, 5) + _metadata(k, 5) + _metadata(k, 6))  # one write: all in flight
+        for _ in range(3):
+            assert k.frame() is not None
+        k.raw(_metadata(k, 5))  # after its responses: free again
+        assert k.frame() is not None
+        k.close()
+    case = v.case("kafka/client/KAF-CLI-6")
+    assert case["verdict"] == "WARN" and "broken once" in case["message"], case["message"]
+    assert v.broken() == {"KAF-CLI-6"}
+
+
+def test_an_acks_0_produce_is_never_answered_even_by_an_error_fault(tmp_path: Path) -> None:
+    args = ("--revision", "apache", "--fault", "Produce:error=NOT_LEADER_OR_FOLLOWER")
+    with validating("kafka", tmp_path, *args) as v:
+        k = KafkaConn(_address(v))
+        k.call(3, 12, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": True})
+        body = {"acks": 0, "timeout_ms": 1000, "topic_data": [{"name": TOPIC, "partition_data": [
+            {"index": 0, "records": _batch([b"q"], -1, -1)}]}]}  # fmt: skip
+        k.send(0, 9, body)
+        reply = k.call(3, 12, {"topics": None})  # the next reply is Metadata's own
+        assert reply["brokers"]
+        k.close()
+    assert v.faults() == [] and "never fired: Produce" in v.stdout
+
+
+def test_ids_a_broker_with_a_data_dir_may_have_given_before_are_not_judged(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with validating("kafka", tmp_path / "r", "--revision", "apache", "--data-dir", str(data)) as v:
+        k = KafkaConn(_address(v))
+        _produce(k, _batch([b"a"], 777, 0))  # a producer id from before a restart, maybe
+        k.call(12, 3, {"group_id": "g", "generation_id": 4, "member_id": "m-from-before"})
+        k.close()
+    assert v.broken() == set(), v.stdout
+
+
+def test_a_slow_heartbeat_reply_is_not_the_members_delay(tmp_path: Path) -> None:
+    args = ("--revision", "apache", "--fault", "Heartbeat:slow=1500")
+    with validating("kafka", tmp_path, *args) as v:
+        k = KafkaConn(_address(v))
+        join = {"group_id": "slow", "session_timeout_ms": 1000, "rebalance_timeout_ms": 1000,
+                "member_id": "", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}  # fmt: skip
+        joined = k.call(11, 5, join)
+        if joined["error_code"] == 79:
+            joined = k.call(11, 5, {**join, "member_id": joined["member_id"]})
+        member, generation = joined["member_id"], joined["generation_id"]
+        k.call(14, 3, {"group_id": "slow", "generation_id": generation, "member_id": member,
+                       "assignments": []})  # fmt: skip
+        for _ in range(2):  # the first answer is held 1.5 s; the next heartbeat follows it
+            k.call(12, 3, {"group_id": "slow", "generation_id": generation, "member_id": member})
+        k.close()
+    assert "KAF-CLI-12" not in v.broken(), v.case("kafka/client/KAF-CLI-12")["message"]

@@ -19,17 +19,21 @@ def _request(ledger: Ledger, conn: int, kind: str, **seen: object) -> Seen:
 
 def test_tags_before_another_fault_are_judged_and_later_ones_kept_apart() -> None:
     ledger = Ledger()
-    a, b = ledger.open("a"), ledger.open("b")
+    early = ledger.open("early")  # open before the fault: another client's, not followed
+    a = ledger.open("a")
     hit = _request(ledger, a, "Produce", target="t/0", identity="seq 0")
     first = ledger.fault(Fault("Produce", "error", "X"), a, 0, b"x", hit)
+    _request(ledger, early, "Produce", target="t/0", identity="seq 0")
     _request(ledger, a, "Metadata")
+    b = ledger.open("b")  # opened after the fault: followed
     other = _request(ledger, b, "Heartbeat")
     ledger.fault(Fault("Heartbeat", "action", "rebalance"), b, 0, b"x", other)
     _request(ledger, a, "Produce", target="t/0", identity="seq 0")  # its own connection: judged
     _request(ledger, b, "JoinGroup")  # elsewhere, after the other fault: not this fault's
     reaction = react(first, STEPS)
-    assert reaction.tags == ("refreshed metadata", "retried", "re-sent the same")
+    assert reaction.tags == ("refreshed metadata", "reconnected", "retried", "re-sent the same")
     assert reaction.later == ("re-joined",)
+    assert not any(step.startswith("conn 1:") for step in reaction.steps)
     assert reaction.met(("retried",)) and not reaction.met(("re-joined",))
 
 
@@ -87,3 +91,12 @@ def test_a_client_that_was_done_is_inconclusive_but_one_that_never_came_back_is_
     assert str(done["message"]).startswith("inconclusive")
     assert done["unsupported"] is None  # not a way of its own: nothing to judge
     assert gone["verdict"] == "WARN" and gone["violated"] == "KAF-CLI-16"
+
+
+def test_new_work_of_the_same_kind_is_not_a_retry() -> None:
+    ledger = Ledger()
+    a = ledger.open("a")
+    hit = _request(ledger, a, "Produce", target="t/0", identity="records 1")
+    fired = ledger.fault(Fault("Produce", "error", "X"), a, 0, b"x", hit)
+    _request(ledger, a, "Produce", target="t/0", identity="records 2")  # other records
+    assert react(fired, STEPS).tags == ("went on",)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,9 @@ from conformance.validate.reactions import RECONNECTED, RETRIED, WENT_ON
 
 _RETRIABLE = ("Produce", "Fetch", "ListOffsets")
 _MEMBER = ("Heartbeat", "SyncGroup", "OffsetCommit")
-_GROUP = ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "OffsetFetch", "LeaveGroup")
+_GROUP = ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "OffsetFetch")
+"""Group requests after which a client should look the coordinator up again; not
+LeaveGroup: a client leaving is done with the group."""
 _RETRY = (RETRIED, "refreshed metadata")
 _REJOIN = ("re-joined",)
 _FIND = ("looked up the coordinator", RETRIED)
@@ -62,7 +65,7 @@ ACTIONS = {
         "KAF-CLI-14",
         _REJOIN,
         "start a rebalance of the request's group (a generation bump) before serving it",
-        kinds=_GROUP,
+        kinds=_MEMBER,  # a member staying in the group: it must join again
     )
 }
 _ON = (WENT_ON, RETRIED, RECONNECTED, "refreshed metadata", "looked up the coordinator")
@@ -108,6 +111,9 @@ class KafkaValidation:
         self.next_steps = NEXT_STEPS
         self.producers: dict[int, int] = {}
         """Producer id -> the epoch the broker last gave it."""
+        self.remembers = frontend.broker.engine.data_dir is not None
+        """A broker with a data directory may have handed out ids before this run (before
+        a restart): an id this run never gave is then not judged."""
         self.sequences: dict[tuple[int, int, str, int], _Sequence] = {}
         self.members: dict[tuple[str, str], _Member] = {}
 
@@ -119,6 +125,8 @@ class KafkaValidation:
             decoded = codec.decode_request(request)
         except ProtocolError:
             return None
+        if decoded.api_key == 0 and decoded.body.get("acks") == 0:
+            return None  # a Produce with acks=0 gets no response at all, not even an error
         body = error_body(decoded, error)
         if body is None:
             return None
@@ -163,6 +171,10 @@ class KafkaChecker:
         self.v = validation
         self.waiting: dict[int, int] = {}
         """Correlation id -> requests with it still waiting for a response."""
+        self.together: set[int] = set()
+        """Correlation ids of the requests of the read being handled: all sent before the
+        client could have read a response to any of them."""
+        self.left = 0
 
     # ---------------------------------------------------------------- requests
 
@@ -193,7 +205,11 @@ class KafkaChecker:
             )
         if api is None or version not in api.request.versions:
             return seen
-        if corr in self.waiting:
+        pipelined = self.left > 0 and corr in self.together
+        if self.left > 0:
+            self.left -= 1
+            self.together.add(corr)
+        if corr in self.waiting or pipelined:
             seen.violations.append(
                 Violation(
                     "KAF-CLI-6",
@@ -215,6 +231,8 @@ class KafkaChecker:
             self._produce(request, seen)
         elif name in ("JoinGroup", *_MEMBER, "LeaveGroup"):
             self._group(request, seen, now)
+        # a retry comes from the same client (its client id) about the same thing
+        seen.target = f"{request.client_id} {seen.target or ''}".rstrip()
         return seen
 
     def _read(self, payload: bytes, version: int, seen: Seen) -> Request | None:
@@ -260,6 +278,11 @@ class KafkaChecker:
                 for batch in batches:
                     if batch.producer_id >= 0:
                         self._sequence(batch, topic["name"], part["index"], path, seen)
+        if seen.identity is None:  # not idempotent: a resend carries the same records
+            carried = b"".join(
+                p.get("records") or b"" for t in topics for p in t.get("partition_data") or []
+            )
+            seen.identity = f"records crc32 {zlib.crc32(carried):08x}"
 
     def _sequence(self, batch: Any, topic: str, partition: int, path: str, seen: Seen) -> None:
         pid, epoch, base, count = (
@@ -273,6 +296,8 @@ class KafkaChecker:
         seen.summary += f" pid {pid} epoch {epoch} seq {base}..{base + count - 1}"
         where = f"{path}.batch[0]"
         given = self.v.producers.get(pid)
+        if given is None and self.v.remembers:
+            return  # handed out before this run, maybe: not judged
         if given is None or epoch < given:
             told = "never handed out" if given is None else f"given epoch {given}"
             seen.violations.append(
@@ -312,6 +337,8 @@ class KafkaChecker:
         seen.summary += f": group {group} member {member or '-'} generation {generation}"
         if name == "OffsetCommit" and (generation is None or generation < 0 or not member):
             return  # a commit outside a group generation
+        if known is None and self.v.remembers:
+            return  # joined before this run (before a restart), maybe: not judged
         seen.checked += ("KAF-CLI-11", "KAF-CLI-12")
         if known is None:
             seen.violations.append(
@@ -337,13 +364,18 @@ class KafkaChecker:
             seen.violations.append(
                 Violation(
                     "KAF-CLI-12",
-                    f"{name} {now - known.last:.1f} s after the member's last group request; "
+                    f"{name} {now - known.last:.1f} s after the member's last group request "
+                    "or its answer; "
                     f"its session timeout is {known.session_s:g} s",
                 )
             )
         known.last = now
 
     # ----------------------------------------------------------------- replies
+
+    def received(self, count: int) -> None:
+        """The next ``count`` requests came in one read (optional hook of the checker)."""
+        self.together, self.left = set(), count
 
     def reply(self, payload: bytes, request: bytes) -> None:
         if len(payload) >= 4:
@@ -360,6 +392,10 @@ class KafkaChecker:
             )
         except ProtocolError:
             return
+        who = (str(asked.body.get("group_id", "")), str(asked.body.get("member_id", "")))
+        member = self.v.members.get(who)
+        if member is not None and asked.api.name in _MEMBER:
+            member.last = time.monotonic()  # the session runs from the answer the client got
         if body.get("error_code", 0) != 0:
             return
         if asked.api.name == "InitProducerId":

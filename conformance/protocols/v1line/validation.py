@@ -11,8 +11,8 @@ Faults a plan may name (``--fault list``):
 * errors, each answered as the real broker words it (FACTS.md), with the request's
   correlation id, and nothing served: ``NOT_LEADER`` on PRODUCE, ``REPLICATION_TIMEOUT``
   on a PRODUCE with ``acks=all`` (the only one a real broker times out), and
-  ``GENERATION_MISMATCH`` on SYNC, HEARTBEAT, LEAVE or COMMIT;
-* ``rebalance`` (an action): before a SYNC, HEARTBEAT, LEAVE or COMMIT is served, a
+  ``GENERATION_MISMATCH`` on SYNC, HEARTBEAT or COMMIT (not LEAVE: a member leaving is done);
+* ``rebalance`` (an action): before a SYNC, HEARTBEAT or COMMIT is served, a
   member no client knows joins that request's group and leaves it again, so the group's
   generation rises by 2 and its partitions are assigned afresh (to the same members, as
   before): the request's generation is then stale and the broker answers it
@@ -65,6 +65,10 @@ NEXT_STEPS = {"JOIN": REJOINED, "SYNC": RESYNCED}
 WAITING_KEPT = 4096
 """Requests of one connection remembered while they wait for their replies."""
 
+STAYING = tuple(c for c in MEMBER_COMMANDS if c != "LEAVE")
+"""Member commands after which the member stays in its group, so must join again after a
+rebalance (a member leaving is done with the group)."""
+
 ERROR_TEXTS = {
     NOT_LEADER: "partition leader unavailable on this broker",
     REPLICATION_TIMEOUT: "acks=all timeout",
@@ -75,18 +79,18 @@ ERROR_TEXTS = {
 ERRORS: Mapping[str, Expectation] = {
     NOT_LEADER: Expectation(RESEND, (RETRIED, RECONNECTED), kinds=("PRODUCE",)),
     REPLICATION_TIMEOUT: Expectation(RESEND, (RETRIED, RECONNECTED), kinds=("PRODUCE",)),
-    GENERATION_MISMATCH: Expectation(REJOIN, (REJOINED,), kinds=MEMBER_COMMANDS),
+    GENERATION_MISMATCH: Expectation(REJOIN, (REJOINED,), kinds=STAYING),
 }
 ACTIONS: Mapping[str, Expectation] = {
     "rebalance": Expectation(
         REJOIN,
         (REJOINED,),
         description=(
-            "on SYNC, HEARTBEAT, LEAVE or COMMIT: another member joins and leaves the "
+            "on SYNC, HEARTBEAT or COMMIT: another member joins and leaves the "
             "request's group first, raising its generation by 2 (the request then gets "
             "GENERATION_MISMATCH)"
         ),
-        kinds=MEMBER_COMMANDS,
+        kinds=STAYING,
     )
 }
 _GOING_ON = (WENT_ON, RETRIED, REJOINED, RESYNCED)
