@@ -200,3 +200,16 @@ def test_faults_get_a_verdict_on_what_the_client_did_next(tmp_path: Path, revisi
         else:
             assert fault["verdict"] == "WARN", message
             assert "did: went on, closed the connection" in message, message
+
+
+def test_a_gzip_batch_is_read_inflated_when_the_broker_inflates(tmp_path: Path) -> None:
+    """With ``--compression gzip`` the broker inflates a gzip payload (CUR-RCONV-6), and so
+    does the checker: the batch inside is judged, not the gzip bytes as a command."""
+    with validating("cursus", tmp_path, "--revision", "real", "--compression", "gzip") as seen:
+        client = RawClient(address_of(seen.address))
+        _create(client, "real", "orders")
+        body = encoded("real", batch("real", "orders", range(1, 4)))
+        assert b'"OK"' in client.ask(codec.gzip_body(body))
+        client.close()
+    assert seen.broken() == set() and seen.code == 0, seen.stdout[-3000:]
+    assert seen.case("cursus/client/CUR-CLI-7")["verdict"] == "PASS"

@@ -88,7 +88,10 @@ class Request:
 def read_request(payload: bytes, revision: str, compression: str = "none") -> Request:
     """``payload`` (one frame's bytes) read as a client request of ``revision``; a whole
     frame that reached the checker kept to the framing (CUR-CLI-1)."""
-    req = _read_real(payload) if revision == "real" else _read_doc(payload, compression)
+    if revision == "real":
+        req = _read_real(_inflated(payload) if compression == "gzip" else payload)
+    else:
+        req = _read_doc(payload, compression)
     req.checked.insert(0, FRAMING)
     return req
 
@@ -140,6 +143,17 @@ def _read_doc(payload: bytes, compression: str) -> Request:
 
 
 # ------------------------------------------------------------------------ real
+
+
+def _inflated(payload: bytes) -> bytes:
+    """With ``--compression gzip`` the broker inflates a gzip payload before reading it
+    (CUR-RCONV-6); one that does not inflate is read as it came."""
+    if payload[:2] != b"\x1f\x8b":
+        return payload
+    try:
+        return codec.inflate_gzip(payload)
+    except codec.CursusError:
+        return payload
 
 
 def _read_real(payload: bytes) -> Request:
