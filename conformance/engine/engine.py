@@ -105,6 +105,9 @@ class Engine:
         if max_partitions < 1:
             raise ValueError(f"max_partitions must be at least 1, not {max_partitions}")
         self.max_partitions = max_partitions
+        self.session_timeout_s = session_timeout_s
+        """Seconds without a heartbeat before a group member is expired (``serve
+        --session-timeout``; a client checker judges heartbeats against it)."""
         self.data_dir = data_dir
         """Where the journal is kept (None: in memory); a front-end may keep its protocol's
         own files beside it (the V1 line protocol's groups.json and offsets.json)."""

@@ -345,8 +345,7 @@ def validation(frontend: Frontend, config: ServeConfig) -> CursusValidation:
     """The plug-in's ``validation`` factory: the Cursus front-end ``serve`` made, and its
     options (compression)."""
     engine = getattr(frontend, "engine", None)
-    coordinator = getattr(engine, "_coordinator", None)
-    timeout = getattr(coordinator, "_timeout", 10.0)
+    timeout = float(getattr(engine, "session_timeout_s", 10.0))
     return CursusValidation(
         config.revision,
         str(config.options.get("compression") or "none"),
