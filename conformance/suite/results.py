@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from conformance import __version__, protocols
@@ -19,6 +20,7 @@ from conformance.options import option_values, options_for, public
 from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_rollup
 
 if TYPE_CHECKING:
+    from conformance.spec import Requirement
     from conformance.suite.plugin import RunState
 
 
@@ -126,19 +128,23 @@ def sort_key(case_id: str) -> list[Any]:
 
 
 def requirement_rows(state: RunState, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
-    for r in state.requirements.values():
-        if state.revision not in r.revisions:
-            continue
-        rows.append(
-            {
-                "id": r.id,
-                "level": r.level,
-                "area": r.area,
-                "text": r.text,
-                "source": r.source,
-                "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
-                "not_checkable": r.not_checkable,
-            }
-        )
-    return rows
+    return rows_of([r for r in state.requirements.values() if state.revision in r.revisions], cases)
+
+
+def rows_of(
+    requirements: Iterable[Requirement], cases: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The report model's row of each requirement, with the cases that check it (``run``'s
+    and ``serve --validate``'s alike)."""
+    return [
+        {
+            "id": r.id,
+            "level": r.level,
+            "area": r.area,
+            "text": r.text,
+            "source": r.source,
+            "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
+            "not_checkable": r.not_checkable,
+        }
+        for r in requirements
+    ]

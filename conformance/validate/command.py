@@ -56,21 +56,14 @@ def _plan(args: argparse.Namespace, validation: Validation) -> FaultPlan:
         faults += [parse_flag(text, errors, actions) for text in args.fault]
     except PlanError as exc:
         raise UsageError(str(exc)) from None
-    for f in faults:
-        if f.effect == "error":
-            kinds = validation.errors[f.value].kinds
-            if kinds and f.on not in kinds:
-                raise UsageError(
-                    f"{f.origin}: {f.value} is not an answer to {f.on}; it answers "
-                    f"{', '.join(kinds)}"
-                )
-        if f.effect == "action":
-            kinds = validation.actions[f.value].kinds
-            if kinds and f.on not in kinds:
-                raise UsageError(
-                    f"{f.origin}: {f.value} does not apply to {f.on}; it applies to "
-                    f"{', '.join(kinds)}"
-                )
+    wording = {"error": ("is not an answer to", "it answers"), "action": ("does not apply to",
+               "it applies to")}  # fmt: skip
+    for f in faults:  # an error answers, an action applies to, only the kinds it names
+        table = {"error": validation.errors, "action": validation.actions}.get(f.effect)
+        kinds = table[f.value].kinds if table is not None else ()
+        if kinds and f.on not in kinds:
+            isnt, does = wording[f.effect]
+            raise UsageError(f"{f.origin}: {f.value} {isnt} {f.on}; {does} {', '.join(kinds)}")
     return FaultPlan(faults)
 
 

@@ -35,6 +35,7 @@ from conformance.evidence import fields_named
 from conformance.plugin import Plugin
 from conformance.report import SCHEMA_ID, SCHEMA_VERSION, VERDICTS, requirement_rollup
 from conformance.spec import Requirement
+from conformance.suite.results import rows_of
 from conformance.validate.contract import Expectation, Validation
 from conformance.validate.ledger import Found, Frame, Ledger
 from conformance.validate.reactions import CLOSED, NOTHING, react
@@ -354,18 +355,7 @@ def build(
         case["reproduce"] = reproduce
     counts = {v: sum(1 for c in cases if c["verdict"] == v) for v in VERDICTS}
     bad = counts["FAIL"] + counts["ERROR"] + (counts["WARN"] if strict else 0)
-    rows = [
-        {
-            "id": r.id,
-            "level": r.level,
-            "area": r.area,
-            "text": r.text,
-            "source": r.source,
-            "cases": [c["case_id"] for c in cases if r.id in c["requirements"]],
-            "not_checkable": r.not_checkable,
-        }
-        for r in reqs.values()
-    ]
+    rows = rows_of(reqs.values(), cases)
     by_id = {c["case_id"]: c for c in cases}
     for row in rows:
         row["verdict"] = requirement_rollup(row, by_id)[0]
