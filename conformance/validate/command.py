@@ -153,6 +153,12 @@ def _report(
                 f"{case['verdict']:5} fault {case['case_id'].rsplit('/', 1)[-1]}: "
                 f"{fault['fault']}; the client then: {did}"
             )
+    if results["checker_failures"]:
+        print(
+            f"warning: {results['checker_failures']} frame(s) were not checked: the client "
+            "checker failed on them (a bug of this tool; the log above says where)",
+            file=sys.stderr,
+        )
     for planned in results["faults"]:
         if not planned["fired"]:
             print(f"never fired: {planned['fault']} (no request of that kind came)")
