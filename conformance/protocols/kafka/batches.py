@@ -59,6 +59,10 @@ def fetched_header(name: str) -> str | None:
     return name[len(ESCAPE) :] if name.startswith(ESCAPE) else name
 
 
+class UnknownCodec(ProtocolError):
+    """A batch naming a compression codec id no Kafka knows (5-7)."""
+
+
 class Refused(ProtocolError):
     """Records a broker refuses with ``error`` (a Kafka error name)."""
 
@@ -75,6 +79,7 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
     count or length that disagrees with the bytes, a partial batch)."""
     if not data:
         raise Refused("INVALID_RECORD", "the partition's records are empty")
+    _known_codecs(data)
     limit = min(MAX_BATCH_BYTES, budget)
     if len(data) > limit:
         raise Refused("MESSAGE_TOO_LARGE", f"{len(data)} bytes of records: at most {limit} here")
@@ -107,6 +112,18 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
             str(batch.producer_id), batch.producer_epoch, first, first + len(records) - 1
         )
     return [(records, producer)]
+
+
+def _known_codecs(data: bytes) -> None:
+    """UnknownCodec if a whole magic-2 batch of ``data`` names codec 5, 6 or 7 (checked
+    before decoding: Apache Kafka answers it otherwise than a batch that does not decode)."""
+    try:
+        spans, _ = rec.batch_spans(data)
+    except ProtocolError:
+        return
+    for start, end in spans:
+        if end - start > 22 and data[start + 16] == 2 and data[start + 22] & 0x07 > 4:
+            raise UnknownCodec(f"compression codec {data[start + 22] & 0x07} at byte {start}")
 
 
 def size(appends: list[Append]) -> int:

@@ -9,9 +9,10 @@ long-poll Fetch); the server polls a wait on every change the broker reports.
 What the broker does with a request it cannot serve:
 
 * an unknown API key, or a version of a known API outside its range: an ApiVersions
-  request is answered at v0 with UNSUPPORTED_VERSION and the versions the broker knows
-  (so the client can ask again); any other gets, in revision ``apache``, the connection
-  closed (as Apache Kafka does) and in ``doc`` (pgcdc) the bare response
+  request is answered at v0 with UNSUPPORTED_VERSION and, so the client can ask again,
+  the versions the broker knows (``doc``) or ApiVersions' own range alone (``apache``, as
+  Apache Kafka's ``ApiVersionsRequest.getErrorResponse``); any other gets, in revision
+  ``apache``, the connection closed (as Apache Kafka does) and in ``doc`` (pgcdc) the bare response
   ``[correlation id][int16 35]``;
 * a body that does not decode, or a header shorter than 8 bytes: the connection is closed
   (a Kafka broker cannot answer what it cannot read);
@@ -186,6 +187,8 @@ class KafkaSession:
             return Outcome(close=True)
         if exc.api_key == API_VERSIONS_KEY:
             keys = supported(self.frontend.config.revision)
+            if not self.pgcdc:  # Apache Kafka lists ApiVersions alone (getErrorResponse)
+                keys = [k for k in keys if k["api_key"] == API_VERSIONS_KEY]
             body = {"error_code": code("UNSUPPORTED_VERSION"), "api_keys": keys}
             payload = codec.encode_response(API_VERSIONS_KEY, 0, corr, body, header_version=0)
             return Outcome([codec.frame(payload)])

@@ -22,6 +22,11 @@ from conformance.protocols.kafka.compression import NAMES
 TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT = 0x08, 0x10, 0x20
 
 
+class RecordsDisagree(ProtocolError):
+    """A batch whose record count, or a record's length, disagrees with its bytes (what
+    Apache Kafka's record iterator refuses with InvalidRecordException)."""
+
+
 class CorruptRecord(ProtocolError):
     """A batch or message whose CRC does not match its bytes (Kafka: CORRUPT_MESSAGE)."""
 

@@ -41,6 +41,7 @@ from conformance.protocols.kafka.record_types import (
     Header,
     Record,
     RecordBatch,
+    RecordsDisagree,
     new_batch,
 )
 from conformance.wire.varint import read_uvarint, varint
@@ -243,7 +244,7 @@ def _decode_v2(data: bytes, start: int, end: int, limit: int) -> RecordBatch:
         buf = decompress(attrs & 0x07, data[start + 61 : end], limit=limit)
         pos, stop = 0, len(buf)
     if count < 0 or count > (stop - pos) // 7:  # a record takes 7 bytes or more
-        raise ProtocolError(f"record count {count} does not fit the {stop - pos} bytes")
+        raise RecordsDisagree(f"record count {count} does not fit the {stop - pos} bytes")
     records = _decode_records(buf, pos, stop, count)
     return new_batch(records, lod, base, epoch, attrs, bts, mts, pid, pep, seq)
 
@@ -266,7 +267,7 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
                     n, pos = u(b, pos - 1, 32, w)
             end = pos + ((n >> 1) ^ -(n & 1))
             if end > stop or end - pos < 6:
-                raise ProtocolError(f"record {index}: bad length {end - pos}")
+                raise RecordsDisagree(f"record {index}: bad length {end - pos}")
             attributes, n = b[pos], b[pos + 1]
             pos += 2
             if n > 0x7F:
@@ -330,7 +331,7 @@ def _decode_records(b: bytes, pos: int, stop: int, count: int) -> tuple[Record, 
                 attributes -= 256
             append(new(Record, (offset_delta, timestamp_delta, key, value, tuple(hs), attributes)))
     except (IndexError, Truncated):  # the bytes ended inside a record
-        raise ProtocolError(f"the batch claims {count} records; its bytes end sooner") from None
+        raise RecordsDisagree(f"the batch claims {count} records; its bytes end sooner") from None
     if pos != stop:
         raise TrailingBytes(f"{stop - pos} bytes after the batch's {count} records")
     return tuple(records)

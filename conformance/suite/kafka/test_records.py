@@ -284,8 +284,8 @@ def test_compression_codecs_5_to_7_are_refused(target: CaseContext) -> None:
     """A batch whose compression codec is 5, 6 or 7 is refused and nothing is stored.
 
     KAF-REC-7: "a batch whose compression codec (attribute bits 0-2) is 5, 6 or 7 is refused
-    (UNSUPPORTED_COMPRESSION_TYPE (76), CORRUPT_MESSAGE (2) or INVALID_RECORD (87)) and nothing of
-    it is stored."
+    (UNSUPPORTED_COMPRESSION_TYPE (76), CORRUPT_MESSAGE (2), INVALID_RECORD (87) or
+    UNKNOWN_SERVER_ERROR (-1), the answer Apache Kafka gives) and nothing of it is stored."
     """
     for codec_id in (5, 6, 7):
         data = bytearray(batch([b"x"]))
@@ -295,7 +295,12 @@ def test_compression_codecs_5_to_7_are_refused(target: CaseContext) -> None:
             _recrc(data),
             "KAF-REC-7",
             f"compression codec {codec_id}",
-            ["UNSUPPORTED_COMPRESSION_TYPE", "CORRUPT_MESSAGE", "INVALID_RECORD"],
+            [
+                "UNSUPPORTED_COMPRESSION_TYPE",
+                "CORRUPT_MESSAGE",
+                "INVALID_RECORD",
+                "UNKNOWN_SERVER_ERROR",
+            ],
             base=f"codec{codec_id}",
         )
 

@@ -7,13 +7,16 @@ limits of this broker: a partition's records at most 1 MiB, compressed or decomp
 and 16 MiB of records per request (MESSAGE_TOO_LARGE past them; see batches.py).  A topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
 topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
-v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, whose record count
-disagrees with its records, or that does not decode is CORRUPT_MESSAGE; nothing of a
-refused partition is stored.  A batch with a producer id is idempotent under the engine's
-STRICT policy (Kafka's sequence rules): a resend of a remembered batch is acknowledged
-with its first offsets; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is
-INVALID_PRODUCER_EPOCH.  Control and transactional batches are INVALID_RECORD (no
-transactions here).
+v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, or whose length
+claims bytes that are not there, is CORRUPT_MESSAGE; one whose record count or record
+lengths disagree with its bytes is CORRUPT_MESSAGE in ``doc`` and INVALID_RECORD in
+``apache`` (Kafka's record iterator throws InvalidRecordException); a compression codec
+5-7 is CORRUPT_MESSAGE in ``doc`` and UNKNOWN_SERVER_ERROR in ``apache`` (Kafka's
+catch-all); nothing of a refused partition is stored.  A batch with a producer id is
+idempotent under the engine's STRICT policy (Kafka's sequence rules): a resend of a
+remembered batch is acknowledged with its first offsets; a sequence gap is
+OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is INVALID_PRODUCER_EPOCH.  Control and
+transactional batches are INVALID_RECORD (no transactions here).
 """
 
 from __future__ import annotations
@@ -21,16 +24,18 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import STRICT, EngineError
-from conformance.errors import ProtocolError
+from conformance.errors import ProtocolError, TrailingBytes, Truncated
 from conformance.protocols.kafka import batches
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import CLOSE, NO_RESPONSE, Broker, NoResponse
 from conformance.protocols.kafka.errors import code, from_engine
+from conformance.protocols.kafka.record_types import CorruptRecord, RecordsDisagree
 
 
 def _append(
     broker: Broker, topic: str, index: int, data: bytes | None, version: int, budget: list[int]
 ) -> tuple[str, int, str | None]:
+    pgcdc = broker.config.revision == "doc"
     """(error, base offset, message) of one partition's records; ``budget[0]`` is what is
     left of the request's record bytes (spent here)."""
     try:
@@ -42,7 +47,15 @@ def _append(
         budget[0] -= max(len(data or b""), batches.size(appends))
     except batches.Refused as exc:
         return exc.error, -1, str(exc)
-    except ProtocolError as exc:
+    except batches.UnknownCodec as exc:  # Kafka: CompressionType.forId's exception, caught
+        return ("CORRUPT_MESSAGE" if pgcdc else "UNKNOWN_SERVER_ERROR"), -1, str(exc)
+    except CorruptRecord as exc:  # a CRC that does not match
+        return "CORRUPT_MESSAGE", -1, str(exc)
+    except Truncated as exc:  # the bytes end inside a batch: a length the bytes do not hold
+        return "CORRUPT_MESSAGE", -1, str(exc)
+    except (RecordsDisagree, TrailingBytes) as exc:  # a count or length the records belie
+        return ("CORRUPT_MESSAGE" if pgcdc else "INVALID_RECORD"), -1, str(exc)
+    except ProtocolError as exc:  # anything else that does not decode (a compressed stream)
         return "CORRUPT_MESSAGE", -1, str(exc)
     base = -1
     try:
