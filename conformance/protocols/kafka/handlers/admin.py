@@ -5,9 +5,12 @@ INVALID_REPLICATION_FACTOR; a partition count below 1 (other than -1, the defaul
 or above the engine's limit is INVALID_PARTITIONS; an illegal name is
 INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS; ``validate_only`` checks
 and creates nothing.  DeleteTopics v6+ names a topic or its id.  InitProducerId gives an
-idempotent producer a new id at epoch 0; v3+ with a known id and epoch bumps the epoch
-(KIP-360), an unknown one gets a new id (nothing to fence without transactions), and
-only one of id and epoch given is INVALID_REQUEST.  Transactions are not served: a
+idempotent producer a new id at epoch 0.  Given an id and epoch (v3+) without a
+transactional id, revision ``apache`` hands out a new id at epoch 0 all the same, as
+Apache Kafka's ``TransactionCoordinator.handleInitProducerId`` does for a null
+transactional id (the producer bumps its epoch on its own side, KIP-360); ``doc`` bumps a
+known id's epoch and gives an unknown one a new id.  Only one of id and epoch given is
+INVALID_REQUEST.  Transactions are not served: a
 transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients
 report as such.
 """
@@ -113,7 +116,8 @@ def init_producer_id(broker: Broker, request: Request, peer: str) -> dict[str, A
     if (pid < 0) != (epoch < 0):
         return {**reply, "error_code": code("INVALID_REQUEST")}
     known = broker.producer_epochs.get(pid) if pid >= 0 else None
-    if known is not None and known == epoch and epoch < MAX_EPOCH:
+    bumps = broker.config.revision == "doc"  # Apache Kafka: always a new id, epoch 0
+    if bumps and known is not None and known == epoch and epoch < MAX_EPOCH:
         broker.producer_epochs[pid] = epoch + 1
         return {**reply, "producer_id": pid, "producer_epoch": epoch + 1}
     # an id this broker does not know (or an exhausted epoch) gets a new id, as Kafka
