@@ -142,7 +142,14 @@ def scapy_fuzz(rng: random.Random, pool: Pool) -> bytes:
     batch = rng.choice(_requests(pool, Batch))
     if not isinstance(batch, Batch):
         return text_token(rng, pool)
-    header = layers.batch_layer(batch)
+    return scapy_batch(rng, layers.batch_layer(batch))
+
+
+def scapy_batch(rng: random.Random, header: Packet) -> bytes:
+    """A batch layer (either revision's) with scapy's ``fuzz()`` on it or on one of its
+    messages, its magic kept, built under a seed drawn from ``rng`` (scapy draws its values
+    when the packet is built).  ValueError or struct.error when a drawn value cannot be
+    built."""
     state = rng.getrandbits(64)
     with _SCAPY_RANDOM:
         random.seed(state)

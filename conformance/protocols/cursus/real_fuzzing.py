@@ -23,10 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scapy.packet import Packet, fuzz
+from scapy.packet import Packet
 
 from conformance.fuzz.case import Blame, FrameMutator, Pool, StructureMutator
-from conformance.fuzz.draw import SCAPY_RANDOM as _SCAPY_RANDOM
 from conformance.fuzz.draw import draw as _draw
 from conformance.fuzz.mutators import FRAME_MUTATORS
 from conformance.protocols.cursus import real_codec, real_layers, real_strategies
@@ -42,8 +41,9 @@ from conformance.protocols.cursus.fuzzing import (
     PRODUCED_PARTITIONS,
     STREAMED_PARTITION,
     _field_value,
+    scapy_batch,
 )
-from conformance.protocols.cursus.messages import MAGIC, Batch, BatchAck, Message
+from conformance.protocols.cursus.messages import Batch, BatchAck, Message
 from conformance.protocols.cursus.real_messages import RealCommand, command
 
 Request = Batch | RealCommand
@@ -114,20 +114,10 @@ def scapy_fuzz(rng: random.Random, pool: Pool) -> bytes:
     if not isinstance(batch, Batch):
         return text_token(rng, pool)
     for _ in range(FUZZ_TRIES):
-        header = real_layers.batch_layer(batch)
-        state = rng.getrandbits(64)
-        with _SCAPY_RANDOM:
-            random.seed(state)
-            if header.messages and rng.random() < 0.5:
-                at = rng.randrange(len(header.messages))
-                header.messages[at] = fuzz(header.messages[at])
-            else:
-                header = fuzz(header)
-                header.magic = MAGIC
-            try:
-                return bytes(header)
-            except (ValueError, struct.error):
-                continue
+        try:
+            return scapy_batch(rng, real_layers.batch_layer(batch))
+        except (ValueError, struct.error):
+            continue
     return real_codec.encode_batch(batch)
 
 
