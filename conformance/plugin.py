@@ -360,8 +360,17 @@ class Plugin:
         nothing to do first)."""
         return None if self.opening is None else self.opening(values, revision)
 
-    def spec_text(self) -> str:
-        return resources.files(self.package).joinpath("SPEC.md").read_text(encoding="utf-8")
+    def spec_parts(self) -> list[tuple[str, str]]:
+        """The protocol's requirements as (file name, text): SPEC.md, then every
+        ``SPEC-<area>.md`` beside it in name order (a large protocol keeps an area, such
+        as Kafka's transactions, in a part of its own)."""
+        root = resources.files(self.package)
+        names = sorted(
+            e.name
+            for e in root.iterdir()
+            if e.name.startswith("SPEC-") and e.name.endswith(".md") and e.is_file()
+        )
+        return [(n, root.joinpath(n).read_text(encoding="utf-8")) for n in ["SPEC.md", *names]]
 
     def suite_dir(self) -> Path:
         spec = util.find_spec(self.suite_package)

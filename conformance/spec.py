@@ -1,4 +1,5 @@
-"""The requirement registry, read from each protocol's SPEC.md.
+"""The requirement registry, read from each protocol's SPEC.md (and its parts,
+``SPEC-<area>.md`` beside it, read after it in name order).
 
 SPEC.md format (one requirement)::
 
@@ -102,7 +103,14 @@ def parse(text: str, origin: str = "SPEC.md") -> dict[str, Requirement]:
 @cache
 def _all(protocol: str) -> dict[str, Requirement]:
     plugin = protocols.get(protocol)
-    return parse(plugin.spec_text(), f"{plugin.package.replace('.', '/')}/SPEC.md")
+    where = plugin.package.replace(".", "/")
+    reqs: dict[str, Requirement] = {}
+    for name, text in plugin.spec_parts():
+        for rid, req in parse(text, f"{where}/{name}").items():
+            if rid in reqs:
+                raise SpecError(f"{where}/{name}: {rid} is defined twice (also in an earlier part)")
+            reqs[rid] = req
+    return reqs
 
 
 @cache

@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 
 from conformance import protocols
+from conformance import spec as spec_module
 from conformance.spec import LEVELS, SpecError, parse, requirements
 from tests.protocols.registered import NAMES, spec_quirk_revision
 from tests.support.suite_cases import of_protocol
@@ -109,3 +110,38 @@ def test_spec_quirks_break_only_musts_of_the_revision_they_run_in(name: str) -> 
 def test_a_malformed_spec_is_refused_with_its_line(text: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         parse(text, "SPEC.md")
+
+
+_PART = "## area\n### TOY-X-{n} | MUST | doc\nRequirement: rule {n}.\nSource: seed.\n"
+
+
+def _parts_of(monkeypatch: pytest.MonkeyPatch, parts: list[tuple[str, str]]) -> None:
+    class _Fake:
+        package = "fake.proto"
+
+        def spec_parts(self) -> list[tuple[str, str]]:
+            return parts
+
+    monkeypatch.setattr(protocols, "get", lambda name: _Fake())
+    spec_module._all.cache_clear()
+    requirements.cache_clear()
+
+
+def test_a_spec_in_parts_reads_every_part_and_refuses_an_id_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _parts_of(monkeypatch, [("SPEC.md", _PART.format(n=1)), ("SPEC-b.md", _PART.format(n=2))])
+    try:
+        assert sorted(requirements("fake")) == ["TOY-X-1", "TOY-X-2"]
+        _parts_of(monkeypatch, [("SPEC.md", _PART.format(n=1)), ("SPEC-b.md", _PART.format(n=1))])
+        with pytest.raises(SpecError, match=r"fake/proto/SPEC-b.md: TOY-X-1 is defined twice"):
+            requirements("fake")
+    finally:
+        spec_module._all.cache_clear()
+        requirements.cache_clear()
+
+
+def test_the_kafka_spec_parts_are_found_beside_spec_md() -> None:
+    names = [name for name, _ in protocols.get("kafka").spec_parts()]
+    assert names[0] == "SPEC.md"
+    assert names[1:] == sorted(n for n in names[1:] if n.startswith("SPEC-"))

@@ -19,6 +19,8 @@ from types import ModuleType
 
 from conformance.protocols.kafka.messages import (
     api_versions,
+    cluster_admin_apis,
+    consumer_groups_apis,
     create_topics,
     delete_topics,
     describe_groups,
@@ -34,7 +36,9 @@ from conformance.protocols.kafka.messages import (
     offset_commit,
     offset_fetch,
     produce,
+    sasl_apis,
     sync_group,
+    transactions_apis,
 )
 from conformance.protocols.kafka.messages.headers import REQUEST_HEADER, RESPONSE_HEADER
 from conformance.wire.schema import Message, Versions
@@ -111,6 +115,16 @@ APIS: dict[int, Api] = {
             _api(19, "CreateTopics", create_topics),
             _api(20, "DeleteTopics", delete_topics),
             _api(22, "InitProducerId", init_producer_id),
+            *(
+                _api(key, name, module)
+                for family in (
+                    transactions_apis,
+                    sasl_apis,
+                    cluster_admin_apis,
+                    consumer_groups_apis,
+                )
+                for key, name, module in family.APIS
+            ),
         ),
         key=lambda api: api.key,
     )

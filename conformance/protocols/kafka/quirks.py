@@ -9,6 +9,8 @@ The handlers know nothing of quirks: a spec quirk is a rewrite of the request be
 is served (:func:`before`) or of the response after it (:func:`after`), both applied by
 the session only when a quirk is on, so every rule a quirk bends is named in this one
 module.  Fault quirks are checked by the session at the same point (:func:`fault`).
+The later API families keep theirs in ``quirks_<family>.py`` (the same ``QUIRKS``,
+``before`` and ``after``), which this module chains: :data:`QUIRKS` lists them all.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from crc32c import crc32c
 
 from conformance.errors import ProtocolError
 from conformance.plugin import QuirkSpec
+from conformance.protocols.kafka import (
+    quirks_cluster_admin,
+    quirks_consumer_groups,
+    quirks_sasl,
+    quirks_transactions,
+)
 from conformance.wire.varint import read_varint
 
 if TYPE_CHECKING:
@@ -153,6 +161,13 @@ QUIRKS: dict[str, QuirkSpec] = {
     )
 }
 
+_FAMILIES = (quirks_transactions, quirks_sasl, quirks_cluster_admin, quirks_consumer_groups)
+for _family in _FAMILIES:
+    for _name, _quirk in _family.QUIRKS.items():
+        if _name in QUIRKS:
+            raise ValueError(f"quirk {_name!r} of {_family.__name__} is already defined")
+        QUIRKS[_name] = _quirk
+
 
 # ------------------------------------------------------------------ spec quirks
 
@@ -195,6 +210,15 @@ def _malformed_batch(data: bytes) -> bool:
 def before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any]:
     """The request as a quirk makes the broker see it, or the response it answers instead
     (:class:`CloseConnection`: no response, the connection is closed)."""
+    for family in _FAMILIES:
+        seen = family.before(quirks, request)
+        if isinstance(seen, dict):
+            return seen
+        request = seen
+    return _before(quirks, request)
+
+
+def _before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any]:
     key, body = request.api_key, request.body
     closes = key == PRODUCE and "close-on-malformed-batch" in quirks
     if closes and any(_malformed_batch(p.get("records") or b"") for p in _produce_records(body)):
@@ -261,6 +285,12 @@ def _without_unknown(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def after(quirks: tuple[str, ...], request: Request, response: dict[str, Any]) -> dict[str, Any]:
     """The response as a quirk changes it (in place; returned for convenience)."""
+    for family in _FAMILIES:
+        response = family.after(quirks, request, response)
+    return _after(quirks, request, response)
+
+
+def _after(quirks: tuple[str, ...], request: Request, response: dict[str, Any]) -> dict[str, Any]:
     key = request.api_key
     if key == FETCH and "fetch-unknown-topic-unanswered" in quirks:
         response["responses"] = _without_unknown(response.get("responses", []))

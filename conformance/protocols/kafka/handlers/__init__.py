@@ -1,7 +1,9 @@
 """The handler of each Kafka API key, one small module per API or family of APIs.
 
 Each handler is ``handle(broker, request, peer)`` and opens with what it does and which
-versions it serves (its module docstring).
+versions it serves (its module docstring).  The later families (transactions, SASL,
+cluster administration, KIP-848 groups) each register theirs in their module's
+``HANDLERS``, as their messages do in ``messages/<family>_apis.py``.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from conformance.protocols.kafka.context import Handler
 from conformance.protocols.kafka.handlers import (
     admin,
     api_versions,
+    cluster_admin,
+    consumer_groups,
     fetch,
     groups,
     list_offsets,
     metadata,
     offsets,
     produce,
+    sasl,
+    transactions,
 )
 
 HANDLERS: dict[int, Handler] = {
@@ -36,4 +42,8 @@ HANDLERS: dict[int, Handler] = {
     19: admin.create_topics,
     20: admin.delete_topics,
     22: admin.init_producer_id,
+    **transactions.HANDLERS,
+    **sasl.HANDLERS,
+    **cluster_admin.HANDLERS,
+    **consumer_groups.HANDLERS,
 }
