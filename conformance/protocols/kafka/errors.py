@@ -60,6 +60,7 @@ CODES: dict[str, int] = {
     "PRODUCER_FENCED": 90,
     "UNKNOWN_TOPIC_ID": 100,
     "INCONSISTENT_TOPIC_ID": 103,
+    "FETCH_SESSION_TOPIC_ID_ERROR": 106,
 }
 NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
 
