@@ -61,6 +61,10 @@ CODES: dict[str, int] = {
     "UNKNOWN_TOPIC_ID": 100,
     "INCONSISTENT_TOPIC_ID": 103,
     "FETCH_SESSION_TOPIC_ID_ERROR": 106,
+    "FENCED_MEMBER_EPOCH": 110,
+    "UNRELEASED_INSTANCE_ID": 111,
+    "UNSUPPORTED_ASSIGNOR": 112,
+    "STALE_MEMBER_EPOCH": 113,
 }
 NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
 
