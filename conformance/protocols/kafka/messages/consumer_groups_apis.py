@@ -6,4 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-APIS: list[tuple[int, str, ModuleType]] = []
+from conformance.protocols.kafka.messages import consumer_group_describe, consumer_group_heartbeat
+
+APIS: list[tuple[int, str, ModuleType]] = [
+    (68, "ConsumerGroupHeartbeat", consumer_group_heartbeat),
+    (69, "ConsumerGroupDescribe", consumer_group_describe),
+]
