@@ -132,9 +132,10 @@ def usable(ctx: CaseContext, api: str, lowest: int = 0, highest: int | None = No
 class KafkaClient:
     """One connection to the target; requests at a chosen version, answers checked."""
 
-    def __init__(self, ctx: CaseContext) -> None:
+    def __init__(self, ctx: CaseContext, *, open_session: bool = True) -> None:
         self.ctx = ctx
-        self.conn: Connection = ctx.connect(open_session=False)
+        # the session opener authenticates (SASL) when the run is given credentials
+        self.conn: Connection = ctx.connect(open_session=open_session)
         self.corr = 100
         self.requests: dict[int, int] = {}
         """The wire-log entry of each request sent, by correlation id."""
