@@ -8,8 +8,8 @@ there, even past a limit of 0 (KIP-74), so a large record cannot block a consume
 partition error (or a session error) is answered at once, without waiting.  An offset
 below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; an unknown topic or partition
 UNKNOWN_TOPIC_OR_PARTITION (v13+, topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions
-(v7+) are not kept: every response says session id 0, which tells the client to send
-full requests; a request naming a session is FETCH_SESSION_ID_NOT_FOUND.  Nothing is
+(v7+, KIP-227) are kept by :mod:`..fetch_sessions`, which says what a request reads
+and shapes the answer (session id, incremental answers).  Nothing is
 transactional, so the last stable offset is the high watermark.  Record format: revision
 ``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends magic 0
 for v0-1 and magic 1 for v2-3.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import EngineError
-from conformance.protocols.kafka import batches
+from conformance.protocols.kafka import batches, fetch_sessions
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
@@ -42,12 +42,13 @@ class _Fetch:
         wait_s = max(int(body.get("max_wait_ms", 0)), 0) / 1000
         self.deadline = broker.clock() + wait_s
         self.error = False
+        self.session = fetch_sessions.resolve(broker, request)  # KIP-227, before any read
 
     def poll(self, now: float) -> dict[str, Any] | None:
         body, size = self.build()
         ready = size >= self.min_bytes or (size > 0 and self.min_bytes <= 0)
         if ready or self.error or now >= self.deadline:
-            return body
+            return self.session.shape(body)
         return None
 
     def build(self) -> tuple[dict[str, Any], int]:
@@ -56,7 +57,7 @@ class _Fetch:
         total = 0
         self.error = False  # an error in any partition is answered at once, as Kafka does
         responses = []
-        for t in body.get("topics", []):
+        for t in self.session.topics:
             if version >= 13:
                 tid = t.get("topic_id", ZERO_ID)
                 name = broker.topic_named(tid)
@@ -83,10 +84,7 @@ class _Fetch:
             "session_id": 0,
             "responses": responses,
         }
-        if version >= 7 and int(body.get("session_id", 0)) != 0:
-            reply = {**reply, "error_code": code("FETCH_SESSION_ID_NOT_FOUND"), "responses": []}
-            self.error = True
-            return reply, 0
+        self.error = self.error or self.session.refused  # a session error: at once
         return reply, total
 
     def _read(self, topic: str, index: int, offset: int, limit: int, first: bool) -> dict[str, Any]:
