@@ -8,6 +8,13 @@ UNKNOWN_TOPIC_OR_PARTITION; an offset below 0 is OFFSET_OUT_OF_RANGE.  The commi
 metadata string is kept beside the offset (in memory).  OffsetFetch answers -1 with no
 error for a partition never committed; a null topic list (v2+) means every topic the
 group committed.  v8+ asks for several groups at once.
+
+A group of the consumer protocol (KIP-848, :mod:`.consumer_groups`) checks the member
+instead, as Kafka's ``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch`` do:
+a commit with member epoch -1 is a simple commit while the group has no members; else
+the member id must be a member (UNKNOWN_MEMBER_ID), commit with v9+ (UNSUPPORTED_VERSION
+below) and carry its current member epoch (STALE_MEMBER_EPOCH).  An OffsetFetch v9 that
+names a member (or an epoch) is checked the same way, its group answering the error.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from conformance.engine import EngineError
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
+from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
 
 
 def _generation(body: dict[str, Any]) -> int:
@@ -32,7 +40,11 @@ def offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]
     group = body.get("group_id", "")
     member = body.get("member_id", "") if request.api_version >= 1 else ""
     generation = _generation(body) if request.api_version >= 1 else -1
-    refused = broker.coordinator.check_commit(group, member, generation)
+    modern = consumer_groups(broker)
+    if modern.is_consumer(group):
+        refused = modern.check_commit(group, member, generation, request.api_version)
+    else:
+        refused = broker.coordinator.check_commit(group, member, generation)
     topics = []
     for t in body.get("topics", []):
         name = t.get("name", "")
@@ -88,14 +100,20 @@ def _partitions(
 def offset_fetch(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body, version = request.body, request.api_version
     if version >= 8:
-        groups = [
-            {
-                "group_id": g.get("group_id", ""),
-                "topics": _partitions(broker, g.get("group_id", ""), g.get("topics"), version),
-                "error_code": 0,
-            }
-            for g in body.get("groups", [])
-        ]
+        groups = []
+        for g in body.get("groups", []):
+            group_id = g.get("group_id", "")
+            error = consumer_groups(broker).check_fetch(
+                group_id, g.get("member_id"), int(g.get("member_epoch", -1))
+            )
+            found = _partitions(broker, group_id, g.get("topics"), version)
+            groups.append(
+                {
+                    "group_id": group_id,
+                    "topics": found if error == "NONE" else [],
+                    "error_code": code(error),
+                }
+            )
         return {"throttle_time_ms": 0, "groups": groups}
     topics = body.get("topics")
     if topics is None and version < 2:
