@@ -324,6 +324,7 @@ KP_ALIASES = {
         "cluster_authorized_operations",
         "topic_authorized_operations",
     ),
+    ("DescribeClusterResponse", "authorized_operations"): ("cluster_authorized_operations",),
 }
 
 
@@ -505,9 +506,18 @@ _AIO_EPOCH = (
     "aiokafka's OffsetRequest_v4/v5 declare current_leader_epoch as Int64; Kafka's "
     "definition (and kafka-python) make it int32 (aiokafka does not use v4/v5)"
 )
+_GROUPED = (
+    "the peer groups a topic's count and assignments in one struct (new_partitions); the "
+    "bytes are Kafka's, only the positional grouping differs from the definition"
+)
 HAND_PEER_DIFFERENCES: dict[tuple[str, str, int], str] = {
     ("aiokafka", "ListOffsetsRequest", 4): _AIO_EPOCH,
     ("aiokafka", "ListOffsetsRequest", 5): _AIO_EPOCH,
+    **{
+        (peer, "CreatePartitionsRequest", v): _GROUPED
+        for peer in ("kafka-python (kafka.protocol.old)", "aiokafka")
+        for v in (0, 1)
+    },
 }
 
 
