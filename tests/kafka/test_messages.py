@@ -85,6 +85,8 @@ CAPS = {
     "DescribeCluster": 1,
     "ConsumerGroupHeartbeat": 1,
     "ConsumerGroupDescribe": 1,
+    "SaslHandshake": 1,
+    "SaslAuthenticate": 2,
 }
 KEYS = {
     "Produce": 0,
@@ -116,6 +118,8 @@ KEYS = {
     "DescribeCluster": 60,
     "ConsumerGroupHeartbeat": 68,
     "ConsumerGroupDescribe": 69,
+    "SaslHandshake": 17,
+    "SaslAuthenticate": 36,
 }
 # the first flexible version of each API, as Kafka 3.9 declares it
 FLEXIBLE_FROM = {
@@ -148,6 +152,8 @@ FLEXIBLE_FROM = {
     "DescribeCluster": 0,
     "ConsumerGroupHeartbeat": 0,
     "ConsumerGroupDescribe": 0,
+    "SaslHandshake": None,  # never flexible (KAFKA-9577)
+    "SaslAuthenticate": 2,
 }
 NO_PEER = {"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
 """APIs neither peer declares (kafka-python 3.0's schemas and aiokafka stop before
@@ -165,7 +171,8 @@ def test_registry() -> None:
         assert api.request.name == f"{api.name}Request"
         assert api.response.name == f"{api.name}Response"
         for v in range(api.low, api.high + 1):
-            flexible = v >= FLEXIBLE_FROM[api.name]
+            since = FLEXIBLE_FROM[api.name]
+            flexible = since is not None and v >= since
             assert request_header_version(api.key, v) == (2 if flexible else 1)
             expected = 0 if api.name == "ApiVersions" else (1 if flexible else 0)
             assert response_header_version(api.key, v) == expected
@@ -345,6 +352,7 @@ with warnings.catch_warnings():
     from kafka.protocol import consumer as kp_consumer
     from kafka.protocol import metadata as kp_metadata
     from kafka.protocol import producer as kp_producer
+    from kafka.protocol import sasl as kp_sasl
     from kafka.protocol.schemas.fields.codecs import UUID as KpUUID
     from kafka.protocol.schemas.fields.codecs import BitField as KpBitField
 
@@ -354,6 +362,9 @@ KP_CLASSES: dict[str, Any] = {
     for name in mod.__all__
     if name.endswith(("Request", "Response"))
 }
+KP_CLASSES.update(  # kafka.protocol.sasl has no __all__
+    {n: getattr(kp_sasl, n) for n in vars(kp_sasl) if n.startswith(("SaslHandshake", "SaslAuth"))}
+)
 
 
 def _kp_versions(cls: Any) -> range:
