@@ -18,6 +18,13 @@ What the broker does with a request it cannot serve:
   (a Kafka broker cannot answer what it cannot read);
 * a size prefix over 100 MiB or below 0: the connection is closed before any of it is read.
 
+A broker that requires SASL (``KafkaConfig.sasl_users``) puts a gate before the handlers
+on every connection (:mod:`.sasl_session`, as Apache Kafka's ``SaslServerAuthenticator``):
+before authentication only ApiVersions, SaslHandshake and SaslAuthenticate are served,
+anything else closes the connection (after SaslHandshake v1, once answered with
+ILLEGAL_SASL_STATE), after SaslHandshake v0 the frames are bare SASL tokens, and a
+failed authentication closes the connection once its answer is sent.
+
 Revision ``doc`` answers with response header v0 everywhere (pgcdc); ``apache`` follows
 Kafka's rule (v1 for flexible versions, ApiVersions excepted).  Both serve the same APIs.
 
@@ -28,6 +35,7 @@ import instead of this module; the plug-in finds :class:`KafkaConfig` here too.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -47,8 +55,10 @@ from conformance.protocols.kafka.context import (
     Wait,
 )
 from conformance.protocols.kafka.errors import code
+from conformance.protocols.kafka.fault_replies import error_body
 from conformance.protocols.kafka.handlers import HANDLERS
 from conformance.protocols.kafka.handlers.api_versions import supported
+from conformance.protocols.kafka.sasl_session import SaslConnection
 from conformance.server import Outcome
 from conformance.wire.framing import LengthPrefixDeframer
 
@@ -114,9 +124,15 @@ class KafkaSession:
         self.frontend = frontend
         self.broker = frontend.broker
         self.peer = peer
+        self.sasl: SaslConnection | None = None
+        config = frontend.config
+        if config.sasl:
+            self.sasl = SaslConnection(self.broker.sasl_users, config.sasl_mechanisms)
+            self.broker.sasl_connections[peer] = self.sasl
 
     def closed(self) -> None:
-        pass
+        if self.sasl is not None and self.broker.sasl_connections.get(self.peer) is self.sasl:
+            del self.broker.sasl_connections[self.peer]
 
     def received(self, count: int) -> None:
         pass
@@ -128,6 +144,8 @@ class KafkaSession:
     def respond(self, request: Request, body: dict[str, Any]) -> bytes:
         if self.frontend.config.quirks:
             body = quirks.after(self.frontend.config.quirks, request, body)
+        if self.sasl is not None and not self.sasl.open:
+            self.sasl.answered(request.api_key, int(body.get("error_code", 0)))
         header = 0 if self.pgcdc else None
         return codec.frame(
             codec.encode_response(
@@ -143,10 +161,43 @@ class KafkaSession:
         active = self.frontend.config.quirks
         if active and self._stopped(active, frame):
             return Outcome()
+        gate = self.sasl
+        if gate is not None and not gate.open:
+            return self._authenticating(gate, frame)
         try:
             request = codec.decode_request(frame)
         except KafkaError as exc:
             return self._undecodable(exc, frame)
+        return self._serve(request)
+
+    def _authenticating(self, gate: SaslConnection, frame: bytes) -> Outcome:
+        """A frame before authentication: a bare token after SaslHandshake v0, else a
+        request the gate serves, refuses or closes on (:mod:`.sasl_session`)."""
+        if gate.raw:
+            token = gate.token(frame)
+            return Outcome(close=True) if token is None else Outcome([codec.frame(token)])
+        if len(frame) < 8:
+            return Outcome(close=True)
+        action = gate.admit(int.from_bytes(frame[:2], "big", signed=True))
+        if action == "close":
+            return Outcome(close=True)
+        try:
+            request = codec.decode_request(frame)
+        except KafkaError as exc:
+            if exc.api_key == API_VERSIONS_KEY:
+                return self._undecodable(exc, frame)
+            return Outcome(close=True)  # Kafka cannot answer what it cannot read
+        if action == "refuse":
+            body = error_body(request, "ILLEGAL_SASL_STATE")
+            return Outcome(close=True) if body is None else self._closing(request, body)
+        outcome = self._serve(request)
+        return dataclasses.replace(outcome, close=outcome.close or gate.state == "failed")
+
+    def _closing(self, request: Request, body: dict[str, Any]) -> Outcome:
+        return Outcome([self.respond(request, body)], close=True)
+
+    def _serve(self, request: Request) -> Outcome:
+        active = self.frontend.config.quirks
         answer: Any
         if active:
             quirks.fault(active, request)

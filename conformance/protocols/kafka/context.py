@@ -15,11 +15,12 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.coordinator import Coordinator
+from conformance.protocols.kafka.sasl_session import MECHANISMS, SaslConnection, SaslUsers
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -40,6 +41,15 @@ class KafkaConfig:
     auto_create_topics: bool = True
     default_partitions: int = 1
     fetch_max_records: int = 10_000
+    sasl_users: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """(user, password) pairs; any makes every connection authenticate first (SASL)."""
+    sasl_mechanisms: tuple[str, ...] = MECHANISMS
+    """The SASL mechanisms enabled when ``sasl_users`` are given."""
+
+    @property
+    def sasl(self) -> bool:
+        """Whether every connection must authenticate (SASL) before it is served."""
+        return bool(self.sasl_users)
 
 
 class NoResponse:
@@ -100,6 +110,10 @@ class Broker:
         self.producer_epochs: dict[int, int] = {}
         self.time_indexes: dict[tuple[str, int], Any] = {}
         """ListOffsets' running timestamp maximum per partition (handlers/list_offsets.py)."""
+        self.sasl_users = SaslUsers(config.sasl_users)
+        self.sasl_connections: dict[str, SaslConnection] = {}
+        """The SASL state of each open connection, by peer, when SASL is required (the
+        session adds and removes its own; handlers/sasl.py drives it)."""
 
     def changed(self) -> None:
         for listener in list(self._listeners):

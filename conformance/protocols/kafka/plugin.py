@@ -7,9 +7,17 @@ serves the same APIs in both (ApiVersions lists them).  Serve options:
 ``--join-delay-ms`` (how long a rebalance waits for more members, default 300; 50 in the
 embedded broker of ``run``, where the group cases would otherwise spend most of the run
 waiting on it: bench/run_all.py) and
-``--default-partitions`` (for auto-created topics and CreateTopics with -1).  Kafka has
-no session opener: a connection's first request is a real one (clients begin with
-ApiVersions of their own accord).
+``--default-partitions`` (for auto-created topics and CreateTopics with -1).
+
+SASL (SPEC-sasl.md).  ``serve --sasl-username NAME --sasl-password SECRET`` (and
+``--sasl-users NAME:SECRET,...`` for more) makes the broker require SASL of every
+connection, with the mechanisms of ``--sasl-mechanisms`` (default PLAIN, SCRAM-SHA-256,
+SCRAM-SHA-512); without users it requires none, as before.  ``run`` and ``fuzz`` with
+``--sasl-username``/``--sasl-password`` (and ``--sasl-mechanism``, default PLAIN) open
+every connection with ApiVersions v0, SaslHandshake v1 and SaslAuthenticate
+(:func:`opening`), and give the same user to the embedded broker, which then requires
+SASL.  Without credentials Kafka has no session opener: a connection's first request is
+a real one (clients begin with ApiVersions of their own accord).
 """
 
 from __future__ import annotations
@@ -18,11 +26,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from conformance.options import Option
-from conformance.plugin import Annotation, ErrorCodes, Plugin, ServeConfig
+from conformance.plugin import Annotation, ErrorCodes, Opening, Plugin, ServeConfig
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka.context import REVISIONS
 from conformance.protocols.kafka.errors import CODES
 from conformance.protocols.kafka.quirks import QUIRKS
+from conformance.protocols.kafka.sasl_opening import (
+    mechanisms_list,
+    sasl_opening,
+    users_list,
+)
+from conformance.protocols.kafka.sasl_session import MECHANISMS
 
 if TYPE_CHECKING:
     from conformance.engine import Engine
@@ -55,6 +69,42 @@ OPTIONS = (
         minimum=1,
         metavar="N",
     ),
+    Option(
+        "--sasl-username",
+        "authenticate every connection as this user (SASL; run, fuzz), and the user the "
+        "broker knows (serve; any user makes it require SASL)",
+        ("run", "serve", "fuzz"),
+        metavar="NAME",
+    ),
+    Option(
+        "--sasl-password",
+        "that user's password",
+        ("run", "serve", "fuzz"),
+        metavar="SECRET",
+        secret=True,
+    ),
+    Option(
+        "--sasl-mechanism",
+        "the SASL mechanism a connection authenticates with (default PLAIN)",
+        ("run", "fuzz"),
+        default="PLAIN",
+        choices=MECHANISMS,
+    ),
+    Option(
+        "--sasl-users",
+        "more users the broker knows, comma-separated (SASL required)",
+        ("serve",),
+        type=users_list,
+        metavar="NAME:SECRET,...",
+        secret=True,
+    ),
+    Option(
+        "--sasl-mechanisms",
+        f"the SASL mechanisms the broker enables, comma-separated (default {','.join(MECHANISMS)})",
+        ("serve",),
+        type=mechanisms_list,
+        metavar="LIST",
+    ),
 )
 
 PROBE = codec.encode_request(18, 0, {}, correlation_id=0x7EC0, client_id="conformance-probe")
@@ -80,13 +130,28 @@ def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
     from conformance.protocols.kafka.broker import KafkaConfig, KafkaFrontend
 
     options = config.options
+    users = list(options.get("sasl_users") or ())
+    if options.get("sasl_username"):
+        users.insert(0, (str(options["sasl_username"]), str(options.get("sasl_password") or "")))
     kafka = KafkaConfig(
         revision=config.revision,
         quirks=config.quirks,
         join_delay_s=int(_given(options, "join_delay_ms", 300)) / 1000,
         default_partitions=int(_given(options, "default_partitions", 1)),
+        sasl_users=tuple(users),
+        sasl_mechanisms=tuple(options.get("sasl_mechanisms") or MECHANISMS),
     )
     return KafkaFrontend(engine, kafka)
+
+
+def opening(values: Mapping[str, Any], revision: str) -> Opening | None:
+    """With ``--sasl-username``: authenticate (SASL) before the first real request;
+    without: nothing (a connection's first request is a real one)."""
+    user = values.get("sasl_username")
+    if not user:
+        return None
+    mechanism = str(values.get("sasl_mechanism") or "PLAIN")
+    return sasl_opening(mechanism, str(user), str(values.get("sasl_password") or ""), revision)
 
 
 def _vectors() -> VectorSchema:
@@ -133,6 +198,7 @@ PLUGIN = Plugin(
     fuzzing=_fuzzing,
     quirks=QUIRKS,
     options=OPTIONS,
+    opening=opening,
     messaging=_messaging,
     validation=_validation,
 )

@@ -6,4 +6,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-APIS: list[tuple[int, str, ModuleType]] = []
+from conformance.protocols.kafka.messages import sasl_authenticate, sasl_handshake
+
+APIS: list[tuple[int, str, ModuleType]] = [
+    (17, "SaslHandshake", sasl_handshake),
+    (36, "SaslAuthenticate", sasl_authenticate),
+]
