@@ -4,7 +4,8 @@
 appends: one per batch, with the batch's producer id, epoch and sequence range for an
 idempotent producer.  ``for_fetch`` writes stored records back as batches for a Fetch
 response: consecutive records of the same producer (and epoch) form one batch, so an
-idempotent producer's sequences survive the round trip; a batch holds at most
+idempotent producer's sequences survive the round trip; transactional records (and
+markers, each a control batch of its own) keep their flags; a batch holds at most
 ``BATCH_RECORDS`` records, and batches are added while they fit the byte limit (the
 first always, so a record larger than the limit cannot block a consumer).
 
@@ -26,6 +27,8 @@ from conformance.engine import NewRecord, ProducerBatch, Record
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.compression import TooLarge
+from conformance.protocols.kafka.record_types import CONTROL_BIT, TRANSACTIONAL_BIT
+from conformance.protocols.kafka.transaction_index import Marker, PartitionTxns
 
 BATCH_RECORDS = 500
 MAX_BATCH_BYTES = 1 << 20
@@ -74,9 +77,10 @@ class Refused(ProtocolError):
 def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> list[Append]:
     """The appends of one partition's ``records`` field of a Produce v``version``.
 
-    Raises Refused (INVALID_RECORD: not exactly one magic-2 batch in v3+, a control or
-    transactional batch, no records) or ProtocolError (CORRUPT_MESSAGE: a bad CRC, a
-    count or length that disagrees with the bytes, a partial batch)."""
+    Raises Refused (INVALID_RECORD: not exactly one magic-2 batch in v3+, a control
+    batch, a transactional batch without a producer id, no records) or ProtocolError
+    (CORRUPT_MESSAGE: a bad CRC, a count or length that disagrees with the bytes, a
+    partial batch)."""
     if not data:
         raise Refused("INVALID_RECORD", "the partition's records are empty")
     _known_codecs(data)
@@ -100,8 +104,10 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
             f"Produce v{version} carries exactly one magic-2 batch per partition",
         )
     batch = batches[0]
-    if batch.is_control or batch.is_transactional:
-        raise Refused("INVALID_RECORD", "control and transactional batches are not served")
+    if batch.is_control:  # Kafka's LogValidator: clients may not write control records
+        raise Refused("INVALID_RECORD", "a client may not write a control batch")
+    if batch.is_transactional and batch.producer_id < 0:
+        raise Refused("INVALID_RECORD", "a transactional batch without a producer id")
     if not batch.records:
         raise Refused("INVALID_RECORD", "the batch holds no record")
     records = _records(batch)
@@ -112,6 +118,18 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
             str(batch.producer_id), batch.producer_epoch, first, first + len(records) - 1
         )
     return [(records, producer)]
+
+
+def transactional(data: bytes) -> tuple[int, int] | None:
+    """(producer id, epoch) of a transactional batch; None for any other records (call it
+    on records :func:`from_request` took)."""
+    try:
+        header = rec.peek_batch(data)
+    except ProtocolError:
+        return None
+    if header.magic != 2 or not header.is_transactional:
+        return None
+    return header.producer_id, header.producer_epoch
 
 
 def _known_codecs(data: bytes) -> None:
@@ -151,37 +169,52 @@ def _records(batch: rec.RecordBatch) -> list[NewRecord]:
     ]
 
 
-def _runs(records: Sequence[Record]) -> list[list[Record]]:
-    runs: list[list[Record]] = []
+Kind = tuple[bool, Marker | None]
+"""(transactional, the marker if the record is a control record) of a stored record."""
+_PLAIN: Kind = (False, None)
+
+
+def _runs(records: Sequence[Record], txns: PartitionTxns | None) -> list[tuple[Kind, list[Record]]]:
+    runs: list[tuple[Kind, list[Record]]] = []
     for r in records:
-        last = runs[-1][-1] if runs else None
+        kind = txns.attributes(r) if txns is not None else _PLAIN
+        last = runs[-1][1][-1] if runs else None
         same = (
             last is not None
+            and kind[1] is None  # a control record is a batch of its own
+            and runs[-1][0] == kind
             and (last.producer_id, last.producer_epoch) == (r.producer_id, r.producer_epoch)
-            and len(runs[-1]) < BATCH_RECORDS
+            and len(runs[-1][1]) < BATCH_RECORDS
             and (not r.producer_id or r.sequence == last.sequence + 1)
         )
         if same:
-            runs[-1].append(r)
+            runs[-1][1].append(r)
         else:
-            runs.append([r])
+            runs.append((kind, [r]))
     return runs
 
 
-def _batch(run: list[Record], magic: int) -> bytes:
+def _batch(run: list[Record], magic: int, kind: Kind = _PLAIN) -> bytes:
     first = run[0]
-    if magic < 2:
-        return b"".join(_legacy(r, magic) for r in run)
+    transactional, marker = kind
+    if magic < 2:  # a down-converted fetch has no control records (nor their flags)
+        return b"" if marker else b"".join(_legacy(r, magic) for r in run)
     producer = int(first.producer_id) if first.producer_id.isdigit() else -1
+    epoch = first.producer_epoch if producer >= 0 else -1
+    sequence = first.sequence if producer >= 0 else -1
+    if marker is not None:
+        producer, epoch, sequence = marker.producer_id, marker.producer_epoch, -1
+    attributes = (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if marker else 0)
     base_ts = min(r.timestamp_ms for r in run)
     return rec.encode_batch(
         rec.RecordBatch(
             base_offset=first.offset,
+            attributes=attributes,
             base_timestamp=base_ts,
             max_timestamp=max(r.timestamp_ms for r in run),
             producer_id=producer,
-            producer_epoch=first.producer_epoch if producer >= 0 else -1,
-            base_sequence=first.sequence if producer >= 0 else -1,
+            producer_epoch=epoch,
+            base_sequence=sequence,
             last_offset_delta=run[-1].offset - first.offset,
             records=tuple(
                 rec.Record(
@@ -210,13 +243,20 @@ def _legacy(r: Record, magic: int) -> bytes:
     return _I64.pack(r.offset) + _I32.pack(len(body) + 4) + _U32.pack(crc) + body
 
 
-def for_fetch(records: Sequence[Record], magic: int, limit: int, first: bool) -> tuple[bytes, int]:
+def for_fetch(
+    records: Sequence[Record],
+    magic: int,
+    limit: int,
+    first: bool,
+    txns: PartitionTxns | None = None,
+) -> tuple[bytes, int]:
     """Stored ``records`` as batches of ``magic``, up to ``limit`` bytes (``first``: the
-    first batch even if it is larger), and how many of the records they hold."""
+    first batch even if it is larger), and how many of the records they hold; ``txns``:
+    the partition's transactions, which mark transactional and control batches."""
     out: list[bytes] = []
     size = count = 0
-    for run in _runs(records):
-        data = _batch(run, magic)
+    for kind, run in _runs(records, txns):
+        data = _batch(run, magic, kind)
         if size + len(data) > limit and (out or not first):
             break
         out.append(data)

@@ -10,9 +10,9 @@ transactional id, revision ``apache`` hands out a new id at epoch 0 all the same
 Apache Kafka's ``TransactionCoordinator.handleInitProducerId`` does for a null
 transactional id (the producer bumps its epoch on its own side, KIP-360); ``doc`` bumps a
 known id's epoch and gives an unknown one a new id.  Only one of id and epoch given is
-INVALID_REQUEST.  Transactions are not served: a
-transactional id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients
-report as such.
+INVALID_REQUEST.  An InitProducerId with a transactional id is the transaction
+coordinator's (handlers/transactions.py, which calls this one without).  A deleted
+topic's transaction index goes with it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.metadata import ZERO_ID, legal_topic
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 MAX_EPOCH = 32767
 
@@ -83,6 +84,7 @@ def _delete(broker: Broker, name: str | None) -> str:
     except EngineError as exc:
         return from_engine(exc.code)
     broker.forget_topic(name)
+    coordinator_of(broker).index.forget(name)
     return "NONE"
 
 
@@ -110,8 +112,6 @@ def delete_topics(broker: Broker, request: Request, peer: str) -> dict[str, Any]
 def init_producer_id(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
     reply = {"throttle_time_ms": 0, "error_code": 0, "producer_id": -1, "producer_epoch": -1}
-    if body.get("transactional_id") is not None:
-        return {**reply, "error_code": code("TRANSACTIONAL_ID_AUTHORIZATION_FAILED")}
     pid, epoch = int(body.get("producer_id", -1)), int(body.get("producer_epoch", -1))
     if (pid < 0) != (epoch < 0):
         return {**reply, "error_code": code("INVALID_REQUEST")}

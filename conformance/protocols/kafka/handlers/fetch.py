@@ -9,8 +9,14 @@ partition error (or a session error) is answered at once, without waiting.  An o
 below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; an unknown topic or partition
 UNKNOWN_TOPIC_OR_PARTITION (v13+, topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions
 (v7+, KIP-227) are kept by :mod:`..fetch_sessions`, which says what a request reads
-and shapes the answer (session id, incremental answers).  Nothing is
-transactional, so the last stable offset is the high watermark.  Record format: revision
+and shapes the answer (session id, incremental answers).  Transactions (Apache Kafka's
+``UnifiedLog.read`` and ``LocalLog``): every answer gives the partition's last stable
+offset (the first offset of its earliest open transaction, else the high watermark);
+isolation_level 1 (READ_COMMITTED, v4+) returns no record at or past it and lists the
+aborted transactions (producer id, first offset) that overlap what it returns
+(``TransactionIndex.collectAbortedTxns``); READ_UNCOMMITTED returns everything up to the
+high watermark and an empty list.  Transactional records and markers go out in batches
+with their flags (:func:`..batches.for_fetch`).  Record format: revision
 ``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends magic 0
 for v0-1 and magic 1 for v2-3.
 """
@@ -25,6 +31,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.metadata import ZERO_ID
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 
 def _magic(broker: Broker, version: int) -> int:
@@ -43,6 +50,9 @@ class _Fetch:
         self.deadline = broker.clock() + wait_s
         self.error = False
         self.session = fetch_sessions.resolve(broker, request)  # KIP-227, before any read
+        self.coordinator = coordinator_of(broker)
+        self.coordinator.expire()  # a transaction past its timeout is aborted first
+        self.committed = request.api_version >= 4 and int(body.get("isolation_level", 0)) == 1
 
     def poll(self, now: float) -> dict[str, Any] | None:
         body, size = self.build()
@@ -89,17 +99,25 @@ class _Fetch:
 
     def _read(self, topic: str, index: int, offset: int, limit: int, first: bool) -> dict[str, Any]:
         engine, magic = self.broker.engine, _magic(self.broker, self.request.api_version)
+        committed = self.committed
         try:
             hwm = engine.high_watermark(topic, index)
+            txns = self.coordinator.index.known(topic, index)
+            if txns is not None:
+                txns = self.coordinator.index.partition(topic, index, hwm)
+            lso = txns.last_stable_offset(hwm) if txns is not None else hwm
             if not 0 <= offset <= hwm:
-                return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"")
+                return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"", lso)
+            end = lso if committed else hwm
             parts: list[bytes] = []
             size, at = 0, offset
             # read the log a batch's worth at a time, so a fetch costs what it returns,
             # not the length of the log behind it
-            while at < hwm and (size < limit or (first and not parts)):
-                chunk = engine.read(topic, index, at, batches.BATCH_RECORDS)
-                data, count = batches.for_fetch(chunk, magic, limit - size, first and not parts)
+            while at < end and (size < limit or (first and not parts)):
+                chunk = engine.read(topic, index, at, min(batches.BATCH_RECORDS, end - at))
+                data, count = batches.for_fetch(
+                    chunk, magic, limit - size, first and not parts, txns
+                )
                 if not count:
                     break
                 parts.append(data)
@@ -109,17 +127,30 @@ class _Fetch:
                     break
         except EngineError as exc:
             return _partition(index, from_engine(exc.code), -1, b"")
-        return _partition(index, "NONE", hwm, b"".join(parts))
+        aborted = []
+        if committed and txns is not None and at > offset:
+            aborted = [
+                {"producer_id": s.producer_id, "first_offset": s.first}
+                for s in txns.aborted_in(offset, at)
+            ]
+        return _partition(index, "NONE", hwm, b"".join(parts), lso, aborted)
 
 
-def _partition(index: int, error: str, hwm: int, records: bytes) -> dict[str, Any]:
+def _partition(
+    index: int,
+    error: str,
+    hwm: int,
+    records: bytes,
+    lso: int | None = None,
+    aborted: list[dict[str, int]] | None = None,
+) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code(error),
         "high_watermark": hwm,
-        "last_stable_offset": hwm,
+        "last_stable_offset": hwm if lso is None else lso,
         "log_start_offset": 0 if hwm >= 0 else -1,
-        "aborted_transactions": [],
+        "aborted_transactions": aborted or [],
         "preferred_read_replica": -1,
         "records": records,
     }

@@ -5,7 +5,10 @@ nothing is ever truncated here), -3 (v7+) the offset of the record with the larg
 timestamp; any other timestamp gives the first offset whose record's timestamp is at
 least it, or offset -1 and timestamp -1 when none is.  v0 answers in
 ``old_style_offsets`` (at most ``max_num_offsets`` of them).  An unknown topic or a
-partition outside it is UNKNOWN_TOPIC_OR_PARTITION.
+partition outside it is UNKNOWN_TOPIC_OR_PARTITION.  With isolation_level 1
+(READ_COMMITTED, v2+) the latest offset is the last stable offset, the first offset of the
+partition's earliest open transaction (Apache Kafka's ``Partition.fetchOffsetForTimestamp``:
+``lastFetchableOffset``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from conformance.engine import EngineError
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
@@ -69,12 +73,17 @@ def _index(broker: Broker, topic: str, index: int, hwm: int) -> TimeIndex:
     return found
 
 
-def _lookup(broker: Broker, topic: str, index: int, timestamp: int) -> tuple[str, int, int]:
+def _lookup(
+    broker: Broker, topic: str, index: int, timestamp: int, committed: bool = False
+) -> tuple[str, int, int]:
     try:
         hwm = broker.engine.high_watermark(topic, index)
     except EngineError as exc:
         return from_engine(exc.code), -1, -1
     if timestamp == LATEST:
+        index_of = coordinator_of(broker).index
+        if committed and index_of.known(topic, index) is not None:
+            return "NONE", index_of.partition(topic, index, hwm).last_stable_offset(hwm), -1
         return "NONE", hwm, -1
     if timestamp == EARLIEST:
         return "NONE", 0, -1
@@ -87,13 +96,18 @@ def _lookup(broker: Broker, topic: str, index: int, timestamp: int) -> tuple[str
 
 def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     version = request.api_version
+    committed = version >= 2 and int(request.body.get("isolation_level", 0)) == 1
+    if committed:
+        coordinator_of(broker).expire()
     topics = []
     for t in request.body.get("topics", []):
         name = t.get("name", "")
         parts = []
         for p in t.get("partitions", []):
             index = int(p.get("partition_index", 0))
-            error, offset, ts = _lookup(broker, name, index, int(p.get("timestamp", LATEST)))
+            error, offset, ts = _lookup(
+                broker, name, index, int(p.get("timestamp", LATEST)), committed
+            )
             entry: dict[str, Any] = {
                 "partition_index": index,
                 "error_code": code(error),

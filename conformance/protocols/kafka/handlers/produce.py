@@ -15,8 +15,20 @@ lengths disagree with its bytes is CORRUPT_MESSAGE in ``doc`` and INVALID_RECORD
 catch-all); nothing of a refused partition is stored.  A batch with a producer id is
 idempotent under the engine's STRICT policy (Kafka's sequence rules): a resend of a
 remembered batch is acknowledged with its first offsets; a sequence gap is
-OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is INVALID_PRODUCER_EPOCH.  Control and
-transactional batches are INVALID_RECORD (no transactions here).
+OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is INVALID_PRODUCER_EPOCH.  A control batch
+is INVALID_RECORD (Kafka's LogValidator: clients may not write control records).
+
+Transactions (Apache Kafka's ``KafkaApis.handleProduceRequest`` and ``ReplicaManager``'s
+transaction verification): a request with a transactional batch (attribute bit 4) but no
+transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition.  A
+transactional batch is checked against the coordinator: an unknown transactional id or
+another producer id is INVALID_PRODUCER_ID_MAPPING; another epoch INVALID_PRODUCER_EPOCH
+(the coordinator's PRODUCER_FENCED, as ``AddPartitionsToTxnManager`` maps it); a partition
+not added to the transaction INVALID_TXN_STATE in v0-10 and TRANSACTION_ABORTABLE in v11.
+The first transactional batch of a producer in a partition opens its transaction there
+(the last stable offset stays below it until the marker).  A non-transactional batch of a
+producer with a transaction open in that partition is INVALID_TXN_STATE
+(``ProducerAppendInfo``).
 """
 
 from __future__ import annotations
@@ -30,10 +42,17 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import CLOSE, NO_RESPONSE, Broker, NoResponse
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.record_types import CorruptRecord, RecordsDisagree
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 
 def _append(
-    broker: Broker, topic: str, index: int, data: bytes | None, version: int, budget: list[int]
+    broker: Broker,
+    topic: str,
+    index: int,
+    data: bytes | None,
+    version: int,
+    budget: list[int],
+    tid: str | None,
 ) -> tuple[str, int, str | None]:
     pgcdc = broker.config.revision == "doc"
     """(error, base offset, message) of one partition's records; ``budget[0]`` is what is
@@ -57,20 +76,59 @@ def _append(
         return ("CORRUPT_MESSAGE" if pgcdc else "INVALID_RECORD"), -1, str(exc)
     except ProtocolError as exc:  # anything else that does not decode (a compressed stream)
         return "CORRUPT_MESSAGE", -1, str(exc)
+    txn = batches.transactional(data or b"") if version >= 3 else None
+    tx = coordinator_of(broker)
+    began = False
+    if txn is not None:
+        verdict = tx.produce_check(tid or "", txn[0], txn[1], (topic, index))
+        if verdict != "NONE":
+            return _unverified(verdict, version), -1, f"transaction check: {verdict}"
+        began = tx.index.begin(topic, index, txn[0], broker.engine.high_watermark(topic, index))
+    elif appends[0][1] is not None:
+        part = tx.index.known(topic, index)
+        if part is not None and int(appends[0][1].producer_id) in part.open:
+            return "INVALID_TXN_STATE", -1, "a non-transactional write inside a transaction"
     base = -1
     try:
         for records, producer in appends:
             result = broker.engine.append(topic, index, records, producer, policy=STRICT)
             base = result.base_offset if base < 0 else base
+            if began and result.duplicate:
+                tx.index.undo_begin(topic, index, txn[0] if txn else -1)
     except EngineError as exc:
+        if began:
+            tx.index.undo_begin(topic, index, txn[0] if txn else -1)
         return from_engine(exc.code), -1, str(exc)
     return "NONE", base, None
+
+
+def _unverified(verdict: str, version: int) -> str:
+    """A transaction check's verdict as a Produce answers it (``AddPartitionsToTxnManager``
+    and ``ReplicaManager.handleProduceAppend``)."""
+    if verdict == "PRODUCER_FENCED":
+        return "INVALID_PRODUCER_EPOCH"
+    if verdict == "TRANSACTION_ABORTABLE" and version <= 10:
+        return "INVALID_TXN_STATE"
+    return verdict
+
+
+def _transactional_records(body: dict[str, Any], version: int) -> bool:
+    """Whether any partition carries a transactional batch (Kafka's
+    ``RequestUtils.hasTransactionalRecords``)."""
+    return version >= 3 and any(
+        batches.transactional(p.get("records") or b"") is not None
+        for t in body.get("topic_data", [])
+        for p in t.get("partition_data", [])
+    )
 
 
 def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | NoResponse:
     body, version = request.body, request.api_version
     acks = int(body.get("acks", 1))
     budget = [batches.MAX_REQUEST_BYTES]
+    coordinator_of(broker).expire()
+    tid = body.get("transactional_id")
+    refused = tid is None and _transactional_records(body, version)
     failed = False
     responses = []
     for t in body.get("topic_data", []):
@@ -79,11 +137,17 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | NoRe
         for p in t.get("partition_data", []):
             index = int(p.get("index", 0))
             message: str | None
-            if acks not in (-1, 0, 1):
+            if refused:
+                error, base, message = (
+                    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                    -1,
+                    ("transactional records without a transactional id"),
+                )
+            elif acks not in (-1, 0, 1):
                 error, base, message = "INVALID_REQUIRED_ACKS", -1, f"acks {acks}: -1, 0 or 1"
             else:
                 error, base, message = _append(
-                    broker, name, index, p.get("records"), version, budget
+                    broker, name, index, p.get("records"), version, budget, tid
                 )
             failed = failed or error != "NONE"
             parts.append(
