@@ -326,8 +326,17 @@ def test_sync_and_heartbeat_refusals(coord: Coordinator, clock: Clock) -> None:
 
 
 def test_check_commit(coord: Coordinator, clock: Clock) -> None:
+    """As Kafka's OffsetMetadataManager.validateOffsetCommit and
+    ClassicGroup.validateOffsetCommit (KAF-GROUP-15)."""
+    assert coord.check_commit("", "", -1) == "INVALID_GROUP_ID"
+    assert coord.check_commit("ghost", "m", 1) == "ILLEGAL_GENERATION", "no group, before v9"
+    assert coord.check_commit("ghost", "m", 1, version=8) == "ILLEGAL_GENERATION"
+    assert coord.check_commit("ghost", "m", 1, version=9) == "GROUP_ID_NOT_FOUND"
+    assert coord.describe("ghost").state == "Dead", "a refused commit makes no group"
     assert coord.check_commit("nope", "", -1) == "NONE", "a simple commit, no group"
-    assert coord.check_commit("nope", "m", 1) == "UNKNOWN_MEMBER_ID"
+    assert coord.describe("nope").state == "Empty", "a simple commit makes the group, Empty"
+    assert coord.check_commit("nope", "m", -1) == "NONE", "a negative generation, Empty group"
+    assert coord.check_commit("nope", "m", 1) == "UNKNOWN_MEMBER_ID", "the group has no m"
     (ra,) = form(coord, clock, 1)
     assert coord.check_commit("g", "", -1) == "UNKNOWN_MEMBER_ID", "the group has members"
     assert coord.check_commit("g", ra.member_id, 1) == "REBALANCE_IN_PROGRESS", "no assignment yet"

@@ -37,10 +37,11 @@ state machine itself (states, events, the transition table) is in
   join or sync and silent for its session timeout is removed, as is a member that leaves;
   a removal starts a rebalance, which ends at once (Empty, generation + 1) if nobody is
   left.
-* **Commit** (:meth:`Coordinator.check_commit`), as Kafka: a simple commit (member id ""
-  and a negative generation) only to a group without members; else unknown member
-  UNKNOWN_MEMBER_ID, another generation ILLEGAL_GENERATION, CompletingRebalance
-  REBALANCE_IN_PROGRESS; Stable and PreparingRebalance accept it.
+* **Commit** (:meth:`Coordinator.check_commit`), as Kafka: a negative generation commits
+  to an Empty group (one that does not exist is made, Empty); a generation of 0 or more to
+  a group that does not exist is ILLEGAL_GENERATION (GROUP_ID_NOT_FOUND from v9); else
+  unknown member UNKNOWN_MEMBER_ID, another generation ILLEGAL_GENERATION,
+  CompletingRebalance REBALANCE_IN_PROGRESS; Stable and PreparingRebalance accept it.
 * **Describe** shows protocol, member metadata and assignments in Stable only, as Kafka.
 
 ``on_change`` is called after every request or tick that changed a state or answered a
@@ -279,16 +280,31 @@ class Coordinator:
                 self._remove(group, gone, now)
             return errors
 
-    def check_commit(self, group_id: str, member_id: str, generation: int) -> str:
-        """May an OffsetCommit from this member commit now?  NONE or the error it gets."""
+    def check_commit(
+        self, group_id: str, member_id: str, generation: int, *, version: int | None = None
+    ) -> str:
+        """May an OffsetCommit (at ``version``, None: before v9) from this member commit now?
+        NONE or the error it gets, as Kafka's ``OffsetMetadataManager.validateOffsetCommit``
+        and ``ClassicGroup.validateOffsetCommit`` decide.  A simple commit (a negative
+        generation) to a group that does not exist makes it, Empty, as Kafka does."""
         with self._step() as now:
+            if not group_id:
+                return "INVALID_GROUP_ID"
             group = self._groups.get(group_id)
-            if not member_id and generation < 0:
-                return "NONE" if group is None or not group.members else "UNKNOWN_MEMBER_ID"
+            if group is None:
+                if generation >= 0:
+                    old = version is None or version < 9
+                    return "ILLEGAL_GENERATION" if old else "GROUP_ID_NOT_FOUND"
+                group = self._groups[group_id] = Group(group_id)
+                self._dirty = True
+            if generation < 0 and group.state == EMPTY:
+                return "NONE"
+            if generation < 0 and not member_id:
+                return "UNKNOWN_MEMBER_ID"  # a simple commit to a group with members
             error, group, _ = self._check_member(group_id, member_id, generation, now)
             if group is not None and error == "NONE" and group.state == COMPLETING_REBALANCE:
                 return "REBALANCE_IN_PROGRESS"
-            return "UNKNOWN_MEMBER_ID" if error == "INVALID_GROUP_ID" else error
+            return error
 
     def describe(self, group_id: str) -> GroupView:
         with self._step():

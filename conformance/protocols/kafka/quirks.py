@@ -28,6 +28,7 @@ from conformance.plugin import QuirkSpec
 from conformance.protocols.kafka import (
     quirks_cluster_admin,
     quirks_consumer_groups,
+    quirks_generations,
     quirks_sasl,
     quirks_transactions,
 )
@@ -161,7 +162,13 @@ QUIRKS: dict[str, QuirkSpec] = {
     )
 }
 
-_FAMILIES = (quirks_transactions, quirks_sasl, quirks_cluster_admin, quirks_consumer_groups)
+_FAMILIES = (
+    quirks_transactions,
+    quirks_sasl,
+    quirks_cluster_admin,
+    quirks_consumer_groups,
+    quirks_generations,
+)
 for _family in _FAMILIES:
     for _name, _quirk in _family.QUIRKS.items():
         if _name in QUIRKS:

@@ -1,4 +1,4 @@
-"""Group steps of the Kafka cases: join, sync, heartbeat, leave (KAF-GROUP-2/3).
+"""Group steps of the Kafka cases: join, sync, heartbeat, leave, commit (KAF-GROUP-2/3).
 
 A :class:`Member` keeps the JoinGroup answer it was made from, so that a case's check on
 its generation, member id or leader names that answer's field; SyncGroup, Heartbeat and
@@ -12,6 +12,7 @@ from typing import Any
 
 from conformance.evidence import Evidence, Node
 from conformance.protocols.kafka.errors import CODES
+from conformance.suite.case import Violation
 from conformance.suite.kafka.verify import (
     KafkaClient,
     expect_code,
@@ -82,19 +83,48 @@ def join_group(
     timeout: float | None = None,
     **kw: Any,
 ) -> Member:
-    """Join ``group`` (answering MEMBER_ID_REQUIRED by joining again with the given id)."""
+    """Join ``group``: from v4, a MEMBER_ID_REQUIRED answer is followed by a join with the
+    id it gives (KIP-394); before v4 that answer breaks KAF-GROUP-16 (never absorbed).  The
+    answer may wait for the join window (Kafka's ``group.initial.rebalance.delay.ms``, 3 s
+    by default, on a group's first join, up to the rebalance timeout): it is awaited for
+    the case timeout plus 5 s."""
     v = version if version is not None else usable(ctx, "JoinGroup")
     wait = timeout if timeout is not None else ctx.timeout + 5
     reply = k.call(
         "JoinGroup", v, join_body(group, **kw), requirement, f"JoinGroup v{v} {group}", timeout=wait
     )
-    if reply["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
-        again = join_body(group, str(reply["member_id"]), **kw)
-        reply = k.call(
-            "JoinGroup", v, again, "KAF-GROUP-7", f"JoinGroup v{v} {group} again", timeout=wait
-        )
+    reply = member_id_required(ctx, k, v, reply, join_body(group, **kw), requirement, wait)
     expect_code(reply, "error_code", "NONE", requirement, f"JoinGroup v{v} {group}")
     return Member.of(group, reply)
+
+
+def member_id_required(
+    ctx: CaseContext,
+    k: KafkaClient,
+    version: int,
+    reply: Node,
+    body: dict[str, Any],
+    requirement: str,
+    wait: float | None = None,
+) -> Node:
+    """The answer to a join once MEMBER_ID_REQUIRED is dealt with: from v4 the join is sent
+    again with the member id it gives (KAF-GROUP-7); before v4 that answer is a violation
+    of KAF-GROUP-16 (Kafka's ``JoinGroupRequest.requiresKnownMemberId`` is v4+), never a
+    step to take.  Any other answer is handed back as it is."""
+    if reply["error_code"] != CODES["MEMBER_ID_REQUIRED"]:
+        return reply
+    what = f"JoinGroup v{version} {body.get('group_id')}"
+    if version < 4:
+        raise Violation(
+            "KAF-GROUP-16",
+            f"{what}: MEMBER_ID_REQUIRED (79), which JoinGroup v0-3 never answers (KIP-394 "
+            "asks for a known member id from v4); expected the join answered with a member id",
+            reply.at("error_code"),
+        )
+    again = {**body, "member_id": str(reply["member_id"])}
+    wait = wait if wait is not None else ctx.timeout + 5
+    answer: Node = k.call("JoinGroup", version, again, "KAF-GROUP-7", f"{what} again", timeout=wait)
+    return answer
 
 
 def sync_group(

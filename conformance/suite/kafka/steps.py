@@ -10,12 +10,25 @@ own.
 Evidence.  A step hands back the answers as :class:`~conformance.evidence.Node` trees
 (a Produce's partition, a Fetch's partition inside :class:`Fetched`), so that a case's
 own check names the field it judges; a topic or partition an answer lacks is named as
-missing, with the array that lacks it.
+missing, with the array that lacks it (a Fetch partition asked for and left out blames
+KAF-FETCH-8, never reads as error 0).
+
+Timing.  The steps rely on no moment Kafka does not promise.  A KRaft broker learns a
+topic created or deleted (by CreateTopics, DeleteTopics or Metadata's auto-creation) from
+the controller's metadata log a little later, and answers the Metadata request that starts
+an auto-creation UNKNOWN_TOPIC_OR_PARTITION (``AutoTopicCreationManager``): so
+:func:`metadata_until` asks Metadata again, bounded by :data:`METADATA_WAIT_S`, and a step
+that still does not see the change fails naming how long it waited; :func:`produce` sends
+again, within the same bound, a write refused with a retriable leadership error (as a
+producer does).  Group joins may wait for the join window (Kafka's
+``group.initial.rebalance.delay.ms``, 3 s by default, on a group's first join): the group
+steps wait the case timeout plus 5 s (:mod:`.group_steps`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -23,6 +36,7 @@ from conformance.errors import ProtocolError
 from conformance.evidence import Evidence, Node, NodeList, combined
 from conformance.protocols.kafka import records
 from conformance.protocols.kafka.apis import BY_NAME
+from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, require
 from conformance.suite.kafka.verify import (
     KafkaClient,
@@ -40,9 +54,11 @@ from conformance.suite.target import CaseContext
 
 def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 1) -> str:
     """A new topic with ``partitions`` partitions, by CreateTopics where the target serves
-    it, else by Metadata's auto-creation (a convention, KAF-CONV-1); checked in Metadata."""
+    it, else by Metadata's auto-creation (a convention, KAF-CONV-1); checked in Metadata,
+    asked again until the topic shows (:func:`metadata_until`)."""
     name = ctx.name(base)
-    if BY_NAME["CreateTopics"].key in advertised(ctx):
+    by_admin = BY_NAME["CreateTopics"].key in advertised(ctx)
+    if by_admin:
         v = usable(ctx, "CreateTopics")
         body = {
             "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
@@ -54,17 +70,18 @@ def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 
         expect_code(created, "error_code", "NONE", "KAF-ADMIN-1", what)
     elif partitions != 1:
         raise Unsupported("the target serves no CreateTopics; this case needs several partitions")
-    found = metadata(ctx, k, [name], create=True)
+    found = metadata_until(ctx, k, [name], lambda f: _settled(f.get(name)), create=True)
     t = found.get(name)
     if t is None or t["error_code"] != 0:
-        if BY_NAME["CreateTopics"].key in advertised(ctx):
-            what = f"Metadata after CreateTopics {name}"
+        if by_admin:
+            what = f"Metadata after CreateTopics {name}{found.waited_for()}"
             if t is None:
                 missing(found.array, f"topic {name}", "KAF-ADMIN-1", what)
             expect_code(t, "error_code", "NONE", "KAF-ADMIN-1", what)
         why = "not listed" if t is None else name_of(t["error_code"])
         raise Unsupported(
-            f"cannot create a topic (no CreateTopics, Metadata auto-creation: {why})",
+            f"cannot create a topic (no CreateTopics, Metadata auto-creation: {why}"
+            f"{found.waited_for()})",
             "KAF-CONV-1",
             found.array.at() if t is None else t.at("error_code"),
         )
@@ -78,11 +95,38 @@ def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 
     return name
 
 
+SETTLING = ("UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE")
+"""What Kafka answers for a topic whose creation it has not finished: KRaft
+UNKNOWN_TOPIC_OR_PARTITION (``AutoTopicCreationManager``), ZooKeeper mode and a partition
+without a leader yet LEADER_NOT_AVAILABLE."""
+
+
+def _settled(t: Node | None) -> bool:
+    """A topic Metadata lists with its leaders, or refuses with an error that will stay."""
+    settling = [CODES[e] for e in SETTLING]
+    if t is None or t["error_code"] in settling:
+        return False
+    return all(p["error_code"] not in settling for p in t["partitions"])
+
+
+METADATA_WAIT_S = 5.0
+"""How long :func:`metadata_until` asks again (at least; the case timeout if longer)."""
+
+
 class Topics(dict[str, Node]):
     """Metadata's topics by name; ``array`` is the answer's topics array (the evidence
-    when a topic is missing, or listed when it should not be)."""
+    when a topic is missing, or listed when it should not be); ``tries`` and ``waited``
+    say how often and how long :func:`metadata_until` asked."""
 
     array: NodeList
+    tries: int = 1
+    waited: float = 0.0
+
+    def waited_for(self) -> str:
+        """`` (after N answers over S s)`` when Metadata was asked more than once."""
+        if self.tries <= 1:
+            return ""
+        return f" (after {self.tries} answers over {self.waited:.1f} s)"
 
 
 def metadata(
@@ -100,6 +144,32 @@ def metadata(
     reply = k.call("Metadata", v, body, "KAF-ADMIN-2", f"Metadata v{v}")
     found = Topics((str(t["name"]), t) for t in reply["topics"])
     found.array = reply["topics"]
+    return found
+
+
+def metadata_until(
+    ctx: CaseContext,
+    k: KafkaClient,
+    topics: list[str] | None,
+    settled: Callable[[Topics], bool],
+    *,
+    create: bool = False,
+    version: int | None = None,
+) -> Topics:
+    """Metadata asked again until ``settled`` holds of its answer, for
+    :data:`METADATA_WAIT_S` (or the case timeout) at most: Kafka's metadata is eventually
+    consistent (KRaft brokers follow the controller's log), so a change shows a little
+    later.  The last answer, whether or not it settled; the caller judges it."""
+    start = time.monotonic()
+    deadline = start + max(METADATA_WAIT_S, ctx.timeout)
+    pause, tries = 0.05, 1
+    found = metadata(ctx, k, topics, create=create, version=version)
+    while not settled(found) and time.monotonic() < deadline:
+        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(2 * pause, 0.5)
+        found = metadata(ctx, k, topics, create=create, version=version)
+        tries += 1
+    found.tries, found.waited = tries, time.monotonic() - start
     return found
 
 
@@ -169,11 +239,21 @@ def produce(
     requirement: str = "KAF-PRODUCE-1",
 ) -> Node:
     """Produce ``data`` (a batch) with acks -1; the partition's answer (its
-    ``base_offset``), error 0 checked."""
-    p = produce_parts(ctx, k, topic, {partition: data}, version=version, requirement=requirement)[
-        partition
-    ]
-    expect_code(p, "error_code", "NONE", requirement, f"Produce to {topic}/{partition}")
+    ``base_offset``), error 0 checked.  A write refused NOT_LEADER_OR_FOLLOWER or
+    LEADER_NOT_AVAILABLE (a partition Kafka's ReplicaManager has not brought online yet
+    though Metadata lists it) is sent again, within :data:`METADATA_WAIT_S`."""
+    deadline = time.monotonic() + max(METADATA_WAIT_S, ctx.timeout)
+    retriable = (CODES["NOT_LEADER_OR_FOLLOWER"], CODES["LEADER_NOT_AVAILABLE"])
+    tries = 0
+    while True:
+        parts = {partition: data}
+        p = produce_parts(ctx, k, topic, parts, version=version, requirement=requirement)[partition]
+        tries += 1
+        if p["error_code"] not in retriable or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    again = f" (sent {tries} times)" if tries > 1 else ""
+    expect_code(p, "error_code", "NONE", requirement, f"Produce to {topic}/{partition}{again}")
     return p
 
 
@@ -300,20 +380,44 @@ def fetch(
         f"Fetch v{v} {topic}/{partition} at {offset}",
         timeout=timeout,
     )
-    return Fetched(fetched_partition(reply, topic, partition, requirement, f"Fetch v{v}"))
+    return Fetched(fetched_partition(reply, topic, partition, requirement, f"Fetch v{v}", ref))
 
 
-def fetched_partition(reply: Node, topic: str, partition: int, requirement: str, what: str) -> Node:
-    """Partition ``partition`` of a Fetch answer about one topic; one it lacks is named as
-    missing, with the arrays that lack it (the topics, or each topic's partitions)."""
+ABSENT = "KAF-FETCH-8"
+"""The requirement a Fetch answer breaks when it leaves out a partition it was asked for."""
+
+
+def fetched_partitions(
+    reply: Node, topic: str, partitions: Sequence[int], what: str, ref: str | None = None
+) -> dict[int, Node]:
+    """Partitions ``partitions`` of topic ``topic`` (asked by ``ref``, its id from v13, if
+    given) in a sessionless Fetch answer, by index.  One the answer leaves out is named as
+    "requested but absent" (KAF-FETCH-8), with the arrays that lack it: never read as an
+    answer with error 0."""
     topics: NodeList = reply["responses"]
-    for t in topics:
-        for p in t["partitions"]:
-            if p["partition_index"] == partition:
-                node: Node = p
-                return node
-    lacking = f"partition {partition} of topic {topic}"
-    if not topics:
-        missing(topics, lacking, requirement, what)
-    where = combined(t["partitions"].at() for t in topics)
-    raise Violation(requirement, f"{what}: the answer has no {lacking}", where)
+    names = {topic} | ({ref} if ref is not None else set())
+    mine = [t for t in topics if t.get("topic", t.get("topic_id")) in names]
+    found: dict[int, Node] = {}
+    for t in mine:
+        for node in t["partitions"]:
+            found.setdefault(int(node["partition_index"]), node)
+    absent = [p for p in partitions if p not in found]
+    if absent:
+        where = combined(t["partitions"].at() for t in mine) if mine else topics.at()
+        which = ", ".join(str(p) for p in absent)
+        raise Violation(
+            ABSENT,
+            f"{what}: partition {which} of topic {topic} requested but absent from the answer"
+            + ("" if mine else " (the topic itself is absent)"),
+            where,
+        )
+    return found
+
+
+def fetched_partition(
+    reply: Node, topic: str, partition: int, requirement: str, what: str, ref: str | None = None
+) -> Node:
+    """Partition ``partition`` of a Fetch answer about one topic (see
+    :func:`fetched_partitions`: an absent one breaks KAF-FETCH-8, whatever ``requirement``
+    the case judges the partition by)."""
+    return fetched_partitions(reply, topic, [partition], what, ref)[partition]

@@ -6,7 +6,13 @@ from typing import Any
 
 from conformance.evidence import Node
 from conformance.suite.case import case, require
-from conformance.suite.kafka.steps import batch, create_topic, metadata, produce_parts
+from conformance.suite.kafka.steps import (
+    batch,
+    create_topic,
+    metadata,
+    metadata_until,
+    produce_parts,
+)
 from conformance.suite.kafka.verify import KafkaClient, expect_code, find, first, missing, usable
 from conformance.suite.shown import joined, show, show_all, show_fields
 from conformance.suite.target import CaseContext
@@ -149,11 +155,12 @@ def test_delete_topics_removes_a_topic(target: CaseContext) -> None:
         expect_code(
             _delete(target, k, name), "error_code", "NONE", "KAF-ADMIN-3", f"deleting {name}"
         )
-        listed = metadata(target, k, None)
+        # KRaft brokers learn of the deletion from the controller's log a little later
+        listed = metadata_until(target, k, None, lambda f: name not in f)
         require(
             name not in listed,
             "KAF-ADMIN-3",
-            f"{name} is still listed after DeleteTopics, expected gone",
+            f"{name} is still listed after DeleteTopics{listed.waited_for()}, expected gone",
             listed[name].at("name") if name in listed else listed.array.at(),
         )
         p = produce_parts(target, k, name, {0: batch([b"x"])}, requirement="KAF-ADMIN-3")[0]

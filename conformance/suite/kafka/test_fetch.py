@@ -15,6 +15,7 @@ from conformance.suite.kafka.steps import (
     fetch,
     fetch_body,
     fetched_partition,
+    fetched_partitions,
     produce,
     topic_id,
 )
@@ -48,7 +49,7 @@ def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> Non
         what = f"the waiting Fetch v{v}"
         reply = k.answer("Fetch", v, corr, "KAF-FETCH-1", what, timeout=5)
         took = time.monotonic() - start
-    got = Fetched(fetched_partition(reply, topic, 0, "KAF-FETCH-1", what))
+    got = Fetched(fetched_partition(reply, topic, 0, "KAF-FETCH-1", what, ref))
     require(
         got.data,
         "KAF-FETCH-1",
@@ -288,3 +289,27 @@ def test_an_unknown_topic_is_error_3_or_100(target: CaseContext, version: int) -
                 reply["responses"].at() + (reply.at("error_code") if whole else Evidence()),
             )
         k.call("ApiVersions", 0, {}, "KAF-FETCH-7", "ApiVersions after the refused Fetch")
+
+
+@case("kafka/fetch/9", "KAF-FETCH-8")
+@at_every_version("Fetch")
+def test_a_full_fetch_answers_every_partition_asked(target: CaseContext, version: int) -> None:
+    """A sessionless Fetch of two partitions answers both, the one with no records too.
+
+    KAF-FETCH-8: "a Fetch outside a fetch session (any version before 7; from v7, session epoch -1
+    or 0) answers every partition it asked for, each with its own error code: a partition left out
+    of the answer is an error, never a success with no records."
+    """
+    need(target, "Fetch", version)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "both", partitions=2)
+        produce(target, k, topic, batch([b"one"]), partition=1, requirement="KAF-FETCH-8")
+        ref = topic_id(target, k, topic) if version >= 13 else topic
+        body = fetch_body(ref, 0, 0, version, max_wait_ms=0)
+        second = {**body["topics"][0]["partitions"][0], "partition": 1}
+        body["topics"][0]["partitions"].append(second)
+        what = f"Fetch v{version} of partitions 0 and 1 of {topic}"
+        reply = k.call("Fetch", version, body, "KAF-FETCH-8", what)
+    parts = fetched_partitions(reply, topic, [0, 1], what, ref)
+    for index in (0, 1):
+        expect_code(parts[index], "error_code", "NONE", "KAF-FETCH-8", f"{what}, partition {index}")

@@ -14,6 +14,7 @@ from conformance.suite.kafka.group_steps import (
     heartbeat,
     join_body,
     leave_group,
+    member_id_required,
     settle,
 )
 from conformance.suite.kafka.verify import (
@@ -55,16 +56,7 @@ def test_an_inconsistent_protocol_is_refused(target: CaseContext) -> None:
                 f"JoinGroup with {what}",
                 timeout=target.timeout + 5,
             )
-            if r["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
-                body = {**body, "member_id": r["member_id"]}
-                r = b.call(
-                    "JoinGroup",
-                    v,
-                    body,
-                    "KAF-GROUP-8",
-                    f"JoinGroup with {what}",
-                    timeout=target.timeout + 5,
-                )
+            r = member_id_required(target, b, v, r, body, "KAF-GROUP-8")
             expect_code(
                 r,
                 "error_code",
@@ -82,11 +74,7 @@ def _join_answer(
     v = usable(target, "JoinGroup")
     wait = target.timeout + 5
     r = k.call("JoinGroup", v, body, requirement, what, timeout=wait)
-    if r["error_code"] == CODES["MEMBER_ID_REQUIRED"]:
-        r = k.call(
-            "JoinGroup", v, {**body, "member_id": r["member_id"]}, requirement, what, timeout=wait
-        )
-    return r
+    return member_id_required(target, k, v, r, body, requirement, wait)
 
 
 @case("kafka/groups/9", "KAF-GROUP-9")
@@ -201,13 +189,14 @@ def test_leave_from_an_unknown_member_is_refused(target: CaseContext) -> None:
     )
 
 
-@case("kafka/groups/14", "KAF-GROUP-5")
+@case("kafka/groups/14", "KAF-GROUP-14")
 def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseContext) -> None:
     """A SyncGroup from an unknown (static) member of a group that does not exist is
     answered UNKNOWN_MEMBER_ID (25).  From a fuzz campaign against Tansu 0.6, which answers
     it REBALANCE_IN_PROGRESS (27), three seconds later.
 
-    KAF-GROUP-5: "a heartbeat, sync or commit from an unknown member is UNKNOWN_MEMBER_ID (25) ..."
+    KAF-GROUP-14: "a SyncGroup, at every version, from a member the group does not have (of a group
+    that does not exist, or has no members, too) is answered UNKNOWN_MEMBER_ID (25) at once ..."
     """
     v = usable(target, "SyncGroup", lowest=3)
     body = {
@@ -220,7 +209,7 @@ def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseC
         "assignments": [{"member_id": "nobody", "assignment": b"a"}],
     }
     with KafkaClient(target) as k:
-        r = k.call("SyncGroup", v, body, "KAF-GROUP-5", f"SyncGroup v{v} of a group never made")
+        r = k.call("SyncGroup", v, body, "KAF-GROUP-14", f"SyncGroup v{v} of a group never made")
     expect_code(
-        r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-5", "SyncGroup of a group never made"
+        r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-14", "SyncGroup of a group never made"
     )

@@ -6,9 +6,10 @@ Behavior: this broker is the coordinator of every group (and of every transactio
 FindCoordinator names it, v4+ once per key asked (an unknown key type is INVALID_REQUEST).
 DescribeGroups of the empty group id is INVALID_GROUP_ID.  JoinGroup and SyncGroup wait in the
 coordinator until the rebalance completes or the leader's assignment arrives; v4+ of
-JoinGroup asks a new member to join again with the member id it is given
-(MEMBER_ID_REQUIRED).  LeaveGroup v0-2 names one member, v3+ a list.  DescribeGroups of a
-group that does not exist reports state Dead, as Kafka does.
+JoinGroup asks a new member without a group instance id to join again with the member id
+it is given (MEMBER_ID_REQUIRED; never before v4, KIP-394).  LeaveGroup v0-2 names one
+member, v3+ a list.  DescribeGroups of a group that does not exist reports state Dead, as
+Kafka does.
 
 Not served: static membership (KIP-345).  A ``group_instance_id`` is recorded and reported,
 but a member rejoining with a known instance id is treated as a new member (a rebalance,
@@ -100,7 +101,8 @@ def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait:
         client_id=request.client_id or "",
         client_host=_host(peer),
         group_instance_id=body.get("group_instance_id"),
-        require_known_member_id=version >= 4,
+        # Kafka's JoinGroupRequest.requiresKnownMemberId: v4+, and not for a static member
+        require_known_member_id=version >= 4 and body.get("group_instance_id") is None,
     )
     return _JoinWait(broker, ticket, version)
 

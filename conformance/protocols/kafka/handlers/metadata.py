@@ -6,6 +6,14 @@ auto-creation is on and the request allows it (always before v4), else answered
 UNKNOWN_TOPIC_OR_PARTITION; a name that is not a legal topic name is
 INVALID_TOPIC_EXCEPTION.  v10+ carries topic ids; a topic asked for by an unknown id is
 UNKNOWN_TOPIC_ID.
+
+Version / revision notes: the Metadata request that makes a topic is answered, in revision
+``apache``, as Apache Kafka (KRaft) answers it: UNKNOWN_TOPIC_OR_PARTITION with no
+partitions and the zero topic id (``AutoTopicCreationManager.sendCreateTopicRequest`` hands
+the creation to the controller and answers at once; a creation already in flight is
+answered the same).  The topic exists here from that moment, so the next Metadata lists it
+and a Produce to it is served.  Revision ``doc`` (pgcdc creates topics lazily) lists the
+new topic in the same answer.
 """
 
 from __future__ import annotations
@@ -57,7 +65,9 @@ def topic_entry(broker: Broker, name: str, version: int, error: str = "NONE") ->
 
 
 def ensure_topic(broker: Broker, name: str | None, allow_create: bool) -> str:
-    """NONE if topic ``name`` exists (created now if allowed), else the error name."""
+    """NONE if topic ``name`` exists (created now if allowed, then NONE in revision
+    ``doc`` and UNKNOWN_TOPIC_OR_PARTITION in ``apache``, as Kafka answers the request
+    that starts a creation), else the error name."""
     if not legal_topic(name):
         return "INVALID_TOPIC_EXCEPTION"
     assert name is not None
@@ -70,7 +80,8 @@ def ensure_topic(broker: Broker, name: str | None, allow_create: bool) -> str:
     except EngineError as exc:
         if exc.code != "TOPIC_EXISTS":
             return "UNKNOWN_TOPIC_OR_PARTITION"
-    return "NONE"
+        return "NONE"  # another connection made it just now
+    return "UNKNOWN_TOPIC_OR_PARTITION" if broker.config.revision == "apache" else "NONE"
 
 
 def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
