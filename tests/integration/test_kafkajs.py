@@ -49,8 +49,9 @@ TRANSACTIONS = {
 SASL = {17: "SaslHandshake", 36: "SaslAuthenticate"}
 MECHANISMS = ("plain", "scram-sha-256", "scram-sha-512")
 USER, PASSWORD = "kafkajs-user", "kafkajs-secret"
-SASL_SERVE_ARGS = ("--sasl-user", f"{USER}:{PASSWORD}")
-"""How the broker is told to require SASL (the SASL part's serve option)."""
+SASL_SERVE_ARGS = ("--sasl-username", USER, "--sasl-password", PASSWORD)
+"""How the broker is told to require SASL (the Kafka plug-in's serve options; every
+mechanism is enabled by default)."""
 
 Node = tuple[str, Path]
 
@@ -127,6 +128,16 @@ def _check_versions(broker: support.Broker, *outputs: kj.Output) -> None:
                 f"{out.script}: {r['api_name']} v{r['api_version']} sent, broker advertises "
                 f"v{low}-{high}"
             )
+
+
+def _error_names(out: kj.Output) -> set[str]:
+    """The names of the errors a script reported, and of the errors behind them."""
+    names: set[str] = set()
+    for error in out.events("error"):
+        while error:
+            names.add(str(error.get("name")))
+            error = error.get("cause") or {}
+    return names
 
 
 def _create(node: Node, broker: support.Broker, topic: str, partitions: int, **auth: str) -> None:
@@ -285,9 +296,11 @@ def test_transactions_commit_and_abort_read_committed(
     strict = readback.log(_addr(broker), topic, 2, readback.READ_COMMITTED)
     for p, part in strict.items():
         assert part.last_stable_offset == part.high_watermark, (p, part)
-        firsts = [min(o for q, o in aborted if q == p)]
-        assert [a["first_offset"] for a in part.aborted] == firsts, (
-            f"partition {p}: aborted transactions {part.aborted}, expected first offsets {firsts}"
+        first = min(o for q, o in aborted if q == p)
+        producer = held[p].records()[first][0].producer_id
+        expected = [{"producer_id": producer, "first_offset": first}]
+        assert part.aborted == expected, (
+            f"partition {p}: aborted transactions {part.aborted}, expected {expected}"
         )
     assert readback.committed(_addr(broker), offsets_group, topic, 2)[0] == 1, (
         "the offset sent inside the committed transaction"
@@ -319,8 +332,7 @@ def test_sasl_authenticates_and_refuses_a_wrong_password(
 
         wrong = _run(node, "sasl.js", broker=broker.address, **{**auth, "password": "wrong"})
         assert wrong.returncode != 0, "a wrong password was accepted"
-        names = [e.get("name") for e in wrong.events("error")]
-        assert names == ["KafkaJSSASLAuthenticationError"], wrong.why()
+        assert "KafkaJSSASLAuthenticationError" in _error_names(wrong), wrong.why()
 
         produced, consumed, topic, _ = _group_scenario(node, broker, count=10, **auth)
         _check_log_holds(broker, topic, produced.events("sent"), (USER, PASSWORD))
