@@ -21,7 +21,8 @@ Behaviour / version notes:
   v1 reports each member's type (1: a consumer-protocol member).
 
 Not served: regular-expression subscriptions (v1's SubscribedTopicRegex; Kafka 4.0 serves
-them) are INVALID_REQUEST, as Kafka 3.9 answered; classic members inside a consumer
+them) are INVALID_REQUEST, as Kafka 3.9 answered (an empty regex, which librdkafka sends
+with topic names, is no regex); classic members inside a consumer
 group and the online upgrade of a non-empty classic group (Kafka's migration policy).
 """
 
@@ -81,7 +82,7 @@ def _invalid(body: dict[str, Any], version: int) -> str | None:
         return "InstanceId can't be empty."
     if body.get("rack_id") == "":
         return "RackId can't be empty."
-    if body.get("subscribed_topic_regex") is not None:
+    if body.get("subscribed_topic_regex"):
         return "SubscribedTopicRegex is not supported by this broker."
     if version >= 1 and not member_id:
         return "MemberId can't be empty."
@@ -90,8 +91,11 @@ def _invalid(body: dict[str, Any], version: int) -> str | None:
             return "RebalanceTimeoutMs must be provided in first request."
         if body.get("topic_partitions") is None or body.get("topic_partitions"):
             return "TopicPartitions must be empty when (re-)joining."
-        if body.get("subscribed_topic_names") is None:
-            return "SubscribedTopicNames must be set in first request."
+        if (
+            body.get("subscribed_topic_names") is None
+            and body.get("subscribed_topic_regex") is None
+        ):
+            return "Either SubscribedTopicNames or SubscribedTopicRegex must be set."
     elif epoch > 0 or epoch == LEAVE_EPOCH:
         if not member_id:
             return "MemberId can't be empty."

@@ -1,0 +1,134 @@
+"""confluent-kafka (librdkafka) with ``group.protocol=consumer`` (KIP-848) against the
+reference broker, revision apache: two consumers of one group share the partitions by
+the broker's assignment, one leaves and the other takes over its partitions, every
+record is read once; offsets committed with the member epoch are honoured by the next
+member.  (Revision doc advertises no flexible-only API, so KIP-848 is apache's alone.)
+
+librdkafka took KIP-848 to general availability in 2.12; the venv's confluent-kafka
+bundles a later one (:data:`LIBRDKAFKA`)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import confluent_kafka
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.kafka.interop import Seen, check_split, expected, values
+from tests.kafka.test_interop_confluent import _create, _produce
+from tests.support import broker as support
+
+pytestmark = pytest.mark.slow
+
+LIBRDKAFKA = confluent_kafka.libversion()[0]
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[support.Broker]:
+    served = support.start("--revision", "apache", protocol="kafka")
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+class Member:
+    """A consumer of the KIP-848 protocol; it tracks the partitions it owns through the
+    incremental assign and revoke callbacks (the only kind this protocol has)."""
+
+    def __init__(self, address: str, topic: str, group: str) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": address,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 200,
+            }
+        )
+        self.owned: set[int] = set()
+        self.changed = time.monotonic()
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
+
+    def _assigned(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.owned |= {p.partition for p in partitions}
+        self.changed = time.monotonic()
+
+    def _revoked(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.owned -= {p.partition for p in partitions}
+        self.changed = time.monotonic()
+
+    def settled(self) -> int:
+        """Partitions owned for at least one second without a change (0 otherwise)."""
+        return len(self.owned) if time.monotonic() - self.changed > 1.0 else 0
+
+    def poll(self, got: Seen) -> None:
+        messages = self.consumer.consume(100, timeout=0.1)
+        for m in messages:
+            assert m.error() is None, m.error()
+            got.append((m.partition(), m.offset(), m.value(), list(m.headers() or [])))
+        if messages:
+            self.consumer.commit(asynchronous=False)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _poll_until(
+    members: list[Member], seen: list[Seen], done: Callable[[], bool], within: float
+) -> None:
+    end = time.monotonic() + within
+    while not done():
+        assert time.monotonic() < end, f"timed out with {[len(s) for s in seen]} records"
+        for member, got in zip(members, seen, strict=True):
+            member.poll(got)
+
+
+def test_librdkafka_is_recent_enough_for_kip_848() -> None:
+    major, minor, *_ = (int(x) for x in LIBRDKAFKA.split("."))
+    assert (major, minor) >= (2, 12), f"librdkafka {LIBRDKAFKA} predates KIP-848's GA (2.12)"
+
+
+def test_two_consumers_share_a_topic_and_one_takes_over_when_the_other_leaves(
+    kafka: support.Broker,
+) -> None:
+    topic, group = f"cp-{uuid.uuid4().hex[:8]}", f"cp-group-{uuid.uuid4().hex[:8]}"
+    _create(kafka.address, topic, 4)
+    a, b = Member(kafka.address, topic, group), Member(kafka.address, topic, group)
+    seen_a: Seen = []
+    seen_b: Seen = []
+    try:
+        _poll_until([a, b], [seen_a, seen_b], lambda: a.settled() + b.settled() == 4, within=60)
+        assert a.settled() and b.settled(), "both members own partitions"
+        assert a.owned.isdisjoint(b.owned)
+        _produce(kafka.address, topic, range(0, 40))
+        _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 40, within=60)
+        check_split(seen_a, seen_b, range(40), b"librdkafka")
+
+        b.close()  # leaves with epoch -1: a is given b's partitions
+        seen_a.clear()
+        _poll_until([a], [seen_a], lambda: a.settled() == 4, within=60)
+        _produce(kafka.address, topic, range(40, 80))
+        _poll_until([a], [seen_a], lambda: len(seen_a) >= 40, within=60)
+        assert values(seen_a) == expected(range(40, 80)), "lost or duplicated records"
+    finally:
+        a.close()
+        with contextlib.suppress(RuntimeError):  # closed above unless something failed first
+            b.close()
+
+    _produce(kafka.address, topic, range(80, 120))
+    c = Member(kafka.address, topic, group)
+    seen_c: Seen = []
+    try:
+        _poll_until([c], [seen_c], lambda: len(seen_c) >= 40, within=60)
+        time.sleep(0.5)
+        _poll_until([c], [seen_c], lambda: True, within=5)
+    finally:
+        c.close()
+    assert values(seen_c) == expected(range(80, 120)), "committed offsets were not honoured"
