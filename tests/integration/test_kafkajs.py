@@ -1,8 +1,9 @@
 """KafkaJS 2.2.4 (npm ``kafkajs``: an independent Kafka client in JavaScript) against the
 reference broker, in both revisions: topic admin, an idempotent producer with acks -1, a
-consumer group of two members; then transactions and SASL, which run once the broker
-advertises the APIs they need (until then each is an expected failure naming the missing
-API, asked of the broker through ApiVersions, never a silent skip).
+consumer group of two members; then transactions (commit, abort, producer fencing) and
+SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), which run once the broker advertises the APIs
+they need (until then each is an expected failure naming the missing API, asked of the
+broker through ApiVersions, never a silent skip).
 
 KafkaJS comes from tests/support/kafkajs/package-lock.json through ``npm ci`` into a cache
 directory (tests/support/kafkajs/__init__.py); without node or npm, or with the registry
@@ -305,6 +306,40 @@ def test_transactions_commit_and_abort_read_committed(
     assert readback.committed(_addr(broker), offsets_group, topic, 2)[0] == 1, (
         "the offset sent inside the committed transaction"
     )
+    _check_versions(broker, out)
+
+
+def test_a_second_producer_with_the_transactional_id_fences_the_first(
+    node: Node, served: tuple[str, support.Broker]
+) -> None:
+    """InitProducerId of a second producer aborts the first one's open transaction; the
+    first, fenced, is refused INVALID_PRODUCER_EPOCH (47) on Produce (Kafka's
+    ProducerAppendInfo.checkProducerEpoch) and on EndTxn v1 (KafkaApis answers
+    PRODUCER_FENCED as INVALID_PRODUCER_EPOCH below EndTxn v2, KIP-588)."""
+    revision, broker = served
+    _need(revision, broker, TRANSACTIONS, "transactions")
+    topic = f"kjs-fence-{uuid.uuid4().hex[:8]}"
+    _create(node, broker, topic, 1)
+    txn_id = f"kjs-fence-{uuid.uuid4().hex[:8]}"
+    out = _run(node, "fencing.js", broker=broker.address, topic=topic, txn_id=txn_id)
+    out.check_done()
+    refused = {(e["step"], e["type"], e["code"]) for e in out.events("refused")}
+    assert refused == {
+        ("send", "INVALID_PRODUCER_EPOCH", 47),
+        ("commit", "INVALID_PRODUCER_EPOCH", 47),
+    }, (
+        f"the fenced producer: {out.events('refused') + out.events('accepted')}, expected "
+        "its send and its commit refused INVALID_PRODUCER_EPOCH (47)"
+    )
+    sent = {e["key"]: e["offset"] for e in out.events("sent")}
+    assert set(sent) == {"a-1", "b-1"}, out.lines
+    (part,) = readback.log(_addr(broker), topic, 1).values()
+    assert [(kind, offset) for offset, _, kind in part.markers()] == [
+        ("ABORT", sent["a-1"] + 1),
+        ("COMMIT", sent["b-1"] + 1),
+    ], f"markers {part.markers()}, expected a-1's transaction aborted and b-1's committed"
+    (strict,) = readback.log(_addr(broker), topic, 1, readback.READ_COMMITTED).values()
+    assert [a["first_offset"] for a in strict.aborted] == [sent["a-1"]], strict.aborted
     _check_versions(broker, out)
 
 
