@@ -28,6 +28,7 @@ from conformance.plugin import QuirkSpec
 from conformance.protocols.kafka import (
     quirks_cluster_admin,
     quirks_consumer_groups,
+    quirks_fetch_sessions,
     quirks_generations,
     quirks_sasl,
     quirks_transactions,
@@ -168,6 +169,7 @@ _FAMILIES = (
     quirks_cluster_admin,
     quirks_consumer_groups,
     quirks_generations,
+    quirks_fetch_sessions,
 )
 for _family in _FAMILIES:
     for _name, _quirk in _family.QUIRKS.items():
