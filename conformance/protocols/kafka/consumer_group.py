@@ -104,6 +104,11 @@ class ConsumerGroups:
         self.expire()
         return self.groups.get(group_id)
 
+    def all(self) -> list[ConsumerGroup]:
+        """Every consumer group, by group id (ListGroups)."""
+        self.expire()
+        return [g for _, g in sorted(self.groups.items())]
+
     def delete_if_empty(self, group_id: str) -> bool:
         """An empty consumer group is dropped (a classic join converts it, as Kafka's
         ``classicGroupJoinToClassicGroup`` does); False if it has members."""
