@@ -25,6 +25,7 @@ Rules: data and pure functions only; nothing here touches the engine.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 """IncrementalAlterConfigs operations (Kafka's ``AlterConfigOp.OpType``)."""
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -94,11 +97,15 @@ class ConfigDef:
         value: object
         try:
             if self.type in (INT, LONG):
+                if not _INTEGER.fullmatch(text):  # Java's parseInt: no "_", no spaces inside
+                    raise ValueError(text)
                 value = int(text)
                 low, high = (INT_MIN, INT_MAX) if self.type == INT else (LONG_MIN, LONG_MAX)
                 if not low <= value <= high:
                     raise ValueError(text)
             elif self.type == DOUBLE:
+                if not _DECIMAL.fullmatch(text):
+                    raise ValueError(text)
                 value = float(text)
             elif self.type == BOOLEAN:
                 if text.lower() not in ("true", "false"):

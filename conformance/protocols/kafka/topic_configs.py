@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import weakref
+from typing import Any
 
 from conformance.engine import Engine
 from conformance.protocols.kafka.config_catalog import (
     APPEND,
+    DEFAULT_CONFIG,
     DELETE,
     LIST,
     SET,
     SUBTRACT,
+    TOPIC_CONFIG,
     TOPIC_CONFIGS,
     ConfigError,
 )
@@ -76,16 +79,34 @@ def forget_topic(engine: Engine, topic: str) -> None:
 
 
 def validated(pairs: list[tuple[str, str | None]]) -> dict[str, str]:
-    """The configs a CreateTopics request sets (name, value), validated and rendered;
-    ConfigError for an unknown name or a bad value (a null value leaves the default)."""
-    out: dict[str, str] = {}
-    for name, raw in pairs:
-        config = TOPIC_CONFIGS.get(name)
-        if config is None:
-            raise ConfigError(f"Unknown topic config name: {name}")
-        if raw is not None:
-            out[name] = config.render(raw)
-    return out
+    """The configs a CreateTopics request sets (name, value), validated and rendered, as
+    Kafka's ``ReplicationControlManager.computeConfigChanges`` and the config validator
+    take them; ConfigError for a null value, an unknown name or a bad value."""
+    nulls = [name for name, raw in pairs if raw is None]
+    if nulls:
+        raise ConfigError(f"Null value not supported for topic configs: {','.join(nulls)}")
+    return altered({}, [(name, SET, raw) for name, raw in pairs])
+
+
+def requested(topic: dict[str, Any]) -> dict[str, str]:
+    """The configs of a CreateTopics topic entry (its ``configs``), validated and
+    rendered; ConfigError for a null value, an unknown name or a bad value."""
+    return validated([(str(c.get("name", "")), c.get("value")) for c in topic.get("configs") or []])
+
+
+def effective(values: dict[str, str]) -> list[dict[str, Any]]:
+    """Every topic config with ``values`` set, as CreateTopics v5+ answers them (name,
+    value, read_only, config_source, is_sensitive)."""
+    return [
+        {
+            "name": c.name,
+            "value": values.get(c.name, c.default),
+            "read_only": False,
+            "config_source": TOPIC_CONFIG if c.name in values else DEFAULT_CONFIG,
+            "is_sensitive": False,
+        }
+        for c in TOPIC_CONFIGS.values()
+    ]
 
 
 def altered(current: dict[str, str], changes: list[tuple[str, int, str | None]]) -> dict[str, str]:
