@@ -15,8 +15,15 @@ main(
   async (opts) => {
     const kafka = client(opts, 'kafkajs-producer')
     const admin = kafka.admin()
-    const { topics } = await admin.fetchTopicMetadata({ topics: [opts.topic] }).finally(() => admin.disconnect())
-    const partitionMetadata = topics[0].partitions
+    recordRequests('admin', admin)
+    await admin.connect()
+    let partitionMetadata
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [opts.topic] })
+      partitionMetadata = topics[0].partitions
+    } finally {
+      await admin.disconnect()
+    }
     const partitionOf = Partitioners.DefaultPartitioner()
 
     const producer = kafka.producer({
