@@ -252,3 +252,41 @@ def test_the_cache_is_per_broker_and_bounded(broker: Broker) -> None:
     cache.slots = 1
     assert _fetch(broker, 0, 0, {0: 0})["session_id"] > 0
     assert _fetch(broker, 0, 0, {0: 0})["session_id"] == 0  # full, nothing evictable
+
+
+def test_random_session_traffic_always_gets_an_answer_the_codec_writes(broker: Broker) -> None:
+    """Seeded random fetches (full, final, incremental at right and wrong epochs, named,
+    forgotten and unknown partitions, both sides of v13) with produces between: every
+    answer encodes at its version, and a session's answer names the session or none."""
+    import random
+
+    from conformance.protocols.kafka import codec
+
+    rng = random.Random(25)
+    _topic(broker, "s", partitions=3)
+    sessions: dict[int, tuple[int, int]] = {}  # id -> (next epoch, version)
+    for step in range(1500):
+        if rng.random() < 0.15:
+            _produce(broker, "s", rng.randrange(3), b"v%d" % step)
+            continue
+        version = rng.choice([7, 11, 12, 13, 16])
+        parts = {p: rng.randrange(0, 6) for p in rng.sample(range(5), rng.randrange(0, 4))}
+        forget = rng.sample(range(5), rng.randrange(0, 3))
+        if sessions and rng.random() < 0.6:
+            sid, (epoch, _) = rng.choice(sorted(sessions.items()))
+            epoch = epoch if rng.random() < 0.8 else rng.choice([epoch + 1, 7, -3])
+        else:
+            sid, epoch = rng.choice([0, 0, 0, 99]), rng.choice([0, 0, -1])
+        reply = _fetch(broker, sid, epoch, parts, version=version, forget=forget)
+        codec.encode_response(1, version, 1, reply)
+        got = reply["session_id"]
+        if epoch == 0 and got > 0:
+            sessions[got] = (1, version)
+        if sid in sessions and epoch not in (0, -1):
+            if reply["error_code"] == 0 and got == sid:
+                sessions[sid] = (fs.next_epoch(epoch), sessions[sid][1])
+            elif reply["error_code"] == 0:
+                del sessions[sid]  # forgot its last partition
+        if sid in sessions and epoch in (0, -1):
+            del sessions[sid]
+        assert got in (0, sid) or epoch == 0, (step, sid, epoch, got)
