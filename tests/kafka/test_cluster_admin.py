@@ -304,7 +304,7 @@ def test_every_quirk_names_requirements_of_its_family() -> None:
 
 def test_quirks_bend_what_they_say(broker: Broker) -> None:
     topic(broker, "t", records=2)
-    body = {
+    body: dict[str, Any] = {
         "topics": [
             {
                 "topic": "t",
