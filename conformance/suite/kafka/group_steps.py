@@ -52,6 +52,12 @@ class Member:
         return self.joined.at(key) if self.joined is not None else Evidence()
 
 
+def other_generation(m: Member) -> int:
+    """A generation the member's group is not at: the one before (a stale member's), or the
+    one after when there is none before it (-1 means "no generation" to OffsetCommit)."""
+    return m.generation - 1 if m.generation >= 1 else m.generation + 1
+
+
 def join_body(
     group: str,
     member_id: str = "",

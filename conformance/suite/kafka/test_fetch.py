@@ -305,7 +305,7 @@ def test_a_full_fetch_answers_every_partition_asked(target: CaseContext, version
         topic = create_topic(target, k, "both", partitions=2)
         produce(target, k, topic, batch([b"one"]), partition=1, requirement="KAF-FETCH-8")
         ref = topic_id(target, k, topic) if version >= 13 else topic
-        body = fetch_body(ref, 0, 0, version, max_wait_ms=0)
+        body = fetch_body(ref, 0, 0, version)  # as a consumer asks: min_bytes 1, 100 ms
         second = {**body["topics"][0]["partitions"][0], "partition": 1}
         body["topics"][0]["partitions"].append(second)
         what = f"Fetch v{version} of partitions 0 and 1 of {topic}"

@@ -16,6 +16,7 @@ from conformance.suite.kafka.group_steps import (
     join_group,
     leave_group,
     member_id_required,
+    other_generation,
     settle,
     sync_group,
 )
@@ -232,7 +233,7 @@ def test_unknown_members_and_old_generations_are_refused(target: CaseContext, ve
     group = target.name("g")
     with KafkaClient(target) as k:
         m = settle(target, k, group)
-        for stale in (m.generation - 1, m.generation + 7):
+        for stale in (other_generation(m), m.generation + 7):
             expect_code(
                 heartbeat(
                     target, k, m, generation=stale, version=version, requirement="KAF-GROUP-5"

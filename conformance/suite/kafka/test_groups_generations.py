@@ -15,6 +15,7 @@ from conformance.suite.case import case, require
 from conformance.suite.kafka.group_steps import (
     join_body,
     member_id_required,
+    other_generation,
     settle,
     sync_group,
 )
@@ -24,7 +25,9 @@ from conformance.suite.kafka.verify import (
     at_every_version,
     expect_code,
     find,
+    first,
     need,
+    usable,
 )
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
@@ -35,8 +38,8 @@ from conformance.suite.target import CaseContext
 def test_a_sync_with_a_stale_generation_or_an_unknown_member_is_refused(
     target: CaseContext, version: int
 ) -> None:
-    """A SyncGroup with the previous generation is ILLEGAL_GENERATION (22); one from a member
-    the group does not have is UNKNOWN_MEMBER_ID (25).
+    """A SyncGroup with a generation other than the group's is ILLEGAL_GENERATION (22); one
+    from a member the group does not have is UNKNOWN_MEMBER_ID (25).
 
     KAF-GROUP-14: "a SyncGroup, at every version, from a member the group does not have (of a group
     that does not exist, or has no members, too) is answered UNKNOWN_MEMBER_ID (25) at once; from a
@@ -46,7 +49,7 @@ def test_a_sync_with_a_stale_generation_or_an_unknown_member_is_refused(
     group = target.name("g")
     with KafkaClient(target) as k:
         m = settle(target, k, group)
-        stale = dataclasses.replace(m, generation=m.generation - 1)
+        stale = dataclasses.replace(m, generation=other_generation(m))
         what = f"SyncGroup v{version} with generation {stale.generation} (the group's is "
         what += f"{m.generation})"
         got = sync_group(target, k, stale, version=version, requirement="KAF-GROUP-14")
@@ -100,9 +103,9 @@ def _commit(
 def test_a_commit_with_a_stale_generation_or_an_unknown_member_is_refused(
     target: CaseContext, version: int
 ) -> None:
-    """An OffsetCommit with the previous generation is ILLEGAL_GENERATION (22), one from a member
-    the group does not have UNKNOWN_MEMBER_ID (25), one to a group that does not exist
-    ILLEGAL_GENERATION (or GROUP_ID_NOT_FOUND (69) from v9); none of them is stored.
+    """An OffsetCommit with a generation other than the group's is ILLEGAL_GENERATION (22), one
+    from a member the group does not have UNKNOWN_MEMBER_ID (25), one to a group that does not
+    exist ILLEGAL_GENERATION (or GROUP_ID_NOT_FOUND (69) from v9); none of them is stored.
 
     KAF-GROUP-15: "an OffsetCommit (v1 or later) that names a member id or a generation of 0 or
     more is checked against the group before anything is stored: a member the group does not have
@@ -115,8 +118,9 @@ def test_a_commit_with_a_stale_generation_or_an_unknown_member_is_refused(
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "commits")
         m = settle(target, k, group)
-        got = _commit(target, k, version, group, topic, m.member_id, m.generation - 1)
-        what = f"OffsetCommit v{version} at generation {m.generation - 1} (the group's is "
+        stale = other_generation(m)
+        got = _commit(target, k, version, group, topic, m.member_id, stale)
+        what = f"OffsetCommit v{version} at generation {stale} (the group's is "
         expect_code(
             got, "error_code", "ILLEGAL_GENERATION", "KAF-GROUP-15", what + f"{m.generation})"
         )
@@ -127,6 +131,35 @@ def test_a_commit_with_a_stale_generation_or_an_unknown_member_is_refused(
         want = ["ILLEGAL_GENERATION"] + (["GROUP_ID_NOT_FOUND"] if version >= 9 else [])
         what = f"OffsetCommit v{version} at generation 1 to group {ghost}, never made"
         expect_code(got, "error_code", want, "KAF-GROUP-15", what)
+        stored = _committed(target, k, group, topic)
+    require(
+        stored["committed_offset"] == -1,
+        "KAF-GROUP-15",
+        f"OffsetFetch of {group} after the refused commits: offset {stored['committed_offset']}, "
+        "expected -1 (nothing committed)",
+        stored.at("committed_offset"),
+    )
+
+
+def _committed(target: CaseContext, k: KafkaClient, group: str, topic: str) -> Node:
+    """OffsetFetch of ``topic``/0 for ``group``: the partition's entry."""
+    v = usable(target, "OffsetFetch")
+    wanted = [{"name": topic, "partition_indexes": [0]}]
+    body = {
+        "group_id": group,
+        "topics": wanted,
+        "require_stable": False,
+        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
+    }
+    what = f"OffsetFetch v{v} {group}"
+    reply = k.call("OffsetFetch", v, body, "KAF-GROUP-15", what)
+    topics = (
+        first(reply["groups"], "groups[0]", "KAF-GROUP-15", what)["topics"]
+        if v >= 8
+        else reply["topics"]
+    )
+    t = find(topics, "name", topic, f"topic {topic}", "KAF-GROUP-15", what)
+    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-GROUP-15", what)
 
 
 @case("kafka/groups/17", "KAF-GROUP-16")
