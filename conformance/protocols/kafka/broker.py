@@ -87,6 +87,22 @@ class _Pending:
         return [self.session.respond(self.request, body)]
 
 
+FAILED_AUTH_CLOSE_S = 0.1
+"""How long after a failed authentication's answer the connection is closed: Kafka's
+``connection.failed.authentication.delay.ms`` default (100)."""
+
+
+@dataclass
+class _Linger:
+    """Nothing more to send; ready at ``deadline`` (then the connection is closed)."""
+
+    deadline: float
+    abandon_on_eof: bool = True
+
+    def poll(self, now: float) -> list[bytes] | None:
+        return [] if now >= self.deadline else None
+
+
 class KafkaFrontend:
     name = "kafka"
 
@@ -191,7 +207,15 @@ class KafkaSession:
             body = error_body(request, "ILLEGAL_SASL_STATE")
             return Outcome(close=True) if body is None else self._closing(request, body)
         outcome = self._serve(request)
-        return dataclasses.replace(outcome, close=outcome.close or gate.state == "failed")
+        if gate.state != "failed":
+            return outcome
+        if not outcome.replies:
+            return dataclasses.replace(outcome, close=True)
+        # the refusal goes out at once, the close FAILED_AUTH_CLOSE_S later: a client that
+        # reads the answer and the end of stream together may drop the answer otherwise
+        # (kafka-python 3.0 does); Kafka delays both (connection.failed.authentication.delay.ms)
+        linger = _Linger(self.broker.clock() + FAILED_AUTH_CLOSE_S)
+        return dataclasses.replace(outcome, pending=linger, close=True)
 
     def _closing(self, request: Request, body: dict[str, Any]) -> Outcome:
         return Outcome([self.respond(request, body)], close=True)
