@@ -32,6 +32,7 @@ survives a restart with ``--data-dir``; an Ongoing transaction's timeout starts 
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -66,6 +67,9 @@ class TransactionCoordinator:
             key[len(ID_KEY) :]: TxnMeta.from_json(key[len(ID_KEY) :], json.loads(value), now)
             for key, value in self.engine.meta(ID_KEY).items()
         }
+        self._next_deadline = min(
+            (d for m in self.txns.values() if (d := m.deadline) is not None), default=math.inf
+        )
 
     # ----------------------------------------------------------------- requests
 
@@ -203,12 +207,18 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ the clock
 
     def expire(self) -> None:
-        """Fence and abort every Ongoing transaction past its timeout."""
+        """Fence and abort every Ongoing transaction past its timeout (the transactions
+        are looked at only once the earliest deadline has passed)."""
         now = self.clock()
+        if now <= self._next_deadline:
+            return
         for meta in list(self.txns.values()):
             deadline = meta.deadline
             if deadline is not None and deadline < now:
                 self._fence_and_abort(meta)
+        self._next_deadline = min(
+            (d for m in self.txns.values() if (d := m.deadline) is not None), default=math.inf
+        )
 
     # ------------------------------------------------------------------ internals
 
@@ -216,6 +226,7 @@ class TransactionCoordinator:
         if meta.state != ts.ONGOING:
             meta.started = self.clock()
         meta.fire(ts.ADD)
+        self._next_deadline = min(self._next_deadline, meta.started + meta.timeout_ms / 1000)
 
     def _fence_and_abort(self, meta: TxnMeta) -> None:
         meta.fire(ts.FENCE)
