@@ -90,9 +90,10 @@ def create_partitions(
     requirement: str,
     *topics: tuple[str, int, list[list[int]] | None],
     validate_only: bool = False,
+    version: int | None = None,
 ) -> Node:
     """One CreatePartitions of ``topics`` ((name, count, assignments)); its answer."""
-    v = usable(ctx, "CreatePartitions")
+    v = version if version is not None else usable(ctx, "CreatePartitions")
     body = {
         "topics": [{"name": n, "count": c, "assignments": _assigned(a)} for n, c, a in topics],
         "timeout_ms": 5000,
@@ -125,9 +126,11 @@ def epoch_end(
     *,
     current: int = -1,
     lowest: int = 0,
+    version: int | None = None,
 ) -> tuple[Node, int]:
-    """OffsetForLeaderEpoch of one partition (v``lowest``+); its entry and the version."""
-    v = usable(ctx, "OffsetForLeaderEpoch", lowest=lowest)
+    """OffsetForLeaderEpoch of one partition (v``lowest``+, or ``version``); its entry and
+    the version."""
+    v = version if version is not None else usable(ctx, "OffsetForLeaderEpoch", lowest=lowest)
     body = {
         "replica_id": -1,
         "topics": [
@@ -151,10 +154,15 @@ def epoch_end(
 
 
 def delete_records(
-    ctx: CaseContext, k: KafkaClient, topic: str, offsets: dict[int, int], requirement: str
+    ctx: CaseContext,
+    k: KafkaClient,
+    topic: str,
+    offsets: dict[int, int],
+    requirement: str,
+    version: int | None = None,
 ) -> dict[int, Node]:
     """One DeleteRecords of ``offsets`` (partition -> offset); each partition's answer."""
-    v = usable(ctx, "DeleteRecords")
+    v = version if version is not None else usable(ctx, "DeleteRecords")
     body = {
         "topics": [
             {
@@ -216,9 +224,11 @@ def describe(
     synonyms: bool = False,
     docs: bool = False,
     lowest: int = 1,
+    version: int | None = None,
 ) -> tuple[Node, int]:
-    """DescribeConfigs (v``lowest``+) of one resource; its result and the version."""
-    v = usable(ctx, "DescribeConfigs", lowest=lowest)
+    """DescribeConfigs (v``lowest``+, or ``version``) of one resource; its result and the
+    version."""
+    v = version if version is not None else usable(ctx, "DescribeConfigs", lowest=lowest)
     body = {
         "resources": [
             {
@@ -269,10 +279,11 @@ def alter(
     *,
     validate_only: bool = False,
     kind: int = TOPIC,
+    version: int | None = None,
 ) -> Node:
     """One IncrementalAlterConfigs of ``changes`` (name, operation, value) on one
     resource; its answer for it."""
-    v = usable(ctx, "IncrementalAlterConfigs")
+    v = version if version is not None else usable(ctx, "IncrementalAlterConfigs")
     body = {
         "resources": [
             {

@@ -14,7 +14,13 @@ from conformance.suite.kafka.cluster_admin_steps import (
     result_of,
 )
 from conformance.suite.kafka.steps import batch, create_topic, metadata, produce
-from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    need,
+    usable,
+)
 from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
@@ -25,18 +31,20 @@ CLUSTER_OPS = {5, 7, 8, 9, 10, 11, 12}
 
 
 @case("kafka/leader-epoch/1", "KAF-EPOCH-1")
-def test_the_current_epoch_ends_at_the_log_end(target: CaseContext) -> None:
+@at_every_version("OffsetForLeaderEpoch")
+def test_the_current_epoch_ends_at_the_log_end(target: CaseContext, version: int) -> None:
     """The current leader epoch ends at the log end offset.
 
     KAF-EPOCH-1: "OffsetForLeaderEpoch for a partition's current leader epoch (the leader_epoch
     Metadata v7+ reports) answers error 0, that epoch (v1+) and the partition's log end offset as
     end_offset."
     """
+    need(target, "OffsetForLeaderEpoch", version)
     with KafkaClient(target) as k:
         name = create_topic(target, k, "epochs")
         produce(target, k, name, batch([b"a", b"b", b"c"]), requirement="KAF-EPOCH-1")
         epoch = leader_epoch(target, k, name, 0)
-        got, v = epoch_end(target, k, name, 0, epoch, "KAF-EPOCH-1")
+        got, v = epoch_end(target, k, name, 0, epoch, "KAF-EPOCH-1", version=version)
     expect_code(got, "error_code", "NONE", "KAF-EPOCH-1", f"epoch {epoch}")
     require(
         got["end_offset"] == 3,
@@ -124,15 +132,17 @@ def test_an_unknown_partition_has_no_epoch(target: CaseContext) -> None:
 
 
 @case("kafka/partitions/1", "KAF-PARTS-1")
-def test_create_partitions_adds_writable_partitions(target: CaseContext) -> None:
+@at_every_version("CreatePartitions")
+def test_create_partitions_adds_writable_partitions(target: CaseContext, version: int) -> None:
     """CreatePartitions raises the count; Metadata lists the new partitions, which take writes.
 
     KAF-PARTS-1: "CreatePartitions with a count above the topic's partition count answers error 0,
     and Metadata then lists that many partitions, the new ones writable."
     """
+    need(target, "CreatePartitions", version)
     with KafkaClient(target) as k:
         name = create_topic(target, k, "grow")
-        reply = create_partitions(target, k, "KAF-PARTS-1", (name, 3, None))
+        reply = create_partitions(target, k, "KAF-PARTS-1", (name, 3, None), version=version)
         expect_code(
             result_of(reply, name, "KAF-PARTS-1"), "error_code", "NONE", "KAF-PARTS-1", "1 -> 3"
         )
@@ -236,13 +246,15 @@ def test_an_unknown_or_repeated_topic_is_refused(target: CaseContext) -> None:
 
 
 @case("kafka/cluster/1", "KAF-CLUSTER-1")
-def test_describe_cluster_agrees_with_metadata(target: CaseContext) -> None:
+@at_every_version("DescribeCluster")
+def test_describe_cluster_agrees_with_metadata(target: CaseContext, version: int) -> None:
     """DescribeCluster answers Metadata's cluster id and brokers, and a controller among them.
 
     KAF-CLUSTER-1: "DescribeCluster answers error 0, the cluster_id Metadata (v2+) answers, the
     brokers Metadata lists (node id, host and port) and a controller_id that is one of them or -1."
     """
-    v = usable(target, "DescribeCluster")
+    need(target, "DescribeCluster", version)
+    v = version
     m = usable(target, "Metadata", lowest=2)
     with KafkaClient(target) as k:
         meta = k.call(

@@ -27,7 +27,14 @@ from conformance.suite.kafka.steps import (
     produce,
     produce_parts,
 )
-from conformance.suite.kafka.verify import KafkaClient, expect_code, first, usable
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    first,
+    need,
+    usable,
+)
 from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
@@ -35,7 +42,8 @@ LONG, INT = 5, 3
 
 
 @case("kafka/configs/1", "KAF-CONFIG-1")
-def test_a_topic_describes_its_configs(target: CaseContext) -> None:
+@at_every_version("DescribeConfigs")
+def test_a_topic_describes_its_configs(target: CaseContext, version: int) -> None:
     """DescribeConfigs lists a topic's configs, unset ones not as TOPIC_CONFIG, typed (v3+).
 
     KAF-CONFIG-1: "DescribeConfigs of a topic answers error 0 with its configs (Kafka's topic
@@ -44,20 +52,22 @@ def test_a_topic_describes_its_configs(target: CaseContext) -> None:
     of the config (LONG (5) for retention.ms, INT (3) for max.message.bytes); configuration_keys
     limits the answer to the keys named."
     """
+    need(target, "DescribeConfigs", version)
     with KafkaClient(target) as k:
         name = create_topic(target, k, "described")
-        result, v = describe(target, k, TOPIC, name, "KAF-CONFIG-1")
+        result, v = describe(target, k, TOPIC, name, "KAF-CONFIG-1", version=version)
         expect_code(result, "error_code", "NONE", "KAF-CONFIG-1", f"DescribeConfigs of {name}")
         for key, kind in (("retention.ms", LONG), ("max.message.bytes", INT)):
             c = config_entry(result, key, "KAF-CONFIG-1")
             require(c["value"], "KAF-CONFIG-1", f"{key} has no value", c.at("value"))
-            require(
-                c["config_source"] != TOPIC_CONFIG,
-                "KAF-CONFIG-1",
-                f"{key}, never set on {name}, has config_source {c['config_source']} "
-                "(TOPIC_CONFIG)",
-                c.at("config_source"),
-            )
+            if v >= 1:
+                require(
+                    c["config_source"] != TOPIC_CONFIG,
+                    "KAF-CONFIG-1",
+                    f"{key}, never set on {name}, has config_source {c['config_source']} "
+                    "(TOPIC_CONFIG)",
+                    c.at("config_source"),
+                )
             if v >= 3:
                 require(
                     c["config_type"] == kind,
@@ -65,7 +75,9 @@ def test_a_topic_describes_its_configs(target: CaseContext) -> None:
                     f"{key} config_type {c['config_type']}, expected {kind}",
                     c.at("config_type"),
                 )
-        only, _ = describe(target, k, TOPIC, name, "KAF-CONFIG-1", keys=["retention.ms"])
+        only, _ = describe(
+            target, k, TOPIC, name, "KAF-CONFIG-1", keys=["retention.ms"], version=version
+        )
     names = [c["name"] for c in only["configs"]]
     require(
         names == ["retention.ms"],
@@ -76,7 +88,8 @@ def test_a_topic_describes_its_configs(target: CaseContext) -> None:
 
 
 @case("kafka/configs/2", "KAF-CONFIG-2")
-def test_a_set_config_is_described_as_the_topics_own(target: CaseContext) -> None:
+@at_every_version("IncrementalAlterConfigs")
+def test_a_set_config_is_described_as_the_topics_own(target: CaseContext, version: int) -> None:
     """A SET config is described with source TOPIC_CONFIG (and as its first synonym when
     asked); after DELETE, the default again.
 
@@ -86,9 +99,10 @@ def test_a_set_config_is_described_as_the_topics_own(target: CaseContext) -> Non
     after a DELETE of it, its default again with a source other than 1."
     """
     req = "KAF-CONFIG-2"
+    need(target, "IncrementalAlterConfigs", version)
     with KafkaClient(target) as k:
         name = create_topic(target, k, "setone")
-        got = alter(target, k, req, name, [("retention.ms", SET, "123456")])
+        got = alter(target, k, req, name, [("retention.ms", SET, "123456")], version=version)
         expect_code(got, "error_code", "NONE", req, "SET retention.ms")
         c = config_until(target, k, name, "retention.ms", lambda c: c["value"] == "123456", req)
         require(
@@ -113,7 +127,7 @@ def test_a_set_config_is_described_as_the_topics_own(target: CaseContext) -> Non
             f"first synonym {(syn['name'], syn['value'], syn['source'])}, expected {want}",
             syn.at(),
         )
-        got = alter(target, k, req, name, [("retention.ms", DELETE, None)])
+        got = alter(target, k, req, name, [("retention.ms", DELETE, None)], version=version)
         expect_code(got, "error_code", "NONE", req, "DELETE retention.ms")
         c = config_until(target, k, name, "retention.ms", lambda c: c["value"] != "123456", req)
     require(

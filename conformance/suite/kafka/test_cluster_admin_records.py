@@ -14,7 +14,13 @@ from conformance.suite.kafka.cluster_admin_steps import (
     until,
 )
 from conformance.suite.kafka.steps import batch, create_topic, fetch, produce
-from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
+from conformance.suite.kafka.verify import (
+    KafkaClient,
+    at_every_version,
+    expect_code,
+    need,
+    usable,
+)
 from conformance.suite.target import CaseContext
 
 
@@ -37,16 +43,19 @@ def _low(p: Node, expected: int, requirement: str, what: str) -> None:
 
 
 @case("kafka/delete-records/1", "KAF-DELREC-1")
-def test_delete_records_moves_the_log_start(target: CaseContext) -> None:
+@at_every_version("DeleteRecords")
+def test_delete_records_moves_the_log_start(target: CaseContext, version: int) -> None:
     """DeleteRecords answers the offset as low watermark; -1 means the high watermark.
 
     KAF-DELREC-1: "DeleteRecords with an offset from the log start to the high watermark answers
     error 0 and that offset as low_watermark; offset -1 means the high watermark."
     """
+    need(target, "DeleteRecords", version)
     with KafkaClient(target) as k:
         name = _topic_of_five(target, k, "trim", "KAF-DELREC-1")
-        _low(delete_records(target, k, name, {0: 2}, "KAF-DELREC-1")[0], 2, "KAF-DELREC-1", "to 2")
-        got = delete_records(target, k, name, {0: -1}, "KAF-DELREC-1")[0]
+        got = delete_records(target, k, name, {0: 2}, "KAF-DELREC-1", version)[0]
+        _low(got, 2, "KAF-DELREC-1", "to 2")
+        got = delete_records(target, k, name, {0: -1}, "KAF-DELREC-1", version)[0]
     _low(got, 5, "KAF-DELREC-1", "to -1 (the high watermark, 5)")
 
 
