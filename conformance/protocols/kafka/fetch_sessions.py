@@ -36,6 +36,10 @@ and ``FetchMetadata`` (clients) apply them:
   last use: by anyone, a session created over 120 s before; by a privileged one, also
   any unprivileged session.  Kafka 3.8+ splits the cache into 8 shards, each with an
   eighth of the slots, and evicts within a shard; this broker keeps one.
+
+Both revisions keep sessions (pgcdc's document says nothing of them; in revision ``doc``
+Fetch v7-11 carry them).  A quirk that bends these rules lives in
+:mod:`.quirks_fetch_sessions`, never here.
 """
 
 from __future__ import annotations
