@@ -16,6 +16,7 @@ from typing import Any
 
 from conformance.evidence import Node
 from conformance.protocols.kafka.errors import CODES
+from conformance.suite.case import require
 from conformance.suite.kafka.steps import Fetched, batch, fetched_partition, produce_body
 from conformance.suite.kafka.verify import (
     KafkaClient,
@@ -38,6 +39,8 @@ COORDINATOR_SETTLING = (
     "NOT_COORDINATOR",
 )
 COMMITTED, UNCOMMITTED = 1, 0
+TXN_BIT, CONTROL_BIT = 0x10, 0x20
+"""A batch's transactional and control attribute bits."""
 
 
 @dataclass
@@ -294,3 +297,99 @@ def offset_fetch(
     )
     t = find(topics, "name", topic, f"topic {topic}", requirement, what)
     return find(t["partitions"], "partition_index", 0, "partition 0", requirement, what)
+
+
+def expect_marker(
+    target: CaseContext, k: KafkaClient, topic: str, at: int, p: Producer, kind: int, req: str
+) -> None:
+    """The control batch at offset ``at`` is ``p``'s marker of type ``kind`` (1 commit, 0 abort)."""
+    got = stable_at_least(target, k, topic, at + 1, req)
+    lso = int(got.part["last_stable_offset"])
+    require(
+        lso >= at + 1,
+        req,
+        f"last stable offset {lso} {WAIT_S:.0f} s after EndTxn, expected past the marker at {at}",
+        got.at("last_stable_offset"),
+    )
+    batches = got.batches(req)
+    mine = [(i, b) for i, b in enumerate(batches) if b.base_offset <= at <= b.last_offset]
+    require(mine, req, f"no batch holds offset {at} (the marker)", got.records_at())
+    i, b = mine[0]
+    name = f"batch[{i}]"
+    flags = b.attributes & (TXN_BIT | CONTROL_BIT)
+    require(
+        flags == TXN_BIT | CONTROL_BIT,
+        req,
+        f"the batch at offset {at} has attributes {b.attributes:#x}, expected the transactional "
+        "and control bits (0x30)",
+        got.records_at(f"{name}.attributes"),
+    )
+    require(
+        (b.producer_id, b.producer_epoch) == (p.pid, p.epoch),
+        req,
+        f"the marker's producer {b.producer_id} epoch {b.producer_epoch}, expected "
+        f"{p.pid} epoch {p.epoch}",
+        got.records_at(f"{name}.producer_id", f"{name}.producer_epoch"),
+    )
+    r = b.records[0] if b.records else None
+    want = bytes((0, 0, 0, kind))
+    require(
+        r is not None
+        and r.key == want
+        and r.value is not None
+        and len(r.value) == 6
+        and r.value[:2] == b"\x00\x00",
+        req,
+        f"the marker's key {r.key if r else None!r} and value {r.value if r else None!r}, expected "
+        f"key {want!r} and a 6-byte value of version 0",
+        got.records_at(f"{name}.record[0].key", f"{name}.record[0].value"),
+    )
+
+
+def txn_offsets(
+    target: CaseContext, k: KafkaClient, p: Producer, group: str, topic: str, offset: int
+) -> None:
+    v = usable(target, "AddOffsetsToTxn")
+    body = {
+        "transactional_id": p.tid,
+        "producer_id": p.pid,
+        "producer_epoch": p.epoch,
+        "group_id": group,
+    }
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        added = k.call("AddOffsetsToTxn", v, body, "KAF-TXN-15", f"AddOffsetsToTxn v{v} {group}")
+        busy = added["error_code"] == CODES["CONCURRENT_TRANSACTIONS"]
+        if not busy or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    expect_code(added, "error_code", "NONE", "KAF-TXN-15", f"AddOffsetsToTxn v{v} {group}")
+    v = usable(target, "TxnOffsetCommit")
+    body = {
+        "transactional_id": p.tid,
+        "group_id": group,
+        "producer_id": p.pid,
+        "producer_epoch": p.epoch,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                     "committed_metadata": ""}
+                ],
+            }
+        ],
+    }  # fmt: skip
+    what = f"TxnOffsetCommit v{v} {group} offset {offset}"
+    reply = k.call("TxnOffsetCommit", v, body, "KAF-TXN-15", what)
+    t = first(reply["topics"], "a topic", "KAF-TXN-15", what)
+    expect_code(
+        first(t["partitions"], "a partition", "KAF-TXN-15", what),
+        "error_code",
+        "NONE",
+        "KAF-TXN-15",
+        what,
+    )
