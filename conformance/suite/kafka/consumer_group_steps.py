@@ -36,6 +36,8 @@ class CMember:
     version: int
     owned: dict[str, set[int]] = field(default_factory=dict)
     instance_id: str | None = None
+    previous: int = 0
+    """The epoch the member had before its current one (as the answers showed it)."""
     last: Node | None = None
     """The last heartbeat answer (the evidence of the fields above)."""
 
@@ -106,7 +108,8 @@ def _apply(m: CMember, r: Node) -> None:
     m.last = r
     if r["error_code"] != 0:
         return
-    m.epoch = int(r["member_epoch"])
+    if int(r["member_epoch"]) != m.epoch:
+        m.previous, m.epoch = m.epoch, int(r["member_epoch"])
     if r["assignment"] is not None:
         m.owned = {
             str(tp["topic_id"]): set(tp["partitions"])

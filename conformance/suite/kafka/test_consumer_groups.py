@@ -342,3 +342,38 @@ def test_a_silent_member_is_removed(target: CaseContext) -> None:
             "both partitions to the member still heartbeating",
             deadline_s=65.0,
         )
+
+
+@case("kafka/consumer-groups/17", "KAF-CGRP-17")
+def test_the_previous_epoch_is_accepted_after_a_lost_answer(target: CaseContext) -> None:
+    """A heartbeat with the previous epoch and owned partitions inside the assignment is
+    accepted (the answer that raised the epoch was lost).
+
+    KAF-CGRP-17: "a heartbeat from a member with its previous member epoch, listing as owned only
+    partitions of its current assignment (the answer that raised its epoch was lost), is
+    accepted: error 0 and the member's current epoch."
+    """
+    req = "KAF-CGRP-17"
+    group = target.name("g")
+    with KafkaClient(target) as a, KafkaClient(target) as b:
+        topic = create_topic(target, a, "t", partitions=2)
+        tid = topic_id(target, a, topic)
+        ma = join(target, a, group, [topic], req)
+        mb = join(target, b, group, [topic], req, what="second join")
+        until([(a, ma), (b, mb)], _covers(tid, 2), req, "both partitions shared")
+        until([(a, ma)], lambda ms: ms[0].previous > 0, req, "a member epoch raised after the join")
+        body = {
+            "group_id": group,
+            "member_id": ma.member_id,
+            "member_epoch": ma.previous,
+            "topic_partitions": ma.wire(),
+        }
+        what = f"heartbeat with the previous epoch {ma.previous} (current {ma.epoch})"
+        r = call(a, ma.version, body, req, what)
+    expect_code(r, "error_code", "NONE", req, what)
+    require(
+        r["member_epoch"] == ma.epoch,
+        req,
+        f"{what}: member epoch {r['member_epoch']}, expected the current {ma.epoch}",
+        r.at("member_epoch"),
+    )
