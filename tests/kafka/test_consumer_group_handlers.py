@@ -65,6 +65,7 @@ def join(group: str = "g", version: int = 1, **kw: Any) -> dict[str, Any]:
         ({"member_id": ""}, 1),
         ({"member_epoch": 5, "member_id": ""}, 0),
         ({"member_epoch": -2, "instance_id": None}, 1),
+        ({"member_epoch": -1, "member_id": ""}, 0),
         ({"subscribed_topic_regex": "t.*"}, 1),
     ],
 )

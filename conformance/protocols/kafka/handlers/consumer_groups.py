@@ -3,15 +3,16 @@ and ConsumerGroupDescribe (69), served by :mod:`..consumer_group`.
 
 Behaviour / version notes:
 
-* v0 and v1 of both.  A heartbeat is checked first as Kafka's
-  ``GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid`` checks it
+* v0 and v1 of both.  A heartbeat is checked first as Kafka 4's
+  ``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid`` checks it
   (INVALID_REQUEST with a message): an empty group id, instance id or rack id; in v1 an
   empty member id (KIP-1082: the client makes it), in v0 an empty one with epoch > 0 or
-  -1 or -2; a join (epoch 0) without a rebalance timeout, with owned partitions that are
-  null or not empty, or with neither topic names nor a regex; epoch -2 without an
-  instance id; an epoch below -2.  An assignor other than ``uniform`` or ``range`` is
-  UNSUPPORTED_ASSIGNOR.  Then the coordinator's errors (GROUP_ID_NOT_FOUND,
-  UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID).
+  -1; a join (epoch 0) without a rebalance timeout, with owned partitions that are null
+  or not empty, or with neither topic names nor a regex (an empty list of names is a
+  member subscribed to nothing); epoch -2 without an instance id; an epoch below -2.
+  An assignor other than ``uniform`` or ``range`` is UNSUPPORTED_ASSIGNOR.  Then the
+  coordinator's errors (GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
+  UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID).
   An error answer carries only the error code and message (epoch 0, interval 0).
 * A group id is either a classic group (:mod:`..coordinator`) or a consumer group.  A
   join to a classic group with members is GROUP_ID_NOT_FOUND ("not a consumer group");
@@ -22,8 +23,9 @@ Behaviour / version notes:
 
 Not served: regular-expression subscriptions (v1's SubscribedTopicRegex; Kafka 4.0 serves
 them) are INVALID_REQUEST, as Kafka 3.9 answered (an empty regex, which librdkafka sends
-with topic names, is no regex); classic members inside a consumer
-group and the online upgrade of a non-empty classic group (Kafka's migration policy).
+with topic names, is no regex); classic members inside a consumer group and the online
+upgrade of a non-empty classic group of type "consumer" (Kafka's migration policy: such
+a join is GROUP_ID_NOT_FOUND here, converted by Kafka 4 by default).
 """
 
 from __future__ import annotations
@@ -100,8 +102,6 @@ def _invalid(body: dict[str, Any], version: int) -> str | None:
         if not member_id:
             return "MemberId can't be empty."
     elif epoch == STATIC_LEAVE_EPOCH:
-        if not member_id:
-            return "MemberId can't be empty."
         if body.get("instance_id") is None:
             return "InstanceId can't be null."
     else:
