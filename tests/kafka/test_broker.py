@@ -271,6 +271,32 @@ def test_the_metadata_that_creates_a_topic_answers_as_kafka_does(
     assert (again["error_code"], len(again["partitions"])) == (0, 1)
 
 
+def test_metadata_v10_and_v11_may_not_ask_by_topic_id(
+    served: tuple[str, tuple[str, int]], conn: Conn
+) -> None:
+    """Topic ids in a Metadata request are served from v12: at v10-11 Kafka answers every
+    topic INVALID_REQUEST (handleTopicMetadataRequest, MetadataRequest.getErrorResponse)."""
+    if served[0] == "doc":
+        pytest.skip("revision doc advertises no flexible Metadata version")
+    tid = str(uuid.uuid4())
+    body = {"topics": [{"name": None, "topic_id": tid}], "allow_auto_topic_creation": False}
+    for version in (10, 11):
+        reply = conn.call(METADATA, version, body, header=1)
+        assert [t["error_code"] for t in reply["topics"]] == [42]
+    found = conn.call(METADATA, 12, body, header=1)["topics"]
+    assert [t["error_code"] for t in found] == [100], "v12: an unknown id is UNKNOWN_TOPIC_ID"
+
+
+def test_leave_group_of_a_group_that_does_not_exist(conn: Conn) -> None:
+    """Kafka's classicGroupLeave: UNKNOWN_MEMBER_ID for the whole request, at every version."""
+    group = f"ghost-{uuid.uuid4().hex[:8]}"
+    old = conn.call(13, 1, {"group_id": group, "member_id": "nobody"})
+    assert old["error_code"] == 25
+    members = [{"member_id": "nobody", "group_instance_id": None}]
+    new = conn.call(13, 3, {"group_id": group, "members": members})
+    assert (new["error_code"], new["members"]) == (25, [])
+
+
 def test_producer_ids_keep_growing_across_a_restart_with_a_journal(tmp_path: Path) -> None:
     """With --data-dir the journal remembers producers' sequences: a producer id given
     again after a restart would make a new producer's first batch out of order."""

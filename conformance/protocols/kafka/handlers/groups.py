@@ -8,8 +8,9 @@ DescribeGroups of the empty group id is INVALID_GROUP_ID.  JoinGroup and SyncGro
 coordinator until the rebalance completes or the leader's assignment arrives; v4+ of
 JoinGroup asks a new member without a group instance id to join again with the member id
 it is given (MEMBER_ID_REQUIRED; never before v4, KIP-394).  LeaveGroup v0-2 names one
-member, v3+ a list.  DescribeGroups of a group that does not exist reports state Dead, as
-Kafka does.
+member, v3+ a list; a LeaveGroup to a group that does not exist is UNKNOWN_MEMBER_ID as a
+whole (Kafka's ``GroupMetadataManager.classicGroupLeave``).  DescribeGroups of a group that
+does not exist reports state Dead, as Kafka does.
 
 Not served: static membership (KIP-345).  A ``group_instance_id`` is recorded and reported,
 but a member rejoining with a known instance id is treated as a new member (a rebalance,
@@ -151,6 +152,11 @@ def heartbeat(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
 
 def leave_group(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
+    group_id = body.get("group_id", "")
+    if group_id and broker.coordinator.describe(group_id).state == "Dead":
+        # Kafka's classicGroupLeave: a group it does not have is UNKNOWN_MEMBER_ID for the
+        # whole request (no member listed), at every version
+        return {"throttle_time_ms": 0, "error_code": code("UNKNOWN_MEMBER_ID"), "members": []}
     if request.api_version < 3:
         member = body.get("member_id", "")
         errors = broker.coordinator.leave(body.get("group_id", ""), [member])

@@ -5,7 +5,8 @@ that does not exist is created with the broker's default partition count when
 auto-creation is on and the request allows it (always before v4), else answered
 UNKNOWN_TOPIC_OR_PARTITION; a name that is not a legal topic name is
 INVALID_TOPIC_EXCEPTION.  v10+ carries topic ids; a topic asked for by an unknown id is
-UNKNOWN_TOPIC_ID.
+UNKNOWN_TOPIC_ID; v10-11 may not ask by id (a null name or a topic id): INVALID_REQUEST for
+every topic asked, as Kafka answers.
 
 Version / revision notes: the Metadata request that makes a topic is answered, in revision
 ``apache``, as Apache Kafka (KRaft) answers it: UNKNOWN_TOPIC_OR_PARTITION with no
@@ -88,13 +89,15 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body, version = request.body, request.api_version
     asked = body.get("topics")
     allow = version < 4 or bool(body.get("allow_auto_topic_creation", True))
+    if 10 <= version < 12 and any(_by_id(t) for t in asked or []):
+        return _invalid(broker, asked or [])
     topics: list[dict[str, Any]] = []
     if asked is None or (version == 0 and not asked):
         topics = [topic_entry(broker, t.name, version) for t in broker.engine.list_topics()]
     else:
         for wanted in asked:
             name = wanted.get("name")
-            if name is None and version >= 10:
+            if name is None and version >= 12:
                 name = broker.topic_named(wanted.get("topic_id", ZERO_ID))
                 if name is None:
                     entry = topic_entry(broker, "", version, "UNKNOWN_TOPIC_ID")
@@ -109,5 +112,34 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
         "cluster_id": broker.cluster_id,
         "controller_id": NODE_ID,
         "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }
+
+
+def _by_id(wanted: dict[str, Any]) -> bool:
+    """A topic asked for by id: a null name or a topic id other than zero."""
+    return wanted.get("name") is None or wanted.get("topic_id", ZERO_ID) != ZERO_ID
+
+
+def _invalid(broker: Broker, asked: list[dict[str, Any]]) -> dict[str, Any]:
+    """Metadata v10-11 naming a topic by id (ids are served from v12): INVALID_REQUEST for
+    every topic asked, as Apache Kafka's ``handleTopicMetadataRequest`` throws and
+    ``MetadataRequest.getErrorResponse`` answers (no broker listed)."""
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": -1,
+        "topics": [
+            {
+                "error_code": code("INVALID_REQUEST"),
+                "name": t.get("name") or "",
+                "topic_id": t.get("topic_id", ZERO_ID),
+                "is_internal": False,
+                "partitions": [],
+                "topic_authorized_operations": -2147483648,
+            }
+            for t in asked
+        ],
         "cluster_authorized_operations": -2147483648,
     }
