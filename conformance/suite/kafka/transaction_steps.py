@@ -17,7 +17,13 @@ from typing import Any
 from conformance.evidence import Node
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import require
-from conformance.suite.kafka.steps import Fetched, batch, fetched_partition, produce_body
+from conformance.suite.kafka.steps import (
+    Fetched,
+    batch,
+    fetched_partition,
+    produce_body,
+    topic_id,
+)
 from conformance.suite.kafka.verify import (
     KafkaClient,
     expect_code,
@@ -232,29 +238,28 @@ def fetch_isolated(
     partition: int = 0,
     offset: int = 0,
 ) -> Fetched:
-    """A Fetch (v4-12, by topic name) at ``isolation`` (1 READ_COMMITTED, 0 READ_UNCOMMITTED)."""
-    v = usable(target, "Fetch", lowest=4, highest=12)
+    """A Fetch (v4+, by topic id from v13, as a consumer asks) at ``isolation`` (1
+    READ_COMMITTED, 0 READ_UNCOMMITTED)."""
+    v = usable(target, "Fetch", lowest=4)
+    ref = topic_id(target, k, topic) if v >= 13 else topic
+    t: dict[str, Any] = {"topic_id": ref} if v >= 13 else {"topic": ref}
+    t["partitions"] = [
+        {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+    ]
     body = {
         "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
+        "max_wait_ms": 100,  # as a consumer asks: what is there comes at once
+        "min_bytes": 1,
         "max_bytes": 1 << 20,
         "isolation_level": isolation,
         "session_id": 0,
         "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
-                ],
-            }
-        ],
+        "topics": [t],
     }
     kind = "READ_COMMITTED" if isolation == COMMITTED else "READ_UNCOMMITTED"
     what = f"Fetch v{v} {kind} {topic}/{partition} at {offset}"
     reply = k.call("Fetch", v, body, requirement, what)
-    return Fetched(fetched_partition(reply, topic, partition, requirement, what))
+    return Fetched(fetched_partition(reply, topic, partition, requirement, what, ref))
 
 
 def stable_at_least(
