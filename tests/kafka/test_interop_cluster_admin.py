@@ -1,6 +1,8 @@
 """kafka-python's KafkaAdminClient and confluent-kafka's AdminClient (librdkafka) against
 the reference broker, both revisions: create partitions, incrementally alter topic
-configs and describe them, delete records, describe the cluster, each read back.
+configs and describe them, delete records, describe the cluster, each read back; and
+aiokafka's AIOKafkaAdminClient (which has no IncrementalAlterConfigs) reading back what
+kafka-python set.
 
 In revision ``doc`` the broker advertises only non-flexible versions, so DescribeCluster
 (flexible from v0) is not there: kafka-python then describes the cluster from Metadata
@@ -12,10 +14,17 @@ in yet, so that read-back is a strict expected failure (drop the mark with the l
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka.admin import NewPartitions as ANewPartitions
+from aiokafka.admin.config_resource import ConfigResource as AConfigResource
+from aiokafka.admin.config_resource import ConfigResourceType as AConfigResourceType
+from aiokafka.structs import TopicPartition as ATopicPartition
 from confluent_kafka import Producer as CProducer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import (
@@ -194,3 +203,35 @@ def test_confluent_describes_the_cluster(kafka: Broker, c_admin: AdminClient) ->
     assert got.cluster_id == "conformance-reference"
     assert [(n.id, n.port) for n in got.nodes] == [(1, kafka.port)]
     assert got.controller is not None and got.controller.id == 1
+
+
+# ----------------------------------------------------------------------- aiokafka
+
+
+def test_aiokafka_reads_back_partitions_configs_records_and_the_cluster(
+    kafka: Broker, kp_admin: KafkaAdminClient
+) -> None:
+    name = _kp_topic(kafka, kp_admin, 5)
+    changes = {"retention.ms": "7200000"}
+    kp_admin.alter_configs([KConfigResource(ConfigResourceType.TOPIC, name, configs=changes)])
+
+    async def run() -> tuple[Any, ...]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.address)
+        await admin.start()
+        try:
+            await admin.create_partitions({name: ANewPartitions(2)})
+            described = await admin.describe_topics([name])
+            low = await admin.delete_records({ATopicPartition(name, 0): RecordsToDelete(3)})
+            resource = AConfigResource(AConfigResourceType.TOPIC, name)
+            configs = await admin.describe_configs([resource], include_synonyms=True)
+            cluster = await admin.describe_cluster()
+        finally:
+            await admin.close()
+        return described, low, configs, cluster
+
+    described, low, configs, cluster = asyncio.run(run())
+    assert len(described[0]["partitions"]) == 2
+    assert low == {ATopicPartition(name, 0): 3}
+    entries = {e[0]: e for r in configs for res in r.resources for e in res[4]}
+    assert entries["retention.ms"][1] == "7200000" and entries["retention.ms"][3] == 1
+    assert cluster["cluster_id"] == "conformance-reference" and cluster["controller_id"] == 1
