@@ -2,9 +2,9 @@
 revisions (the ``kafka`` fixture): kafka-python, aiokafka and confluent-kafka (librdkafka)
 each commit one transaction and abort another, and read the topic back with
 isolation_level read_committed (only the committed records) and read_uncommitted (both);
-kafka-python and aiokafka also commit a group's offsets inside a transaction
-(send_offsets_to_transaction, consume-transform-produce), which a group consumer then
-sees as committed, while offsets sent in an aborted transaction are not.
+each also commits a group's offsets inside a transaction (send_offsets_to_transaction:
+kafka-python and aiokafka beside a commit and an abort, whose offsets are dropped;
+confluent-kafka in a consume-transform-produce loop with a group consumer).
 
 Revision ``doc`` advertises no flexible version, so the clients speak the transaction
 APIs' older versions there (AddPartitionsToTxn v0-2, EndTxn v0-2, ...) and the newer ones
@@ -217,3 +217,52 @@ def test_confluent_kafka_commits_and_aborts(kafka: Broker) -> None:
     assert not failed, failed
     assert _ck_read(address, topic, "read_committed", 3) == COMMITTED
     assert _ck_read(address, topic, "read_uncommitted", 6) == COMMITTED + ABORTED
+
+
+def test_confluent_kafka_consume_transform_produce(kafka: Broker) -> None:
+    """A group consumer reads, a transactional producer writes the transformed records and
+    the consumer's position with send_offsets_to_transaction, then commits: the group's
+    committed offset is the position, and the output is readable read_committed."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    address, source, sink = kafka.address, _name("ck-in"), _name("ck-out")
+    admin = AdminClient({"bootstrap.servers": address})
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in (source, sink)]).values():
+        future.result(20)
+    seed = Producer({"bootstrap.servers": address})
+    for v in COMMITTED:
+        seed.produce(source, value=v)
+    assert seed.flush(20) == 0
+    group = f"{source}-group"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    p = Producer({"bootstrap.servers": address, "transactional.id": f"{source}-tx"})
+    try:
+        consumer.subscribe([source])
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(got) < len(COMMITTED):
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m)
+        assert [m.value() for m in got] == COMMITTED
+        p.init_transactions(20)
+        p.begin_transaction()
+        for m in got:
+            p.produce(sink, value=m.value().upper())
+        position = consumer.position(consumer.assignment())
+        p.send_offsets_to_transaction(position, consumer.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+        committed = consumer.committed([TopicPartition(source, 0)], timeout=20)
+        assert committed[0].offset == len(COMMITTED)
+    finally:
+        consumer.close()
+    assert _ck_read(address, sink, "read_committed", 3) == [v.upper() for v in COMMITTED]
