@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-PINNED = "2.2.4"
+PINNED = str(json.loads((HERE / "package.json").read_text())["dependencies"]["kafkajs"])
+"""The KafkaJS version package.json pins (exactly: no range)."""
 LOCK_FILES = ("package.json", "package-lock.json")
 INSTALL_DEADLINE_S = 300.0
 NPM_CI = ("ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline")
@@ -50,10 +51,8 @@ def cache_root() -> Path:
 
 
 def _installed(target: Path) -> bool:
-    meta = target / "node_modules" / "kafkajs" / "package.json"
-    if not (target / "installed").is_file() or not meta.is_file():
-        return False
-    return bool(json.loads(meta.read_text()).get("version") == PINNED)
+    """A finished install (its marker written last) of the pinned version."""
+    return (target / "installed").is_file() and _installed_files(target)
 
 
 def install(deadline_s: float = INSTALL_DEADLINE_S) -> Path:
@@ -98,8 +97,8 @@ def install(deadline_s: float = INSTALL_DEADLINE_S) -> Path:
     return target / "node_modules"
 
 
-def _installed_files(work: Path) -> bool:
-    meta = work / "node_modules" / "kafkajs" / "package.json"
+def _installed_files(where: Path) -> bool:
+    meta = where / "node_modules" / "kafkajs" / "package.json"
     return meta.is_file() and json.loads(meta.read_text()).get("version") == PINNED
 
 
