@@ -28,7 +28,7 @@ steps wait the case timeout plus 5 s (:mod:`.group_steps`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -38,6 +38,13 @@ from conformance.protocols.kafka import records
 from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Unsupported, Violation, require
+from conformance.suite.kafka.metadata_steps import METADATA_WAIT_S as METADATA_WAIT_S
+from conformance.suite.kafka.metadata_steps import SETTLING as SETTLING
+from conformance.suite.kafka.metadata_steps import Topics as Topics
+from conformance.suite.kafka.metadata_steps import metadata as metadata
+from conformance.suite.kafka.metadata_steps import metadata_until as metadata_until
+from conformance.suite.kafka.metadata_steps import settled as settled
+from conformance.suite.kafka.metadata_steps import topic_id as topic_id
 from conformance.suite.kafka.verify import (
     KafkaClient,
     advertised,
@@ -70,7 +77,7 @@ def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 
         expect_code(created, "error_code", "NONE", "KAF-ADMIN-1", what)
     elif partitions != 1:
         raise Unsupported("the target serves no CreateTopics; this case needs several partitions")
-    found = metadata_until(ctx, k, [name], lambda f: _settled(f.get(name)), create=True)
+    found = metadata_until(ctx, k, [name], lambda f: settled(f.get(name)), create=True)
     t = found.get(name)
     if t is None or t["error_code"] != 0:
         if by_admin:
@@ -93,96 +100,6 @@ def create_topic(ctx: CaseContext, k: KafkaClient, base: str, partitions: int = 
         t["partitions"].at(),
     )
     return name
-
-
-SETTLING = ("UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE")
-"""What Kafka answers for a topic whose creation it has not finished: KRaft
-UNKNOWN_TOPIC_OR_PARTITION (``AutoTopicCreationManager``), ZooKeeper mode and a partition
-without a leader yet LEADER_NOT_AVAILABLE."""
-
-
-def _settled(t: Node | None) -> bool:
-    """A topic Metadata lists with its leaders, or refuses with an error that will stay."""
-    settling = [CODES[e] for e in SETTLING]
-    if t is None or t["error_code"] in settling:
-        return False
-    return all(p["error_code"] not in settling for p in t["partitions"])
-
-
-METADATA_WAIT_S = 5.0
-"""How long :func:`metadata_until` asks again (at least; the case timeout if longer)."""
-
-
-class Topics(dict[str, Node]):
-    """Metadata's topics by name; ``array`` is the answer's topics array (the evidence
-    when a topic is missing, or listed when it should not be); ``tries`` and ``waited``
-    say how often and how long :func:`metadata_until` asked."""
-
-    array: NodeList
-    tries: int = 1
-    waited: float = 0.0
-
-    def waited_for(self) -> str:
-        """`` (after N answers over S s)`` when Metadata was asked more than once."""
-        if self.tries <= 1:
-            return ""
-        return f" (after {self.tries} answers over {self.waited:.1f} s)"
-
-
-def metadata(
-    ctx: CaseContext,
-    k: KafkaClient,
-    topics: list[str] | None,
-    *,
-    create: bool = False,
-    version: int | None = None,
-) -> Topics:
-    """Metadata's topics by name (``topics`` None: all, from v1)."""
-    v = version if version is not None else usable(ctx, "Metadata")
-    body: dict[str, Any] = {"topics": None if topics is None else [{"name": t} for t in topics]}
-    body["allow_auto_topic_creation"] = create
-    reply = k.call("Metadata", v, body, "KAF-ADMIN-2", f"Metadata v{v}")
-    found = Topics((str(t["name"]), t) for t in reply["topics"])
-    found.array = reply["topics"]
-    return found
-
-
-def metadata_until(
-    ctx: CaseContext,
-    k: KafkaClient,
-    topics: list[str] | None,
-    settled: Callable[[Topics], bool],
-    *,
-    create: bool = False,
-    version: int | None = None,
-) -> Topics:
-    """Metadata asked again until ``settled`` holds of its answer, for
-    :data:`METADATA_WAIT_S` (or the case timeout) at most: Kafka's metadata is eventually
-    consistent (KRaft brokers follow the controller's log), so a change shows a little
-    later.  The last answer, whether or not it settled; the caller judges it."""
-    start = time.monotonic()
-    deadline = start + max(METADATA_WAIT_S, ctx.timeout)
-    pause, tries = 0.05, 1
-    found = metadata(ctx, k, topics, create=create, version=version)
-    while not settled(found) and time.monotonic() < deadline:
-        time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-        pause = min(2 * pause, 0.5)
-        found = metadata(ctx, k, topics, create=create, version=version)
-        tries += 1
-    found.tries, found.waited = tries, time.monotonic() - start
-    return found
-
-
-def topic_id(ctx: CaseContext, k: KafkaClient, topic: str) -> str:
-    """The topic's id (Metadata v10+), for Fetch v13+."""
-    v = usable(ctx, "Metadata", lowest=10)
-    found = metadata(ctx, k, [topic], version=v)
-    t = found.get(topic)
-    if t is None:
-        missing(found.array, f"topic {topic}", "KAF-ADMIN-2", f"Metadata v{v}")
-    expect_code(t, "error_code", "NONE", "KAF-ADMIN-2", f"Metadata v{v} of {topic}")
-    tid: str = t["topic_id"]
-    return tid
 
 
 # ------------------------------------------------------------------ produce
