@@ -17,6 +17,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker, KafkaConfig
 from conformance.protocols.kafka.errors import NAMES
 from conformance.protocols.kafka.handlers import HANDLERS
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 from conformance.protocols.kafka.transaction_index import control_key, control_value
 
 TOPIC = "txn-topic"
@@ -336,3 +337,19 @@ def test_the_transition_table_refuses_what_kafka_never_does() -> None:
         meta.fire(ts.END_COMMIT)
     for (state, _event), target in ts.TRANSITIONS.items():
         assert state in ts.STATES and target in ts.STATES
+
+
+def test_pending_offsets_are_known_until_the_transaction_ends() -> None:
+    b = _broker()
+    pid = init(b)["producer_id"]
+    body = {"transactional_id": "t1", "producer_id": pid, "producer_epoch": 0, "group_id": "g"}
+    call(b, 25, 3, body)
+    commit = {
+        "transactional_id": "t1", "group_id": "g", "producer_id": pid, "producer_epoch": 0,
+        "topics": [{"name": TOPIC, "partitions": [{"partition_index": 1, "committed_offset": 4}]}],
+    }  # fmt: skip
+    call(b, 28, 3, commit)
+    tx = coordinator_of(b)
+    assert tx.pending("g", TOPIC, 1) and not tx.pending("g", TOPIC, 0)
+    end(b, "t1", pid, 0, True)
+    assert not tx.pending("g", TOPIC, 1)

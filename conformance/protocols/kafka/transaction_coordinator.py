@@ -204,6 +204,13 @@ class TransactionCoordinator:
         verification gives it (TRANSACTION_ABORTABLE: not added to the transaction)."""
         return self.verify(tid, pid, epoch, [partition])[partition]
 
+    def pending(self, group: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of ``group`` for the partition
+        (Kafka's OffsetFetch with require_stable answers such a partition
+        UNSTABLE_OFFSET_COMMIT: ``OffsetMetadataManager.fetchOffsets``)."""
+        self.expire()
+        return any((topic, partition) in m.offsets.get(group, {}) for m in self.txns.values())
+
     # ------------------------------------------------------------------ the clock
 
     def expire(self) -> None:
