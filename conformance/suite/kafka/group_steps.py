@@ -1,21 +1,34 @@
-"""Group steps of the Kafka cases: join, sync, heartbeat, leave, commit (KAF-GROUP-2/3).
+"""Group steps of the Kafka cases: find the coordinator, join, sync, heartbeat, leave
+(KAF-GROUP-1/2/3).
 
 A :class:`Member` keeps the JoinGroup answer it was made from, so that a case's check on
 its generation, member id or leader names that answer's field; SyncGroup, Heartbeat and
-LeaveGroup hand back their answers as :class:`~conformance.evidence.Node` trees."""
+LeaveGroup hand back their answers as :class:`~conformance.evidence.Node` trees.
+
+Timing.  A fresh Apache Kafka has no group coordinator until its first FindCoordinator
+makes the offsets topic (``KafkaApis.getCoordinator`` answers COORDINATOR_NOT_AVAILABLE
+meanwhile) and loads it (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR): so
+:func:`coordinator_ready` finds the coordinator once per run, asking again within
+:data:`COORDINATOR_WAIT_S`, before the first group request, and :func:`join_group` sends a
+join again that such an error refused.  A join may also wait for the join window
+(``group.initial.rebalance.delay.ms``, 3 s by default, on a group's first join)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from conformance.evidence import Evidence, Node
+from conformance.protocols.kafka.apis import BY_NAME
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import Violation
 from conformance.suite.kafka.verify import (
     KafkaClient,
+    advertised,
     expect_code,
+    first,
     usable,
 )
 from conformance.suite.target import CaseContext
@@ -24,6 +37,46 @@ from conformance.suite.target import CaseContext
 
 
 PROTOCOL_TYPE = "consumer"
+
+COORDINATOR_WAIT_S = 20.0
+"""How long a coordinator that is not ready yet is asked again (Kafka makes and loads its
+offsets topic, 50 partitions by default, on the first FindCoordinator)."""
+
+NOT_READY = ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR")
+"""The retriable answers of a group coordinator that is not ready (KAF-CLI-15)."""
+
+
+def find_coordinator(
+    ctx: CaseContext, k: KafkaClient, group: str, *, requirement: str = "KAF-GROUP-1"
+) -> Node:
+    """FindCoordinator for ``group`` (v4+: its ``coordinators`` entry), asked again while
+    the answer is COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, for
+    :data:`COORDINATOR_WAIT_S` at most; the last answer (the caller judges it)."""
+    v = usable(ctx, "FindCoordinator")
+    body = {"key": group, "key_type": 0, "coordinator_keys": [group]}
+    what = f"FindCoordinator v{v} {group}"
+    deadline = time.monotonic() + max(COORDINATOR_WAIT_S, ctx.timeout)
+    while True:
+        reply = k.call("FindCoordinator", v, body, requirement, what)
+        entry = first(reply["coordinators"], "coordinator", requirement, what) if v >= 4 else reply
+        busy = entry["error_code"] in [CODES[e] for e in NOT_READY]
+        if not busy or time.monotonic() >= deadline:
+            return entry
+        time.sleep(0.2)
+
+
+def coordinator_ready(ctx: CaseContext, k: KafkaClient, group: str) -> None:
+    """Once per run, before the first group request: the target's group coordinator is up
+    (:func:`find_coordinator` answers it).  Nothing to do for a target that serves no
+    FindCoordinator, or once it answered."""
+    facts = ctx.target.facts
+    if facts.get("kafka_coordinator_ready") or BY_NAME["FindCoordinator"].key not in advertised(
+        ctx
+    ):
+        return
+    entry = find_coordinator(ctx, k, group)
+    expect_code(entry, "error_code", "NONE", "KAF-GROUP-1", f"FindCoordinator {group}")
+    facts["kafka_coordinator_ready"] = True
 
 
 @dataclass
@@ -96,9 +149,16 @@ def join_group(
     the case timeout plus 5 s."""
     v = version if version is not None else usable(ctx, "JoinGroup")
     wait = timeout if timeout is not None else ctx.timeout + 5
-    reply = k.call(
-        "JoinGroup", v, join_body(group, **kw), requirement, f"JoinGroup v{v} {group}", timeout=wait
-    )
+    coordinator_ready(ctx, k, group)
+    deadline = time.monotonic() + max(COORDINATOR_WAIT_S, ctx.timeout)
+    while True:
+        what = f"JoinGroup v{v} {group}"
+        reply = k.call("JoinGroup", v, join_body(group, **kw), requirement, what, timeout=wait)
+        if reply["error_code"] not in [CODES[e] for e in NOT_READY]:
+            break
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     reply = member_id_required(ctx, k, v, reply, join_body(group, **kw), requirement, wait)
     expect_code(reply, "error_code", "NONE", requirement, f"JoinGroup v{v} {group}")
     return Member.of(group, reply)

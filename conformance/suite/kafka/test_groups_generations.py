@@ -13,6 +13,7 @@ from typing import Any
 from conformance.evidence import Node
 from conformance.suite.case import case, require
 from conformance.suite.kafka.group_steps import (
+    coordinator_ready,
     join_body,
     member_id_required,
     other_generation,
@@ -176,6 +177,7 @@ def test_join_group_before_v4_never_asks_for_a_member_id(target: CaseContext, ve
     body = join_body(group)
     what = f"JoinGroup v{version} {group} with an empty member id"
     with KafkaClient(target) as k:
+        coordinator_ready(target, k, group)
         reply = k.call("JoinGroup", version, body, "KAF-GROUP-16", what, timeout=target.timeout + 5)
         reply = member_id_required(target, k, version, reply, body, "KAF-GROUP-16")
     expect_code(reply, "error_code", "NONE", "KAF-GROUP-16", what)

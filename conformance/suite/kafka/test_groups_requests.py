@@ -11,6 +11,7 @@ from conformance.evidence import Node, combined
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import case, require
 from conformance.suite.kafka.group_steps import (
+    coordinator_ready,
     heartbeat,
     join_body,
     leave_group,
@@ -73,6 +74,7 @@ def _join_answer(
     broker may ask for the id before it checks the rest)."""
     v = usable(target, "JoinGroup")
     wait = target.timeout + 5
+    coordinator_ready(target, k, body["group_id"] or target.name("g"))
     r = k.call("JoinGroup", v, body, requirement, what, timeout=wait)
     return member_id_required(target, k, v, r, body, requirement, wait)
 
@@ -199,8 +201,9 @@ def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseC
     that does not exist, or has no members, too) is answered UNKNOWN_MEMBER_ID (25) at once ..."
     """
     v = usable(target, "SyncGroup", lowest=3)
+    ghost = target.name("ghost")
     body = {
-        "group_id": target.name("ghost"),
+        "group_id": ghost,
         "generation_id": 3,
         "member_id": "nobody",
         "group_instance_id": "static-1",
@@ -209,6 +212,7 @@ def test_a_sync_for_a_group_that_does_not_exist_is_refused_at_once(target: CaseC
         "assignments": [{"member_id": "nobody", "assignment": b"a"}],
     }
     with KafkaClient(target) as k:
+        coordinator_ready(target, k, ghost)
         r = k.call("SyncGroup", v, body, "KAF-GROUP-14", f"SyncGroup v{v} of a group never made")
     expect_code(
         r, "error_code", "UNKNOWN_MEMBER_ID", "KAF-GROUP-14", "SyncGroup of a group never made"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from conformance.evidence import Evidence, Judged, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
+from conformance.suite.kafka.group_steps import coordinator_ready
 from conformance.suite.kafka.steps import batch, create_topic, produce
 from conformance.suite.kafka.verify import (
     KafkaClient,
@@ -52,6 +53,7 @@ def commit(
         ],
     }
     what = f"OffsetCommit v{v} {group}"
+    coordinator_ready(target, k, group)  # a fresh Kafka makes its coordinator first
     corr = k.send("OffsetCommit", v, body)
     reply = k.answer("OffsetCommit", v, corr, "KAF-OFFSET-1", what)
     t = find(reply["topics"], "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
