@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from conformance.evidence import combined
 from conformance.protocols.kafka import records
+from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import (
     batch,
@@ -138,19 +140,23 @@ def test_unknown_topics_and_partitions_are_error_3(target: CaseContext) -> None:
 
 
 def _init_producer(target: CaseContext, k: KafkaClient) -> tuple[int, int]:
+    """A new producer id.  A fresh Kafka may answer COORDINATOR_LOAD_IN_PROGRESS until its
+    first block of producer ids arrives from the controller (``ProducerIdManager``): asked
+    again then, for 10 s at most."""
     v = usable(target, "InitProducerId")
-    body = k.call(
-        "InitProducerId",
-        v,
-        {
-            "transactional_id": None,
-            "transaction_timeout_ms": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
-        "KAF-PRODUCE-4",
-        f"InitProducerId v{v}",
-    )
+    ask = {
+        "transactional_id": None,
+        "transaction_timeout_ms": 60000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    deadline = time.monotonic() + max(10.0, target.timeout)
+    while True:
+        body = k.call("InitProducerId", v, ask, "KAF-PRODUCE-4", f"InitProducerId v{v}")
+        loading = body["error_code"] == CODES["COORDINATOR_LOAD_IN_PROGRESS"]
+        if not loading or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     expect_code(body, "error_code", "NONE", "KAF-PRODUCE-4", "InitProducerId")
     require(
         body["producer_id"] >= 0 and body["producer_epoch"] >= 0,
