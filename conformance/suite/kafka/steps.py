@@ -18,11 +18,10 @@ topic created or deleted (by CreateTopics, DeleteTopics or Metadata's auto-creat
 the controller's metadata log a little later, and answers the Metadata request that starts
 an auto-creation UNKNOWN_TOPIC_OR_PARTITION (``AutoTopicCreationManager``): so
 :func:`metadata_until` asks Metadata again, bounded by :data:`METADATA_WAIT_S`, and a step
-that still does not see the change fails naming how long it waited; :func:`produce` sends
-again, within the same bound, a write refused with a retriable leadership error (as a
-producer does).  Group joins may wait for the join window (Kafka's
-``group.initial.rebalance.delay.ms``, 3 s by default, on a group's first join): the group
-steps wait the case timeout plus 5 s (:mod:`.group_steps`).
+that still does not see the change fails naming how long it waited; :func:`produce_parts`
+sends again, within the same bound, a write whose every partition was refused with a
+retriable leadership error (nothing was written; as a producer does).  The group steps
+find the coordinator first and wait for the join window (:mod:`.group_steps`).
 """
 
 from __future__ import annotations
@@ -124,6 +123,12 @@ def produce_body(topic: str, parts: Mapping[int, bytes | None], acks: int = -1) 
     }
 
 
+LEADERLESS = ("NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE")
+"""What Kafka answers a write to a partition its ReplicaManager has not brought online yet
+(``BrokerMetadataPublisher`` updates the metadata cache first, so Metadata may list a new
+topic a moment before it can be written): nothing was written, the producer sends again."""
+
+
 def produce_parts(
     ctx: CaseContext,
     k: KafkaClient,
@@ -134,15 +139,24 @@ def produce_parts(
     version: int | None = None,
     requirement: str = "KAF-PRODUCE-1",
 ) -> dict[int, Node]:
-    """One Produce writing ``parts`` (partition -> records); the answer per partition."""
+    """One Produce writing ``parts`` (partition -> records); the answer per partition.
+    Sent again, within :data:`METADATA_WAIT_S`, while every partition is refused with one of
+    :data:`LEADERLESS` (so nothing was written), as a producer does."""
     v = version if version is not None else usable(ctx, "Produce", lowest=3)
     what = f"Produce v{v} to {topic}"
-    reply = k.call("Produce", v, produce_body(topic, parts, acks), requirement, what)
-    out = {int(p["index"]): p for t in reply["responses"] for p in t["partition_responses"]}
-    lacking = sorted(set(parts) - set(out))
-    if lacking:
-        missing(reply["responses"], f"partition(s) {lacking} of topic {topic}", requirement, what)
-    return out
+    deadline = time.monotonic() + max(METADATA_WAIT_S, ctx.timeout)
+    leaderless = [CODES[e] for e in LEADERLESS]
+    while True:
+        reply = k.call("Produce", v, produce_body(topic, parts, acks), requirement, what)
+        out = {int(p["index"]): p for t in reply["responses"] for p in t["partition_responses"]}
+        lacking = sorted(set(parts) - set(out))
+        if lacking:
+            where = reply["responses"]
+            missing(where, f"partition(s) {lacking} of topic {topic}", requirement, what)
+        waiting = out and all(p["error_code"] in leaderless for p in out.values())
+        if not waiting or time.monotonic() >= deadline:
+            return out
+        time.sleep(0.1)
 
 
 def produce(
@@ -156,21 +170,12 @@ def produce(
     requirement: str = "KAF-PRODUCE-1",
 ) -> Node:
     """Produce ``data`` (a batch) with acks -1; the partition's answer (its
-    ``base_offset``), error 0 checked.  A write refused NOT_LEADER_OR_FOLLOWER or
-    LEADER_NOT_AVAILABLE (a partition Kafka's ReplicaManager has not brought online yet
-    though Metadata lists it) is sent again, within :data:`METADATA_WAIT_S`."""
-    deadline = time.monotonic() + max(METADATA_WAIT_S, ctx.timeout)
-    retriable = (CODES["NOT_LEADER_OR_FOLLOWER"], CODES["LEADER_NOT_AVAILABLE"])
-    tries = 0
-    while True:
-        parts = {partition: data}
-        p = produce_parts(ctx, k, topic, parts, version=version, requirement=requirement)[partition]
-        tries += 1
-        if p["error_code"] not in retriable or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    again = f" (sent {tries} times)" if tries > 1 else ""
-    expect_code(p, "error_code", "NONE", requirement, f"Produce to {topic}/{partition}{again}")
+    ``base_offset``), error 0 checked (a partition not yet online is written again, see
+    :func:`produce_parts`)."""
+    p = produce_parts(ctx, k, topic, {partition: data}, version=version, requirement=requirement)[
+        partition
+    ]
+    expect_code(p, "error_code", "NONE", requirement, f"Produce to {topic}/{partition}")
     return p
 
 
