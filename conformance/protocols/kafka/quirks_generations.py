@@ -56,7 +56,7 @@ QUIRKS: dict[str, QuirkSpec] = {
             "fetch-first-partition-only",
             "fetch",
             ("KAF-FETCH-8",),
-            "answers a Fetch outside a fetch session with the first partition asked of each "
+            "answers a Fetch v0-6 (no fetch sessions) with the first partition asked of each "
             "topic only, leaving the others out",
         ),
     )
@@ -86,9 +86,9 @@ def _partitions(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _first_partitions(request: Request, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fetch response topics cut to their first partition, for a Fetch outside a fetch
-    session (an incremental fetch may rightly leave partitions out: left alone)."""
-    if request.api_version >= 7 and int(request.body.get("session_epoch", -1)) > 0:
+    """Fetch response topics cut to their first partition, for a Fetch before v7 (from v7
+    a sessionless fetch is also KAF-FSESS-1's, SPEC-fetch-sessions.md: left alone)."""
+    if request.api_version >= 7:
         return topics
     return [{**t, "partitions": t.get("partitions", [])[:1]} for t in topics]
 

@@ -291,18 +291,20 @@ def fetch(
 ) -> Fetched:
     """One partition fetched (Fetch v13+ by topic id); its error, high watermark, records.
     As a consumer asks: min_bytes 1 and a short max_wait_ms (100), so records already
-    there come at once and an empty partition costs 100 ms."""
+    there come at once and an empty partition costs 100 ms.  A partition not yet online
+    (:data:`LEADERLESS`) is fetched again, within :data:`METADATA_WAIT_S`."""
     v = version if version is not None else usable(ctx, "Fetch")
     ref = topic_id(ctx, k, topic) if v >= 13 else topic
-    reply = k.call(
-        "Fetch",
-        v,
-        fetch_body(ref, partition, offset, v, **kw),
-        requirement,
-        f"Fetch v{v} {topic}/{partition} at {offset}",
-        timeout=timeout,
-    )
-    return Fetched(fetched_partition(reply, topic, partition, requirement, f"Fetch v{v}", ref))
+    deadline = time.monotonic() + max(METADATA_WAIT_S, ctx.timeout)
+    what = f"Fetch v{v} {topic}/{partition} at {offset}"
+    while True:
+        body = fetch_body(ref, partition, offset, v, **kw)
+        reply = k.call("Fetch", v, body, requirement, what, timeout=timeout)
+        part = fetched_partition(reply, topic, partition, requirement, f"Fetch v{v}", ref)
+        offline = part["error_code"] in [CODES[e] for e in LEADERLESS]
+        if not offline or time.monotonic() >= deadline:
+            return Fetched(part)
+        time.sleep(0.1)
 
 
 ABSENT = "KAF-FETCH-8"
