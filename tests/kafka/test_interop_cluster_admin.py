@@ -8,9 +8,8 @@ In revision ``doc`` the broker advertises only non-flexible versions, so Describ
 (flexible from v0) is not there: kafka-python then describes the cluster from Metadata
 and librdkafka's describe_cluster falls back the same way; both still answer.
 
-A consumer starting at the earliest offset after DeleteRecords needs ListOffsets earliest
-to answer the log start offset: the lines handlers/list_offsets.py needs for it are not
-in yet, so that read-back is a strict expected failure (drop the mark with the lines)."""
+A consumer starting at the earliest offset after DeleteRecords starts at the log start
+offset (ListOffsets earliest answers it)."""
 
 from __future__ import annotations
 
@@ -114,10 +113,6 @@ def test_kafka_python_deletes_records(kafka: Broker, kp_admin: KafkaAdminClient)
     assert again[tp]["low_watermark"] == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs handlers/list_offsets.py to answer the log start offset for earliest",
-)
 def test_kafka_python_consumer_starts_at_the_log_start(
     kafka: Broker, kp_admin: KafkaAdminClient
 ) -> None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import EngineError
+from conformance.protocols.kafka import log_start, topic_configs
 from conformance.protocols.kafka.codec import Request
+from conformance.protocols.kafka.config_catalog import ConfigError
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.metadata import ZERO_ID, legal_topic
@@ -44,6 +46,10 @@ def _create_error(broker: Broker, t: dict[str, Any], partitions: int) -> tuple[s
         return "INVALID_PARTITIONS", (
             f"{partitions} partitions: a topic has 1..{broker.engine.max_partitions}"
         )
+    try:
+        topic_configs.requested(t)
+    except ConfigError as exc:
+        return "INVALID_CONFIG", str(exc)
     return "NONE", None
 
 
@@ -59,6 +65,7 @@ def create_topics(broker: Broker, request: Request, peer: str) -> dict[str, Any]
         if error == "NONE" and not body.get("validate_only", False):
             try:
                 broker.engine.create_topic(name, partitions)
+                topic_configs.replace(broker.engine, name, topic_configs.requested(t))
             except EngineError as exc:
                 error, message = from_engine(exc.code), str(exc)
         created = error == "NONE" and not body.get("validate_only", False)
@@ -70,7 +77,9 @@ def create_topics(broker: Broker, request: Request, peer: str) -> dict[str, Any]
                 "error_message": message,
                 "num_partitions": partitions if created else -1,
                 "replication_factor": 1 if created else -1,
-                "configs": [] if created else None,
+                "configs": (
+                    topic_configs.effective(topic_configs.requested(t)) if created else None
+                ),
             }
         )
     return {"throttle_time_ms": 0, "topics": out}
@@ -85,6 +94,8 @@ def _delete(broker: Broker, name: str | None) -> str:
         return from_engine(exc.code)
     broker.forget_topic(name)
     coordinator_of(broker).index.forget(name)
+    topic_configs.forget_topic(broker.engine, name)
+    log_start.forget_topic(broker.engine, name)
     return "NONE"
 
 

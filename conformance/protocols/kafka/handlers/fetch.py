@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import EngineError
-from conformance.protocols.kafka import batches, fetch_sessions
+from conformance.protocols.kafka import batches, fetch_sessions, log_start
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
@@ -106,8 +106,9 @@ class _Fetch:
             if txns is not None:
                 txns = self.coordinator.index.partition(topic, index, hwm)
             lso = txns.last_stable_offset(hwm) if txns is not None else hwm
-            if not 0 <= offset <= hwm:
-                return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"", lso)
+            start = log_start.log_start_offset(engine, topic, index)
+            if not start <= offset <= hwm:
+                return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"", lso, start=start)
             end = lso if committed else hwm
             parts: list[bytes] = []
             size, at = 0, offset
@@ -133,7 +134,7 @@ class _Fetch:
                 {"producer_id": s.producer_id, "first_offset": s.first}
                 for s in txns.aborted_in(offset, at)
             ]
-        return _partition(index, "NONE", hwm, b"".join(parts), lso, aborted)
+        return _partition(index, "NONE", hwm, b"".join(parts), lso, aborted, start=start)
 
 
 def _partition(
@@ -143,13 +144,14 @@ def _partition(
     records: bytes,
     lso: int | None = None,
     aborted: list[dict[str, int]] | None = None,
+    start: int = 0,
 ) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code(error),
         "high_watermark": hwm,
         "last_stable_offset": hwm if lso is None else lso,
-        "log_start_offset": 0 if hwm >= 0 else -1,
+        "log_start_offset": start if hwm >= 0 else -1,
         "aborted_transactions": aborted or [],
         "preferred_read_replica": -1,
         "records": records,

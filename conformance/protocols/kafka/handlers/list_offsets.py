@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine import EngineError
+from conformance.protocols.kafka import log_start
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
@@ -86,7 +87,7 @@ def _lookup(
             return "NONE", index_of.partition(topic, index, hwm).last_stable_offset(hwm), -1
         return "NONE", hwm, -1
     if timestamp == EARLIEST:
-        return "NONE", 0, -1
+        return "NONE", log_start.log_start_offset(broker.engine, topic, index), -1
     times = _index(broker, topic, index, hwm)
     offset, ts = (
         times.largest() if timestamp == MAX_TIMESTAMP else times.first_at_or_after(timestamp)

@@ -4,7 +4,9 @@ Behavior: acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS for every partitio
 acks=0 the records are appended and no response is sent, as Kafka does (a refused acks=0
 produce closes the connection instead, as Kafka does, so the producer notices).  Resource
 limits of this broker: a partition's records at most 1 MiB, compressed or decompressed,
-and 16 MiB of records per request (MESSAGE_TOO_LARGE past them; see batches.py).  A topic or
+and 16 MiB of records per request (MESSAGE_TOO_LARGE past them; see batches.py), and a
+batch larger than its topic's max.message.bytes is MESSAGE_TOO_LARGE too (Kafka's
+``UnifiedLog.analyzeAndValidateRecords``, per batch, before the CRC).  A topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
 topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
 v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, or whose length
@@ -37,11 +39,12 @@ from typing import Any
 
 from conformance.engine import STRICT, EngineError
 from conformance.errors import ProtocolError, TrailingBytes, Truncated
-from conformance.protocols.kafka import batches
+from conformance.protocols.kafka import batches, log_start, topic_configs
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import CLOSE, NO_RESPONSE, Broker, NoResponse
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.record_types import CorruptRecord, RecordsDisagree
+from conformance.protocols.kafka.records import batch_spans
 from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 
@@ -54,13 +57,21 @@ def _append(
     budget: list[int],
     tid: str | None,
 ) -> tuple[str, int, str | None]:
-    pgcdc = broker.config.revision == "doc"
     """(error, base offset, message) of one partition's records; ``budget[0]`` is what is
     left of the request's record bytes (spent here)."""
+    pgcdc = broker.config.revision == "doc"
     try:
         broker.engine.high_watermark(topic, index)
     except EngineError as exc:
         return from_engine(exc.code), -1, str(exc)
+    limit = topic_configs.max_message_bytes(broker.engine, topic)
+    biggest = _largest_batch(data or b"")
+    if biggest > limit:  # Kafka: UnifiedLog.analyzeAndValidateRecords, per batch, before CRCs
+        return (
+            "MESSAGE_TOO_LARGE",
+            -1,
+            (f"a {biggest}-byte batch; the topic's max.message.bytes is {limit}"),
+        )
     try:
         appends = batches.from_request(data or b"", version, budget[0])
         budget[0] -= max(len(data or b""), batches.size(appends))
@@ -156,7 +167,11 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | NoRe
                     "error_code": code(error),
                     "base_offset": base,
                     "log_append_time_ms": -1,
-                    "log_start_offset": 0 if error == "NONE" else -1,
+                    "log_start_offset": (
+                        log_start.log_start_offset(broker.engine, name, index)
+                        if error == "NONE"
+                        else -1
+                    ),
                     "record_errors": [],
                     "error_message": message,
                 }
@@ -167,3 +182,13 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any] | NoRe
         # the producer sees that something went wrong
         return CLOSE if failed else NO_RESPONSE
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _largest_batch(data: bytes) -> int:
+    """The size of the largest whole batch (or legacy message) in ``data``, its offset and
+    size fields included (0 when its lengths do not parse: decoding then says what is wrong)."""
+    try:
+        spans, _ = batch_spans(data)
+    except ProtocolError:
+        return 0
+    return max((end - start for start, end in spans), default=0)
