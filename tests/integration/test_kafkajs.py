@@ -1,9 +1,9 @@
 """KafkaJS 2.2.4 (npm ``kafkajs``: an independent Kafka client in JavaScript) against the
-reference broker, in both revisions: topic admin, an idempotent producer with acks -1, a
-consumer group of two members; then transactions (commit, abort, producer fencing) and
-SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), which run once the broker advertises the APIs
-they need (until then each is an expected failure naming the missing API, asked of the
-broker through ApiVersions, never a silent skip).
+reference broker, in both revisions: topic admin, an idempotent producer with acks -1 (also
+retrying after a lost reply), a consumer group of two members; then transactions (commit,
+abort, producer fencing) and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), which run once the
+broker advertises the APIs they need (until then each is an expected failure naming the
+missing API, asked of the broker through ApiVersions, never a silent skip).
 
 KafkaJS comes from tests/support/kafkajs/package-lock.json through ``npm ci`` into a cache
 directory (tests/support/kafkajs/__init__.py); without node or npm, or with the registry
@@ -21,6 +21,7 @@ advertised range, so revision doc (header v0 everywhere) can serve all of it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -249,6 +250,29 @@ def test_an_idempotent_producer_and_a_group_of_two_members(
         f"committed offsets, expected the log ends {ends}"
     )
     _check_versions(broker, produced, consumed)
+
+
+def test_a_retry_after_a_lost_produce_reply_is_stored_once(
+    node: Node, served: tuple[str, support.Broker], tmp_path: Path
+) -> None:
+    """The connection is reset halfway through the reply to KafkaJS's second Produce (a
+    fault of ``serve --validate``): the batch was stored, KafkaJS sends it again with the
+    same sequences, and the broker answers the duplicate without storing it twice."""
+    revision, _ = served
+    fault = "Produce:reset=0.5,after=1,count=1"
+    broker = _serve(revision, "--validate", "--reports", str(tmp_path), "--fault", fault)
+    try:
+        topic = f"kjs-retry-{uuid.uuid4().hex[:8]}"
+        _create(node, broker, topic, PARTITIONS)
+        produced = _run(node, "produce.js", broker=broker.address, topic=topic, count=COUNT)
+        produced.check_done()
+        sent = produced.events("sent")
+        assert sorted(s["index"] for s in sent) == list(range(COUNT)), produced.why()
+        _check_log_holds(broker, topic, sent)
+    finally:
+        broker.stop()
+    (fired,) = json.loads((tmp_path / "results.json").read_text())["faults"]
+    assert fired["fired"] == 1, f"the reset never happened: {fired}"
 
 
 def test_transactions_commit_and_abort_read_committed(
