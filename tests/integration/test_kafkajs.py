@@ -392,6 +392,11 @@ def test_sasl_authenticates_and_refuses_a_wrong_password(
         wrong = _run(node, "sasl.js", broker=broker.address, **{**auth, "password": "wrong"})
         assert wrong.returncode != 0, "a wrong password was accepted"
         assert "KafkaJSSASLAuthenticationError" in _error_names(wrong), wrong.why()
+        refusals = [e for e in wrong.events("response_error") if "SaslAuthenticate" in e["request"]]
+        assert refusals, (
+            "the broker answered every SaslAuthenticate with a wrong password without an error "
+            f"(KafkaJS gave up on its own side): {wrong.why()}"
+        )
 
         produced, consumed, topic, _ = _group_scenario(node, broker, count=10, **auth)
         _check_log_holds(broker, topic, produced.events("sent"), (USER, PASSWORD))

@@ -25,10 +25,17 @@ function emit(event, fields) {
   process.stdout.write(JSON.stringify(Object.assign({ event }, fields)) + '\n')
 }
 
+// KafkaJS logs each response that carries an error code ("Response <Api>(key: k, version:
+// v)", at level ERROR); besides going to stderr it becomes a line of its own:
+//   {"event":"response_error","request":"SaslAuthenticate(key: 36, version: 1)","error":..}
+// so a test can tell the broker's refusal from one KafkaJS made on its side.
 function stderrLog() {
   return ({ namespace, level, label, log }) => {
     const { message, ...extra } = log
     process.stderr.write(`${label} [${namespace}] ${message} ${JSON.stringify(extra)}\n`)
+    if (namespace === 'Connection' && String(message).startsWith('Response ') && extra.error) {
+      emit('response_error', { request: message.slice('Response '.length), error: extra.error })
+    }
   }
 }
 
