@@ -2,10 +2,9 @@
 --sasl-username ... --sasl-password ...``), in both revisions: kafka-python, aiokafka
 and confluent-kafka (librdkafka) authenticate with PLAIN, SCRAM-SHA-256 and
 SCRAM-SHA-512, then produce and read back what they produced; a wrong password is
-refused and each client reports an authentication failure.  aiokafka with an old
-``api_version`` is not asked for: 0.14 negotiates SaslHandshake v1 whatever it is told;
-the bare-token exchange after SaslHandshake v0 is covered by the suite (kafka/sasl/10)
-and tests/kafka/test_sasl_session.py."""
+refused and each client reports an authentication failure.  kafka-python told
+``api_version=(0, 10, 1)`` sends SaslHandshake v0 and then bare tokens (the old way,
+which Kafka 4.0 still serves); aiokafka 0.14 negotiates v1 whatever it is told."""
 
 from __future__ import annotations
 
@@ -89,6 +88,34 @@ def test_kafka_python_authenticates_produces_and_consumes(
     finally:
         consumer.close()
     assert got == _values("kp")
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_with_handshake_v0_exchanges_bare_tokens(
+    sasl_broker: support.Broker, mechanism: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="kafka.protocol.parser")
+    topic = f"sasl-kp0-{uuid.uuid4().hex[:8]}"
+    old = {"api_version": (0, 10, 1), **_kp(mechanism, PASSWORD)}
+    producer = KafkaProducer(bootstrap_servers=sasl_broker.address, **old)
+    try:
+        for v in _values("kp0"):
+            producer.send(topic, v).get(timeout=10)
+    finally:
+        producer.close(timeout=10)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=sasl_broker.address,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+        **old,
+    )
+    try:
+        got = [m.value for m in consumer]
+    finally:
+        consumer.close()
+    assert got == _values("kp0")
+    assert "SaslHandshakeRequest(version=0" in caplog.text and "SaslBytesRequest" in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
