@@ -252,14 +252,40 @@ def for_fetch(
 ) -> tuple[bytes, int]:
     """Stored ``records`` as batches of ``magic``, up to ``limit`` bytes (``first``: the
     first batch even if it is larger), and how many of the records they hold; ``txns``:
-    the partition's transactions, which mark transactional and control batches."""
+    the partition's transactions, which mark transactional and control batches.
+
+    A run that does not fit what is left of ``limit`` is cut to the records that do, so
+    only a batch of one record may pass the limit (as the first of a fetch): Kafka lets
+    at most the first stored batch pass it (``LogSegment.read``'s ``minOneMessage``), and
+    this broker keeps records, not the producer's batches."""
     out: list[bytes] = []
     size = count = 0
     for kind, run in _runs(records, txns):
         data = _batch(run, magic, kind)
-        if size + len(data) > limit and (out or not first):
+        if size + len(data) > limit:
+            cut = _fitting(run, magic, kind, limit - size)
+            if cut == 0 and not out and first:
+                cut = 1
+            if cut:
+                data = _batch(run[:cut], magic, kind)
+                out.append(data)
+                size += len(data)
+                count += cut
             break
         out.append(data)
         size += len(data)
         count += len(run)
     return b"".join(out), count
+
+
+def _fitting(run: list[Record], magic: int, kind: Kind, room: int) -> int:
+    """How many of ``run``'s first records make a batch of at most ``room`` bytes (the
+    whole run does not fit)."""
+    low, high = 0, len(run) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(_batch(run[:mid], magic, kind)) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
