@@ -13,7 +13,7 @@ from conformance.plugin import QuirkSpec
 if TYPE_CHECKING:
     from conformance.protocols.kafka.codec import Request
 
-FETCH = 1
+FETCH, OFFSET_FETCH = 1, 9
 COORDINATOR_KEYS = (22, 24, 25, 26)
 PRODUCER_FENCED, INVALID_PRODUCER_EPOCH = 90, 47
 
@@ -26,6 +26,13 @@ QUIRKS: dict[str, QuirkSpec] = {
             "KAF-TXN-7,KAF-TXN-9",
             "serves a READ_COMMITTED Fetch as READ_UNCOMMITTED: records of open transactions "
             "past the last stable offset, and no aborted transactions listed",
+        ),
+        QuirkSpec.spec(
+            "unstable-offsets-answered",
+            "transactions",
+            "KAF-TXN-18",
+            "ignores require_stable: an OffsetFetch answers a partition whose offset an open "
+            "transaction holds as if none were pending (Kafka: UNSTABLE_OFFSET_COMMIT)",
         ),
         QuirkSpec.spec(
             "txn-fenced-as-invalid-epoch",
@@ -42,6 +49,9 @@ QUIRKS: dict[str, QuirkSpec] = {
 def before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any]:
     """The request as these quirks make the broker see it, or the response instead."""
     committed = request.api_key == FETCH and request.body.get("isolation_level", 0) == 1
+    stable = request.api_key == OFFSET_FETCH and request.body.get("require_stable")
+    if "unstable-offsets-answered" in quirks and stable:
+        return dataclasses.replace(request, body={**request.body, "require_stable": False})
     if "txn-read-committed-ignored" in quirks and committed:
         return dataclasses.replace(request, body={**request.body, "isolation_level": 0})
     return request

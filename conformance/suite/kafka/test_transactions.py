@@ -9,6 +9,8 @@ committed offsets, a timed-out transaction's abort): see :mod:`.transaction_step
 
 from __future__ import annotations
 
+import time
+
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import create_topic
 from conformance.suite.kafka.transaction_steps import (
@@ -19,8 +21,10 @@ from conformance.suite.kafka.transaction_steps import (
     begin,
     end_txn,
     init_producer_id,
+    offset_fetch,
     produce_txn,
     txn_batch,
+    txn_offsets,
 )
 from conformance.suite.kafka.verify import (
     KafkaClient,
@@ -262,3 +266,40 @@ def test_end_txn_answers_by_the_transactions_state(target: CaseContext) -> None:
         again = end_txn(target, k, p, True, "KAF-TXN-14")
         what = "EndTxn (commit) repeated"
         expect_code(again, "error_code", ("NONE", "CONCURRENT_TRANSACTIONS"), "KAF-TXN-14", what)
+
+
+@case("kafka/transactions/18", "KAF-TXN-18")
+def test_require_stable_names_offsets_an_open_transaction_holds(target: CaseContext) -> None:
+    """OffsetFetch with require_stable: UNSTABLE_OFFSET_COMMIT while a transaction holds
+    the offset, the offset once it has ended.
+
+    KAF-TXN-18: "an OffsetFetch (v7+) with require_stable true answers a partition whose
+    offset an open transaction holds (TxnOffsetCommit sent, EndTxn not yet) with error
+    UNSTABLE_OFFSET_COMMIT and committed offset -1; once the transaction has ended, the
+    same request answers the partition without that error."
+    """
+    need(target, "OffsetFetch", 7)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "t18")
+        group = target.name("t18-group")
+        p = begin(target, k, "t18", "KAF-TXN-18")
+        txn_offsets(target, k, p, group, topic, 4, "KAF-TXN-18")
+        held = offset_fetch(target, k, group, topic, "KAF-TXN-18", stable=True)
+        what = "OffsetFetch with require_stable while the transaction is open"
+        expect_code(held, "error_code", "UNSTABLE_OFFSET_COMMIT", "KAF-TXN-18", what)
+        require(
+            held["committed_offset"] == -1,
+            "KAF-TXN-18",
+            f"{what}: committed offset {held['committed_offset']}, expected -1",
+            held.at("committed_offset"),
+        )
+        ended = end_txn(target, k, p, True, "KAF-TXN-18")
+        expect_code(ended, "error_code", "NONE", "KAF-TXN-18", "EndTxn (commit)")
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            after = offset_fetch(target, k, group, topic, "KAF-TXN-18", stable=True)
+            if after["error_code"] == 0 or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        what = "OffsetFetch with require_stable after the commit"
+        expect_code(after, "error_code", "NONE", "KAF-TXN-18", what)

@@ -282,15 +282,20 @@ def stable_at_least(
 
 
 def offset_fetch(
-    target: CaseContext, k: KafkaClient, group: str, topic: str, requirement: str
+    target: CaseContext,
+    k: KafkaClient,
+    group: str,
+    topic: str,
+    requirement: str,
+    stable: bool = False,
 ) -> Node:
-    """OffsetFetch of partition 0 for ``group`` (require_stable false): its entry."""
-    v = usable(target, "OffsetFetch", lowest=1)
+    """OffsetFetch of partition 0 for ``group`` (``stable``: require_stable, v7+): its entry."""
+    v = usable(target, "OffsetFetch", lowest=7 if stable else 1)
     wanted = [{"name": topic, "partition_indexes": [0]}]
     body = {
         "group_id": group,
         "topics": wanted,
-        "require_stable": False,
+        "require_stable": stable,
         "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
     }
     what = f"OffsetFetch v{v} {group}"
@@ -352,7 +357,13 @@ def expect_marker(
 
 
 def txn_offsets(
-    target: CaseContext, k: KafkaClient, p: Producer, group: str, topic: str, offset: int
+    target: CaseContext,
+    k: KafkaClient,
+    p: Producer,
+    group: str,
+    topic: str,
+    offset: int,
+    req: str = "KAF-TXN-15",
 ) -> None:
     v = usable(target, "AddOffsetsToTxn")
     body = {
@@ -363,12 +374,12 @@ def txn_offsets(
     }
     deadline = time.monotonic() + WAIT_S
     while True:
-        added = k.call("AddOffsetsToTxn", v, body, "KAF-TXN-15", f"AddOffsetsToTxn v{v} {group}")
+        added = k.call("AddOffsetsToTxn", v, body, req, f"AddOffsetsToTxn v{v} {group}")
         busy = added["error_code"] == CODES["CONCURRENT_TRANSACTIONS"]
         if not busy or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    expect_code(added, "error_code", "NONE", "KAF-TXN-15", f"AddOffsetsToTxn v{v} {group}")
+    expect_code(added, "error_code", "NONE", req, f"AddOffsetsToTxn v{v} {group}")
     v = usable(target, "TxnOffsetCommit")
     body = {
         "transactional_id": p.tid,
@@ -389,12 +400,12 @@ def txn_offsets(
         ],
     }  # fmt: skip
     what = f"TxnOffsetCommit v{v} {group} offset {offset}"
-    reply = k.call("TxnOffsetCommit", v, body, "KAF-TXN-15", what)
-    t = first(reply["topics"], "a topic", "KAF-TXN-15", what)
+    reply = k.call("TxnOffsetCommit", v, body, req, what)
+    t = first(reply["topics"], "a topic", req, what)
     expect_code(
-        first(t["partitions"], "a partition", "KAF-TXN-15", what),
+        first(t["partitions"], "a partition", req, what),
         "error_code",
         "NONE",
-        "KAF-TXN-15",
+        req,
         what,
     )

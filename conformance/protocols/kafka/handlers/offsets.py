@@ -7,7 +7,9 @@ while the group has no members.  A partition of a topic that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION; an offset below 0 is OFFSET_OUT_OF_RANGE.  The commit's
 metadata string is kept beside the offset (in memory).  OffsetFetch answers -1 with no
 error for a partition never committed; a null topic list (v2+) means every topic the
-group committed.  v8+ asks for several groups at once.
+group committed.  v8+ asks for several groups at once.  With require_stable (v7+), a
+partition whose offset an open transaction holds (TxnOffsetCommit, not yet ended) answers
+UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka's ``OffsetMetadataManager.fetchOffsets``.
 
 A group of the consumer protocol (KIP-848, :mod:`.consumer_groups`) checks the member
 instead, as Kafka's ``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch`` do:
@@ -26,6 +28,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
+from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 
 def _generation(body: dict[str, Any]) -> int:
@@ -71,8 +74,13 @@ def _commit(broker: Broker, group: str, topic: str, index: int, p: dict[str, Any
 
 
 def _partitions(
-    broker: Broker, group: str, topics: list[dict[str, Any]] | None, version: int
+    broker: Broker,
+    group: str,
+    topics: list[dict[str, Any]] | None,
+    version: int,
+    stable: bool = False,
 ) -> list[dict[str, Any]]:
+    pending = coordinator_of(broker).pending if stable else None
     if topics is None:
         committed = broker.engine.committed_all(group)
         topics = [{"name": t, "partition_indexes": sorted(ps)} for t, ps in committed.items()]
@@ -81,6 +89,9 @@ def _partitions(
         name = t.get("name", "")
         parts = []
         for index in t.get("partition_indexes", []):
+            if pending is not None and pending(group, name, index):
+                parts.append(_unstable(index))
+                continue
             offset = broker.engine.committed(group, name, index)
             parts.append(
                 {
@@ -97,8 +108,20 @@ def _partitions(
     return out
 
 
+def _unstable(index: int) -> dict[str, Any]:
+    """A partition whose offset an open transaction holds, asked with require_stable."""
+    return {
+        "partition_index": index,
+        "committed_offset": -1,
+        "committed_leader_epoch": -1,
+        "metadata": "",
+        "error_code": code("UNSTABLE_OFFSET_COMMIT"),
+    }
+
+
 def offset_fetch(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body, version = request.body, request.api_version
+    stable = version >= 7 and bool(body.get("require_stable", False))
     if version >= 8:
         groups = []
         for g in body.get("groups", []):
@@ -106,7 +129,7 @@ def offset_fetch(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
             error = consumer_groups(broker).check_fetch(
                 group_id, g.get("member_id"), int(g.get("member_epoch", -1))
             )
-            found = _partitions(broker, group_id, g.get("topics"), version)
+            found = _partitions(broker, group_id, g.get("topics"), version, stable)
             groups.append(
                 {
                     "group_id": group_id,
@@ -120,6 +143,6 @@ def offset_fetch(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
         topics = []
     return {
         "throttle_time_ms": 0,
-        "topics": _partitions(broker, body.get("group_id", ""), topics, version),
+        "topics": _partitions(broker, body.get("group_id", ""), topics, version, stable),
         "error_code": 0,
     }
