@@ -104,9 +104,8 @@ def _commit(
 def test_a_commit_with_a_stale_generation_or_an_unknown_member_is_refused(
     target: CaseContext, version: int
 ) -> None:
-    """An OffsetCommit with a generation other than the group's is ILLEGAL_GENERATION (22), one
-    from a member the group does not have UNKNOWN_MEMBER_ID (25), one to a group that does not
-    exist ILLEGAL_GENERATION (or GROUP_ID_NOT_FOUND (69) from v9); none of them is stored.
+    """An OffsetCommit from a stale generation, an unknown member or to a group never made is
+    refused, and nothing of it is stored.
 
     KAF-GROUP-15: "an OffsetCommit (v1 or later) that names a member id or a generation of 0 or
     more is checked against the group before anything is stored: a member the group does not have
