@@ -41,6 +41,9 @@ def test_a_long_poll_fetch_answers_when_data_arrives(target: CaseContext) -> Non
     v = usable(target, "Fetch")
     with KafkaClient(target) as k, KafkaClient(target) as producer:
         topic = create_topic(target, k, "poll")
+        # the partition online first (a new topic may answer NOT_LEADER_OR_FOLLOWER a moment,
+        # at once: the fetch step asks again), so the long poll below waits for data
+        fetch(target, k, topic, 0, 0, version=v, requirement="KAF-FETCH-1")
         ref = topic_id(target, k, topic) if v >= 13 else topic
         corr = k.send("Fetch", v, fetch_body(ref, 0, 0, v, max_wait_ms=3000, min_bytes=1))
         time.sleep(0.2)
