@@ -4,8 +4,10 @@ Behavior: a commit from a member is checked by the coordinator first (unknown me
 illegal generation, a rebalance in progress: every partition gets that error); a commit
 with member id "" and generation -1 (and every v0 commit) is a simple commit, allowed
 while the group has no members.  A partition of a topic that does not exist is
-UNKNOWN_TOPIC_OR_PARTITION; an offset below 0 is OFFSET_OUT_OF_RANGE.  The commit's
-metadata string is kept beside the offset (in memory).  OffsetFetch answers -1 with no
+UNKNOWN_TOPIC_OR_PARTITION, before the member is checked (as Kafka's KafkaApis does); an
+offset below 0 is OFFSET_OUT_OF_RANGE (the engine's rule; Kafka stores it); metadata over
+4096 characters is OFFSET_METADATA_TOO_LARGE.  The commit's metadata string is kept
+beside the offset (in memory).  OffsetFetch answers -1 with no
 error for a partition never committed; a null topic list (v2+) means every topic the
 group committed.  v8+ asks for several groups at once.  With require_stable (v7+), a
 partition whose offset an open transaction holds (TxnOffsetCommit, not yet ended) answers
@@ -30,6 +32,10 @@ from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
 from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
+MAX_METADATA = 4096
+"""Kafka's offset.metadata.max.bytes default: longer commit metadata is
+OFFSET_METADATA_TOO_LARGE (``OffsetMetadataManager.isMetadataInvalid``)."""
+
 
 def _generation(body: dict[str, Any]) -> int:
     for key in ("generation_id_or_member_epoch", "generation_id"):
@@ -47,14 +53,16 @@ def offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]
     if modern.is_consumer(group):
         refused = modern.check_commit(group, member, generation, request.api_version)
     else:
-        refused = broker.coordinator.check_commit(group, member, generation)
+        refused = broker.coordinator.check_commit(
+            group, member, generation, version=request.api_version
+        )
     topics = []
     for t in body.get("topics", []):
         name = t.get("name", "")
         parts = []
         for p in t.get("partitions", []):
             index = int(p.get("partition_index", 0))
-            error = refused
+            error = _unknown(broker, name, index) or refused
             if error == "NONE":
                 error = _commit(broker, group, name, index, p)
             parts.append({"partition_index": index, "error_code": code(error)})
@@ -62,9 +70,20 @@ def offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]
     return {"throttle_time_ms": 0, "topics": topics}
 
 
+def _unknown(broker: Broker, topic: str, index: int) -> str | None:
+    """UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (Kafka's
+    ``KafkaApis.handleOffsetCommitRequest`` answers it before the coordinator is asked)."""
+    if broker.engine.has_topic(topic) and 0 <= index < broker.engine.topic(topic).partitions:
+        return None
+    return "UNKNOWN_TOPIC_OR_PARTITION"
+
+
 def _commit(broker: Broker, group: str, topic: str, index: int, p: dict[str, Any]) -> str:
     if not group:
         return "INVALID_GROUP_ID"
+    metadata = p.get("committed_metadata")
+    if metadata is not None and len(metadata) > MAX_METADATA:
+        return "OFFSET_METADATA_TOO_LARGE"
     try:
         broker.engine.commit(group, topic, index, int(p.get("committed_offset", 0)))
     except EngineError as exc:

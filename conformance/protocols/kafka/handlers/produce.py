@@ -9,8 +9,10 @@ batch larger than its topic's max.message.bytes is MESSAGE_TOO_LARGE too (Kafka'
 ``UnifiedLog.analyzeAndValidateRecords``, per batch, before the CRC).  A topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
 topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
-v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match, or whose length
-claims bytes that are not there, is CORRUPT_MESSAGE; one whose record count or record
+v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match is CORRUPT_MESSAGE;
+one whose length claims bytes that are not there is CORRUPT_MESSAGE in ``doc`` and before
+v3, and INVALID_RECORD in ``apache`` from v3 (Kafka's iterator then finds no whole batch,
+which ``ProduceRequest.validateRecords`` refuses); one whose record count or record
 lengths disagree with its bytes is CORRUPT_MESSAGE in ``doc`` and INVALID_RECORD in
 ``apache`` (Kafka's record iterator throws InvalidRecordException); a compression codec
 5-7 is CORRUPT_MESSAGE in ``doc`` and UNKNOWN_SERVER_ERROR in ``apache`` (Kafka's
@@ -82,7 +84,9 @@ def _append(
     except CorruptRecord as exc:  # a CRC that does not match
         return "CORRUPT_MESSAGE", -1, str(exc)
     except Truncated as exc:  # the bytes end inside a batch: a length the bytes do not hold
-        return "CORRUPT_MESSAGE", -1, str(exc)
+        # Kafka's batch iterator finds no whole batch, and ProduceRequest.validateRecords
+        # (v3+) refuses a partition without one: InvalidRecordException
+        return ("CORRUPT_MESSAGE" if pgcdc or version < 3 else "INVALID_RECORD"), -1, str(exc)
     except (RecordsDisagree, TrailingBytes) as exc:  # a count or length the records belie
         return ("CORRUPT_MESSAGE" if pgcdc else "INVALID_RECORD"), -1, str(exc)
     except ProtocolError as exc:  # anything else that does not decode (a compressed stream)
