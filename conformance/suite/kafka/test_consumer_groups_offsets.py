@@ -221,3 +221,69 @@ def test_a_fetch_with_a_stale_epoch_is_refused(target: CaseContext) -> None:
     )
     g = first(fresh["groups"], "group", req, "OffsetFetch, current epoch")
     expect_code(g, "error_code", "NONE", req, f"OffsetFetch v{fv} with the current epoch {m.epoch}")
+
+
+@case("kafka/consumer-groups/18", "KAF-CGRP-18")
+def test_a_classic_join_to_a_consumer_group_is_refused(target: CaseContext) -> None:
+    """A classic JoinGroup (type connect) to a consumer group with members is
+    INCONSISTENT_GROUP_PROTOCOL (23).
+
+    KAF-CGRP-18: "a classic JoinGroup of a protocol type other than "consumer" to a group id held by
+    a consumer group with members is refused with INCONSISTENT_GROUP_PROTOCOL (23)."
+    """
+    req = "KAF-CGRP-18"
+    group = target.name("g")
+    jv = usable(target, "JoinGroup")
+    with KafkaClient(target) as k, KafkaClient(target) as c:
+        topic = create_topic(target, k, "t")
+        join(target, k, group, [topic], req)
+        body = {
+            "group_id": group,
+            "session_timeout_ms": 10_000,
+            "rebalance_timeout_ms": 10_000,
+            "member_id": "",
+            "group_instance_id": None,
+            "protocol_type": "connect",
+            "protocols": [{"name": "x", "metadata": b""}],
+            "reason": None,
+        }
+        what = f"JoinGroup v{jv} (type connect) to a consumer group"
+        r = c.call("JoinGroup", jv, body, req, what, timeout=target.timeout + 5)
+    expect_code(r, "error_code", "INCONSISTENT_GROUP_PROTOCOL", req, what)
+
+
+@case("kafka/consumer-groups/19", "KAF-CGRP-19")
+def test_list_groups_lists_a_consumer_group_by_type(target: CaseContext) -> None:
+    """ListGroups v5 lists a consumer group as type consumer; the filter ["consumer"]
+    leaves classic groups out.
+
+    KAF-CGRP-19: "ListGroups lists a consumer group with group type "consumer" (v5) and protocol
+    type "consumer"; with the v5 types filter ["consumer"] it lists no classic group."
+    """
+    req = "KAF-CGRP-19"
+    group, classic = target.name("g"), target.name("classic")
+    lv = usable(target, "ListGroups", lowest=5)
+    with KafkaClient(target) as k, KafkaClient(target) as c:
+        topic = create_topic(target, k, "t")
+        join(target, k, group, [topic], req)
+        join_group(target, c, classic, requirement=req)
+        what = f"ListGroups v{lv}"
+        every = k.call("ListGroups", lv, {}, req, what)["groups"]
+        only = k.call("ListGroups", lv, {"types_filter": ["consumer"]}, req, f"{what} ['consumer']")
+    mine = find(every, "group_id", group, f"group {group}", req, what)
+    require(
+        (mine["group_type"], mine["protocol_type"]) == ("consumer", "consumer"),
+        req,
+        f"{what}: {group} listed with type {show(mine['group_type'])}, protocol type "
+        f"{show(mine['protocol_type'])}; expected 'consumer', 'consumer'",
+        mine.at("group_type") + mine.at("protocol_type"),
+    )
+    listed = [g["group_id"] for g in only["groups"]]
+    require(
+        group in listed and classic not in listed,
+        req,
+        f"{what} with types ['consumer']: {group} {'in' if group in listed else 'not in'} the "
+        f"list, classic group {classic} {'in' if classic in listed else 'not in'} it; expected "
+        "the consumer group alone of the two",
+        only["groups"].at(),
+    )

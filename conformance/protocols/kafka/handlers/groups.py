@@ -12,6 +12,13 @@ member, v3+ a list; a LeaveGroup to a group that does not exist is UNKNOWN_MEMBE
 whole (Kafka's ``GroupMetadataManager.classicGroupLeave``).  DescribeGroups of a group that
 does not exist reports state Dead, as Kafka does.
 
+A group id held by a consumer group of KIP-848 (:mod:`.consumer_groups`): a JoinGroup is
+refused with INCONSISTENT_GROUP_PROTOCOL while it has members, as Kafka's
+``classicGroupJoinToConsumerGroup`` refuses a protocol type other than "consumer" (Kafka 4
+admits a "consumer" one as a classic member of the consumer group; not served here); an
+empty consumer group gives its id up to the classic join (``classicGroupJoinToClassicGroup``).
+ListGroups lists consumer groups too (type "consumer") and honours the v5 type filter.
+
 Not served: static membership (KIP-345).  A ``group_instance_id`` is recorded and reported,
 but a member rejoining with a known instance id is treated as a new member (a rebalance,
 not a replacement), nothing is fenced with FENCED_INSTANCE_ID, and LeaveGroup names
@@ -26,6 +33,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import NODE_ID, Broker
 from conformance.protocols.kafka.coordinator import JoinResult, SyncResult
 from conformance.protocols.kafka.errors import code
+from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
 
 KEY_TYPES = (0, 1)
 """FindCoordinator key types: 0 a group, 1 a transactional id."""
@@ -86,8 +94,22 @@ class _JoinWait:
         }
 
 
-def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait:
+def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait | dict[str, Any]:
     body, version = request.body, request.api_version
+    modern = consumer_groups(broker)
+    group_id = body.get("group_id", "")
+    if modern.is_consumer(group_id) and not modern.delete_if_empty(group_id):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": code("INCONSISTENT_GROUP_PROTOCOL"),
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None,
+            "leader": "",
+            "skip_assignment": False,
+            "member_id": "",
+            "members": [],
+        }
     session_ms = int(body.get("session_timeout_ms", 0))
     ticket = broker.coordinator.join(
         body.get("group_id", ""),
@@ -210,16 +232,26 @@ def describe_groups(broker: Broker, request: Request, peer: str) -> dict[str, An
 
 def list_groups(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     states = request.body.get("states_filter") or []
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "groups": [
-            {
-                "group_id": v.group_id,
-                "protocol_type": v.protocol_type,
-                "group_state": v.state,
-                "group_type": "classic",
-            }
-            for v in broker.coordinator.list_groups(states)
-        ],
-    }
+    types = {t.strip().lower() for t in request.body.get("types_filter") or []}
+    wanted = {s.strip().lower() for s in states}
+    classic = [
+        {
+            "group_id": v.group_id,
+            "protocol_type": v.protocol_type,
+            "group_state": v.state,
+            "group_type": "classic",
+        }
+        for v in broker.coordinator.list_groups(states)
+        if not types or "classic" in types
+    ]
+    modern = [
+        {
+            "group_id": g.group_id,
+            "protocol_type": "consumer",
+            "group_state": g.state,
+            "group_type": "consumer",
+        }
+        for g in consumer_groups(broker).all()
+        if (not types or "consumer" in types) and (not wanted or g.state.lower() in wanted)
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": classic + modern}
