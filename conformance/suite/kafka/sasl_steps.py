@@ -108,6 +108,19 @@ def served(ctx: CaseContext, k: KafkaClient, requirement: str, after: str) -> No
     k.call("Metadata", v, {"topics": []}, requirement, f"Metadata v{v} {after}")
 
 
+def requires_sasl(ctx: CaseContext) -> bool:
+    """Whether the target requires SASL: a Metadata request as a fresh connection's first
+    is not answered (the connection is closed, or nothing comes)."""
+    v = usable(ctx, "Metadata", lowest=1)
+    with fresh(ctx) as k:
+        k.send("Metadata", v, {"topics": []})
+        try:
+            k.conn.recv_frame()
+        except (PeerClosed, ReplyTimeout):
+            return True
+    return False
+
+
 def refused_then_closed(
     k: KafkaClient, api: str, version: int, requirement: str, what: str
 ) -> None:
