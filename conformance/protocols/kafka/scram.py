@@ -16,7 +16,8 @@ ClientProof = ClientKey XOR HMAC(StoredKey, AuthMessage) and ServerSignature =
 HMAC(ServerKey, AuthMessage).  What the server accepts is what Apache Kafka's
 ``ScramSaslServer`` and ``ScramMessages`` accept: the gs2 header ``n`` only (no channel
 binding), a user it has a credential for (else the exchange fails at the first message),
-a final nonce equal to the server's, a proof that verifies.  The channel binding value
+a final nonce that ends in the server's (Kafka's ``endsWith``; a proof made over any
+other nonce does not verify anyway), a proof that verifies.  The channel binding value
 is not compared with the gs2 header, as in Kafka.  Every failure is one
 :class:`ScramError`, whose text names the rule (for logs; a broker answers its own,
 less telling, message).
@@ -187,8 +188,8 @@ class ScramServer:
             raise self._fail(f"not a client-final message: {text!r}")
         expected = SERVER_FIRST.fullmatch(self._server_first)
         assert expected is not None and self._credential is not None
-        if m["nonce"] != expected["nonce"]:
-            raise self._fail("the client-final nonce is not the server-first nonce")
+        if not m["nonce"].endswith(expected["nonce"]):  # Kafka's check (RFC 5802: equal)
+            raise self._fail("the client-final nonce does not end in the server-first nonce")
         proof = _unb64(m["proof"], "the proof")
         cred = self._credential
         auth = f"{self._first_bare},{self._server_first},{m['without']}".encode()
