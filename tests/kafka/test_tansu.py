@@ -19,6 +19,7 @@ BASELINE = Path(__file__).resolve().parent.parent / "baselines" / "tansu.yaml"
 
 
 @pytest.mark.xdist_group("tansu")
+@pytest.mark.timeout(660)  # the run takes about 230 s: 300 s (the default) is too tight
 def test_the_suite_against_tansu_matches_its_baseline(tmp_path: Path) -> None:
     listed = yaml.safe_load(BASELINE.read_text())["cases"]
     failing = sorted(c for c, v in listed.items() if isinstance(v, dict) and v["verdict"] == "FAIL")
@@ -36,5 +37,5 @@ def test_the_suite_against_tansu_matches_its_baseline(tmp_path: Path) -> None:
     assert section["new"] == section["fixed"] == section["stale"] == []
     assert "failed as expected" in proc.stdout
     assert proc.stdout.splitlines()[-1].startswith(
-        f"PASSED kafka apache against tansu 0.6.0 ({host}:{port}): 253 cases, "
+        f"PASSED kafka apache against tansu 0.6.0 ({host}:{port}): {len(listed)} cases, "
     )
