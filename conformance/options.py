@@ -36,6 +36,9 @@ class Option:
     metavar: str | None = None
     secret: bool = False
     minimum: int | None = None
+    session: bool = False
+    """Part of what opens a session (a user, a password, a mechanism): the options a
+    refused session tells the user to check."""
 
     @property
     def dest(self) -> str:
@@ -45,7 +48,9 @@ class Option:
         """``text`` as this option's value; ValueError saying why not if it does not fit."""
         try:
             value = self.type(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
+            if self.type not in (int, float, str) and str(exc):  # a parser of its own says why
+                raise ValueError(f"{text!r}: {exc}") from None
             kind = "a whole number" if self.type is int else "a valid value"
             raise ValueError(f"{text!r} is not {kind}") from None
         if self.choices is not None and value not in self.choices:

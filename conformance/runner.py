@@ -109,7 +109,9 @@ def check_session(
         ) as conn:
             conn.open(opening)
     except SessionRefused as exc:
-        flags = " ".join(o.flag for o in options_for(plugin.options, "run")) or "its options"
+        run = options_for(plugin.options, "run")
+        named = [o for o in run if o.session] or list(run)
+        flags = " ".join(o.flag for o in named) or "its options"
         raise UsageError(
             f"{host}:{port} refused the {plugin.name} session: {exc}; check {flags}"
         ) from None

@@ -133,4 +133,5 @@ def test_wrong_credentials_are_one_clear_line_and_exit_2(tmp_path: Path) -> None
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "SASL_AUTHENTICATION_FAILED (58)" in lines[0], proc.stderr
+    assert lines[0].endswith("check --sasl-username --sasl-password --sasl-mechanism")
     assert "Traceback" not in proc.stderr

@@ -48,6 +48,7 @@ OPTIONS = (
         ("run", "serve", "fuzz"),
         default="iggy",
         metavar="NAME",
+        session=True,
     ),
     Option(
         "--password",
@@ -56,6 +57,7 @@ OPTIONS = (
         default="iggy",
         metavar="SECRET",
         secret=True,
+        session=True,
     ),
     Option(
         "--login",

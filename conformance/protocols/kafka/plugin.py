@@ -75,6 +75,7 @@ OPTIONS = (
         "broker knows (serve; any user makes it require SASL)",
         ("run", "serve", "fuzz"),
         metavar="NAME",
+        session=True,
     ),
     Option(
         "--sasl-password",
@@ -82,6 +83,7 @@ OPTIONS = (
         ("run", "serve", "fuzz"),
         metavar="SECRET",
         secret=True,
+        session=True,
     ),
     Option(
         "--sasl-mechanism",
@@ -89,6 +91,7 @@ OPTIONS = (
         ("run", "fuzz"),
         default="PLAIN",
         choices=MECHANISMS,
+        session=True,
     ),
     Option(
         "--sasl-users",
