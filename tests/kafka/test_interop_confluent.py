@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -102,8 +102,14 @@ class Member:
         self.consumer.close()
 
 
+class Polling(Protocol):
+    def poll(self, got: Seen) -> None: ...
+    def settled(self) -> int: ...
+    def close(self) -> None: ...
+
+
 def _poll_until(
-    members: list[Member], seen: list[Seen], done: Callable[[], bool], within: float
+    members: Sequence[Polling], seen: list[Seen], done: Callable[[], bool], within: float
 ) -> None:
     end = time.monotonic() + within
     while not done():
@@ -112,42 +118,62 @@ def _poll_until(
             member.poll(got)
 
 
-def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
-    kafka: Broker,
+def two_then_one(
+    address: str,
+    topic: str,
+    join: Callable[[], Polling],
+    partitions: int,
+    batch: int,
+    settle_within: float,
+    both_own: Callable[[Any, Any], None] = lambda a, b: None,
 ) -> None:
-    topic, group = f"rd-{uuid.uuid4().hex[:8]}", f"rd-group-{uuid.uuid4().hex[:8]}"
-    _create(kafka.address, topic)
-    a, b = Member(kafka.address, topic, group), Member(kafka.address, topic, group)
+    """Two members of a group share the topic; one leaves and the other takes over
+    every partition; a third member, joining later, starts at the committed offsets.
+    Each phase produces ``batch`` records and expects each one read once."""
+    a, b = join(), join()
     seen_a: Seen = []
     seen_b: Seen = []
     try:
-        _poll_until([a, b], [seen_a, seen_b], lambda: a.settled() + b.settled() == 3, within=90)
+        _poll_until(
+            [a, b], [seen_a, seen_b], lambda: a.settled() + b.settled() == partitions, settle_within
+        )
         assert a.settled() and b.settled(), "both members own partitions"
-        _produce(kafka.address, topic, range(0, 30))
-        _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 30, within=60)
-        check_split(seen_a, seen_b, range(30), b"librdkafka")
+        both_own(a, b)
+        _produce(address, topic, range(0, batch))
+        _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= batch, 60)
+        check_split(seen_a, seen_b, range(batch), b"librdkafka")
 
-        b.close()  # leaves the group: a rebalances to own all three partitions
+        b.close()  # leaves the group: a is given b's partitions
         seen_a.clear()
-        _poll_until([a], [seen_a], lambda: a.settled() == 3, within=60)
-        _produce(kafka.address, topic, range(30, 60))
-        _poll_until([a], [seen_a], lambda: len(seen_a) >= 30, within=60)
-        assert values(seen_a) == expected(range(30, 60)), "lost or duplicated records"
+        _poll_until([a], [seen_a], lambda: a.settled() == partitions, within=60)
+        _produce(address, topic, range(batch, 2 * batch))
+        _poll_until([a], [seen_a], lambda: len(seen_a) >= batch, within=60)
+        assert values(seen_a) == expected(range(batch, 2 * batch)), "lost or duplicated records"
     finally:
         a.close()
         with contextlib.suppress(RuntimeError):  # closed above unless something failed first
             b.close()
 
-    _produce(kafka.address, topic, range(60, 90))
-    c = Member(kafka.address, topic, group)
+    _produce(address, topic, range(2 * batch, 3 * batch))
+    c = join()
     seen_c: Seen = []
     try:
-        _poll_until([c], [seen_c], lambda: len(seen_c) >= 30, within=90)
+        _poll_until([c], [seen_c], lambda: len(seen_c) >= batch, within=settle_within)
         time.sleep(0.5)
         _poll_until([c], [seen_c], lambda: True, within=5)
     finally:
         c.close()
-    assert values(seen_c) == expected(range(60, 90)), "committed offsets were not honoured"
+    assert values(seen_c) == expected(range(2 * batch, 3 * batch)), (
+        "committed offsets were not honoured"
+    )
+
+
+def test_a_group_of_two_rebalances_when_one_leaves_and_commits_are_honoured(
+    kafka: Broker,
+) -> None:
+    topic, group = f"rd-{uuid.uuid4().hex[:8]}", f"rd-group-{uuid.uuid4().hex[:8]}"
+    _create(kafka.address, topic)
+    two_then_one(kafka.address, topic, lambda: Member(kafka.address, topic, group), 3, 30, 90)
 
 
 @pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])

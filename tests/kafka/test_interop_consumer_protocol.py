@@ -9,18 +9,17 @@ bundles a later one (:data:`LIBRDKAFKA`)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.kafka.interop import Seen, check_split, expected, values
-from tests.kafka.test_interop_confluent import _create, _produce
+from tests.kafka.interop import Seen
+from tests.kafka.test_interop_confluent import _create, two_then_one
 from tests.support import broker as support
 
 pytestmark = pytest.mark.slow
@@ -80,16 +79,6 @@ class Member:
         self.consumer.close()
 
 
-def _poll_until(
-    members: list[Member], seen: list[Seen], done: Callable[[], bool], within: float
-) -> None:
-    end = time.monotonic() + within
-    while not done():
-        assert time.monotonic() < end, f"timed out with {[len(s) for s in seen]} records"
-        for member, got in zip(members, seen, strict=True):
-            member.poll(got)
-
-
 def test_librdkafka_is_recent_enough_for_kip_848() -> None:
     major, minor, *_ = (int(x) for x in LIBRDKAFKA.split("."))
     assert (major, minor) >= (2, 12), f"librdkafka {LIBRDKAFKA} predates KIP-848's GA (2.12)"
@@ -100,35 +89,10 @@ def test_two_consumers_share_a_topic_and_one_takes_over_when_the_other_leaves(
 ) -> None:
     topic, group = f"cp-{uuid.uuid4().hex[:8]}", f"cp-group-{uuid.uuid4().hex[:8]}"
     _create(kafka.address, topic, 4)
-    a, b = Member(kafka.address, topic, group), Member(kafka.address, topic, group)
-    seen_a: Seen = []
-    seen_b: Seen = []
-    try:
-        _poll_until([a, b], [seen_a, seen_b], lambda: a.settled() + b.settled() == 4, within=60)
-        assert a.settled() and b.settled(), "both members own partitions"
+
+    def disjoint(a: Member, b: Member) -> None:
         assert a.owned.isdisjoint(b.owned)
-        _produce(kafka.address, topic, range(0, 40))
-        _poll_until([a, b], [seen_a, seen_b], lambda: len(seen_a) + len(seen_b) >= 40, within=60)
-        check_split(seen_a, seen_b, range(40), b"librdkafka")
 
-        b.close()  # leaves with epoch -1: a is given b's partitions
-        seen_a.clear()
-        _poll_until([a], [seen_a], lambda: a.settled() == 4, within=60)
-        _produce(kafka.address, topic, range(40, 80))
-        _poll_until([a], [seen_a], lambda: len(seen_a) >= 40, within=60)
-        assert values(seen_a) == expected(range(40, 80)), "lost or duplicated records"
-    finally:
-        a.close()
-        with contextlib.suppress(RuntimeError):  # closed above unless something failed first
-            b.close()
-
-    _produce(kafka.address, topic, range(80, 120))
-    c = Member(kafka.address, topic, group)
-    seen_c: Seen = []
-    try:
-        _poll_until([c], [seen_c], lambda: len(seen_c) >= 40, within=60)
-        time.sleep(0.5)
-        _poll_until([c], [seen_c], lambda: True, within=5)
-    finally:
-        c.close()
-    assert values(seen_c) == expected(range(80, 120)), "committed offsets were not honoured"
+    two_then_one(
+        kafka.address, topic, lambda: Member(kafka.address, topic, group), 4, 40, 60, disjoint
+    )
