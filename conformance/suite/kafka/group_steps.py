@@ -28,6 +28,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     advertised,
     expect_code,
+    find,
     first,
     usable,
 )
@@ -264,3 +265,26 @@ def leave_group(
     else:
         body["member_id"] = member_id
     return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")
+
+
+def offset_fetch_at(
+    k: KafkaClient, v: int, group: str, topic: str, requirement: str, stable: bool = False
+) -> Node:
+    """OffsetFetch v``v`` of ``topic``/0 for ``group`` (``stable``: require_stable, v7+):
+    the partition's entry (committed_offset, metadata, error_code)."""
+    wanted = [{"name": topic, "partition_indexes": [0]}]
+    body = {
+        "group_id": group,
+        "topics": wanted,
+        "require_stable": stable,
+        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
+    }
+    what = f"OffsetFetch v{v} {group}"
+    reply = k.call("OffsetFetch", v, body, requirement, what)
+    topics = (
+        first(reply["groups"], "groups[0]", requirement, what)["topics"]
+        if v >= 8
+        else reply["topics"]
+    )
+    t = find(topics, "name", topic, f"topic {topic}", requirement, what)
+    return find(t["partitions"], "partition_index", 0, "partition 0", requirement, what)

@@ -16,6 +16,7 @@ from conformance.suite.kafka.group_steps import (
     coordinator_ready,
     join_body,
     member_id_required,
+    offset_fetch_at,
     other_generation,
     settle,
     sync_group,
@@ -26,7 +27,6 @@ from conformance.suite.kafka.verify import (
     at_every_version,
     expect_code,
     find,
-    first,
     need,
     usable,
 )
@@ -143,23 +143,7 @@ def test_a_commit_with_a_stale_generation_or_an_unknown_member_is_refused(
 
 def _committed(target: CaseContext, k: KafkaClient, group: str, topic: str) -> Node:
     """OffsetFetch of ``topic``/0 for ``group``: the partition's entry."""
-    v = usable(target, "OffsetFetch")
-    wanted = [{"name": topic, "partition_indexes": [0]}]
-    body = {
-        "group_id": group,
-        "topics": wanted,
-        "require_stable": False,
-        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
-    }
-    what = f"OffsetFetch v{v} {group}"
-    reply = k.call("OffsetFetch", v, body, "KAF-GROUP-15", what)
-    topics = (
-        first(reply["groups"], "groups[0]", "KAF-GROUP-15", what)["topics"]
-        if v >= 8
-        else reply["topics"]
-    )
-    t = find(topics, "name", topic, f"topic {topic}", "KAF-GROUP-15", what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-GROUP-15", what)
+    return offset_fetch_at(k, usable(target, "OffsetFetch"), group, topic, "KAF-GROUP-15")
 
 
 @case("kafka/groups/17", "KAF-GROUP-16")

@@ -5,14 +5,13 @@ from __future__ import annotations
 from conformance.evidence import Evidence, Judged, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
-from conformance.suite.kafka.group_steps import coordinator_ready
+from conformance.suite.kafka.group_steps import coordinator_ready, offset_fetch_at
 from conformance.suite.kafka.steps import batch, create_topic, produce
 from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
     find,
-    first,
     need,
     usable,
 )
@@ -72,22 +71,7 @@ def fetch_committed(
 ) -> Node:
     """OffsetFetch of partition 0: its entry (committed_offset, metadata, error_code)."""
     v = version if version is not None else usable(target, "OffsetFetch")
-    wanted = [{"name": topic, "partition_indexes": [0]}]
-    body = {
-        "group_id": group,
-        "topics": wanted,
-        "require_stable": False,
-        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
-    }
-    what = f"OffsetFetch v{v} {group}"
-    reply = k.call("OffsetFetch", v, body, "KAF-OFFSET-1", what)
-    topics = (
-        first(reply["groups"], "groups[0]", "KAF-OFFSET-1", what)["topics"]
-        if v >= 8
-        else reply["topics"]
-    )
-    t = find(topics, "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
+    return offset_fetch_at(k, v, group, topic, "KAF-OFFSET-1")
 
 
 @case("kafka/offsets/1", "KAF-OFFSET-1")

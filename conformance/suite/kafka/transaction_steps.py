@@ -17,6 +17,7 @@ from typing import Any
 from conformance.evidence import Node
 from conformance.protocols.kafka.errors import CODES
 from conformance.suite.case import require
+from conformance.suite.kafka.group_steps import offset_fetch_at
 from conformance.suite.kafka.steps import (
     Fetched,
     batch,
@@ -291,22 +292,7 @@ def offset_fetch(
 ) -> Node:
     """OffsetFetch of partition 0 for ``group`` (``stable``: require_stable, v7+): its entry."""
     v = usable(target, "OffsetFetch", lowest=7 if stable else 1)
-    wanted = [{"name": topic, "partition_indexes": [0]}]
-    body = {
-        "group_id": group,
-        "topics": wanted,
-        "require_stable": stable,
-        "groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": wanted}],
-    }
-    what = f"OffsetFetch v{v} {group}"
-    reply = k.call("OffsetFetch", v, body, requirement, what)
-    topics = (
-        first(reply["groups"], "groups[0]", requirement, what)["topics"]
-        if v >= 8
-        else reply["topics"]
-    )
-    t = find(topics, "name", topic, f"topic {topic}", requirement, what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", requirement, what)
+    return offset_fetch_at(k, v, group, topic, requirement, stable)
 
 
 def expect_marker(
