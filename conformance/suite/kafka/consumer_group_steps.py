@@ -148,6 +148,16 @@ def leave(
 Check = Callable[[Sequence[CMember]], bool]
 
 
+def all_of(topic: str, count: int) -> set[tuple[str, int]]:
+    """Partitions 0..count-1 of the topic (its id), as :meth:`CMember.partitions` names them."""
+    return {(topic, p) for p in range(count)}
+
+
+def owns_all(topic: str, count: int) -> Check:
+    """A :data:`Check` for :func:`until`: the first member owns every partition of the topic."""
+    return lambda ms: ms[0].partitions() == all_of(topic, count)
+
+
 def until(
     members: Sequence[tuple[KafkaClient, CMember]],
     done: Check,

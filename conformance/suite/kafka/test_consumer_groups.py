@@ -12,11 +12,13 @@ from conformance.suite.case import case, require
 from conformance.suite.kafka.consumer_group_steps import (
     Check,
     CMember,
+    all_of,
     call,
     join,
     join_body,
     leave,
     no_overlap,
+    owns_all,
     until,
     version_of,
 )
@@ -30,14 +32,10 @@ from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
 
 
-def _all_of(topic: str, count: int) -> set[tuple[str, int]]:
-    return {(topic, p) for p in range(count)}
-
-
 def _covers(tid: str, count: int) -> Check:
     def done(ms: Sequence[CMember]) -> bool:
         owned = set().union(*(m.partitions() for m in ms))
-        return owned == _all_of(tid, count) and all(m.partitions() for m in ms)
+        return owned == all_of(tid, count) and all(m.partitions() for m in ms)
 
     return done
 
@@ -104,7 +102,7 @@ def test_a_lone_member_gets_every_partition(target: CaseContext) -> None:
         topic = create_topic(target, k, "t", partitions=3)
         tid = topic_id(target, k, topic)
         m = join(target, k, target.name("g"), [topic], req)
-        until([(k, m)], lambda ms: ms[0].partitions() == _all_of(tid, 3), req, "partitions [0 1 2]")
+        until([(k, m)], owns_all(tid, 3), req, "partitions [0 1 2]")
 
 
 @case("kafka/consumer-groups/3", "KAF-CGRP-3")
@@ -122,9 +120,7 @@ def test_two_members_share_without_overlap(target: CaseContext) -> None:
         topic = create_topic(target, a, "t", partitions=4)
         tid = topic_id(target, a, topic)
         ma = join(target, a, group, [topic], req)
-        until(
-            [(a, ma)], lambda ms: ms[0].partitions() == _all_of(tid, 4), req, "all 4 to the first"
-        )
+        until([(a, ma)], owns_all(tid, 4), req, "all 4 to the first")
         mb = join(target, b, group, [topic], req, what="second join")
         no_overlap(req)([ma, mb])
         until(
@@ -162,7 +158,7 @@ def test_a_member_leaves_with_epoch_minus_1(target: CaseContext) -> None:
         )
         until(
             [(a, ma)],
-            lambda ms: ms[0].partitions() == _all_of(tid, 2),
+            owns_all(tid, 2),
             req,
             "both partitions to the one left",
         )
@@ -294,7 +290,7 @@ def test_a_static_member_comes_back_to_its_partitions(target: CaseContext) -> No
         topic = create_topic(target, k, "t", partitions=2)
         tid = topic_id(target, k, topic)
         m = join(target, k, group, [topic], req, instance_id=instance)
-        until([(k, m)], lambda ms: ms[0].partitions() == _all_of(tid, 2), req, "both partitions")
+        until([(k, m)], owns_all(tid, 2), req, "both partitions")
         v = m.version
         twin = join_body(group, [topic], v, instance_id=instance, member_id=str(uuid.uuid4()))
         r = call(k, v, twin, req, "join with a held instance id")
@@ -313,7 +309,7 @@ def test_a_static_member_comes_back_to_its_partitions(target: CaseContext) -> No
         )
         until(
             [(k, back)],
-            lambda ms: ms[0].partitions() == _all_of(tid, 2),
+            owns_all(tid, 2),
             req,
             "the instance's partitions back",
         )
@@ -337,7 +333,7 @@ def test_a_silent_member_is_removed(target: CaseContext) -> None:
         # b falls silent; Kafka's session timeout is at most 60 s unless configured otherwise
         until(
             [(a, ma)],
-            lambda ms: ms[0].partitions() == _all_of(tid, 2),
+            owns_all(tid, 2),
             req,
             "both partitions to the member still heartbeating",
             deadline_s=65.0,

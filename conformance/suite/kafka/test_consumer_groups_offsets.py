@@ -8,16 +8,20 @@ from __future__ import annotations
 import uuid
 
 from conformance.suite.case import case, require
-from conformance.suite.kafka.consumer_group_steps import call, join, join_body, until, version_of
+from conformance.suite.kafka.consumer_group_steps import (
+    all_of,
+    call,
+    join,
+    join_body,
+    owns_all,
+    until,
+    version_of,
+)
 from conformance.suite.kafka.group_steps import join_group
 from conformance.suite.kafka.steps import create_topic, topic_id
 from conformance.suite.kafka.verify import KafkaClient, expect_code, find, first, usable
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
-
-
-def _all_of(topic: str, count: int) -> set[tuple[str, int]]:
-    return {(topic, p) for p in range(count)}
 
 
 @case("kafka/consumer-groups/12", "KAF-CGRP-12")
@@ -37,7 +41,7 @@ def test_describe_reports_the_group(target: CaseContext) -> None:
         topic = create_topic(target, k, "t")
         tid = topic_id(target, k, topic)
         m = join(target, k, group, [topic], req)
-        until([(k, m)], lambda ms: ms[0].partitions() == _all_of(tid, 1), req, "partition 0")
+        until([(k, m)], owns_all(tid, 1), req, "partition 0")
         join_group(target, c, classic, requirement=req)
         what = f"ConsumerGroupDescribe v{dv}"
         groups = k.call(
@@ -62,7 +66,7 @@ def test_describe_reports_the_group(target: CaseContext) -> None:
     require(
         member["member_epoch"] == m.epoch
         and list(member["subscribed_topic_names"]) == [topic]
-        and got == _all_of(tid, 1),
+        and got == all_of(tid, 1),
         req,
         f"{what}: member epoch {member['member_epoch']}, "
         f"topics {list(member['subscribed_topic_names'])}, "
