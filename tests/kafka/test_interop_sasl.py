@@ -65,28 +65,33 @@ def _kp(mechanism: str, password: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_kafka_python_authenticates_produces_and_consumes(
-    sasl_broker: support.Broker, mechanism: str
-) -> None:
-    topic = f"sasl-kp-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=sasl_broker.address, **_kp(mechanism, PASSWORD))
+def _kp_round_trip(address: str, topic: str, tag: str, config: dict[str, Any]) -> list[bytes]:
+    """kafka-python produces ``_values(tag)`` with ``config`` and reads the topic back."""
+    producer = KafkaProducer(bootstrap_servers=address, **config)
     try:
-        for v in _values("kp"):
+        for v in _values(tag):
             producer.send(topic, v).get(timeout=10)
     finally:
         producer.close(timeout=10)
     consumer = KafkaConsumer(
         topic,
-        bootstrap_servers=sasl_broker.address,
+        bootstrap_servers=address,
         auto_offset_reset="earliest",
         consumer_timeout_ms=5000,
-        **_kp(mechanism, PASSWORD),
+        **config,
     )
     try:
-        got = [m.value for m in consumer]
+        return [m.value for m in consumer]
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_authenticates_produces_and_consumes(
+    sasl_broker: support.Broker, mechanism: str
+) -> None:
+    topic = f"sasl-kp-{uuid.uuid4().hex[:8]}"
+    got = _kp_round_trip(sasl_broker.address, topic, "kp", _kp(mechanism, PASSWORD))
     assert got == _values("kp")
 
 
@@ -97,23 +102,7 @@ def test_kafka_python_with_handshake_v0_exchanges_bare_tokens(
     caplog.set_level(logging.DEBUG, logger="kafka.protocol.parser")
     topic = f"sasl-kp0-{uuid.uuid4().hex[:8]}"
     old = {"api_version": (0, 10, 1), **_kp(mechanism, PASSWORD)}
-    producer = KafkaProducer(bootstrap_servers=sasl_broker.address, **old)
-    try:
-        for v in _values("kp0"):
-            producer.send(topic, v).get(timeout=10)
-    finally:
-        producer.close(timeout=10)
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=sasl_broker.address,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=5000,
-        **old,
-    )
-    try:
-        got = [m.value for m in consumer]
-    finally:
-        consumer.close()
+    got = _kp_round_trip(sasl_broker.address, topic, "kp0", old)
     assert got == _values("kp0")
     assert "SaslHandshakeRequest(version=0" in caplog.text and "SaslBytesRequest" in caplog.text
 
