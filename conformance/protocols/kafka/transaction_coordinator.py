@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from conformance.engine import EngineError, NewRecord
@@ -132,19 +132,15 @@ class TransactionCoordinator:
         self, tid: str, pid: int, epoch: int, partitions: Iterable[Partition]
     ) -> str:
         """AddPartitionsToTxn (every partition known to exist)."""
-        error, meta = self._current(tid, pid, epoch)
-        if meta is None:
-            return error
-        answer = ts.ADD_ANSWERS[meta.state]
-        if answer != ts.GO:
-            return answer
-        self._begin(meta)
-        meta.partitions.update(partitions)
-        self._save(meta)
-        return "NONE"
+        return self._add(tid, pid, epoch, lambda meta: meta.partitions.update(partitions))
 
     def add_offsets(self, tid: str, pid: int, epoch: int, group: str) -> str:
         """AddOffsetsToTxn: the group's offsets join the transaction."""
+        return self._add(tid, pid, epoch, lambda meta: meta.groups.add(group))
+
+    def _add(self, tid: str, pid: int, epoch: int, join: Callable[[TxnMeta], None]) -> str:
+        """What AddPartitionsToTxn and AddOffsetsToTxn share: the producer's current
+        transaction, in a state that takes additions, begins if it has not and ``join``s."""
         error, meta = self._current(tid, pid, epoch)
         if meta is None:
             return error
@@ -152,7 +148,7 @@ class TransactionCoordinator:
         if answer != ts.GO:
             return answer
         self._begin(meta)
-        meta.groups.add(group)
+        join(meta)
         self._save(meta)
         return "NONE"
 
