@@ -356,3 +356,19 @@ def find(items: NodeList, key: str, value: Any, thing: str, requirement: str, wh
         if isinstance(node, Node) and node.get(key) == value:
             return node
     missing(items, thing, requirement, what)
+
+
+def find_partition(
+    topics: NodeList,
+    topic: str,
+    partition: int,
+    requirement: str,
+    what: str,
+    *,
+    entries: str = "partitions",
+    key: str = "partition_index",
+) -> Node:
+    """The entry of partition ``partition`` (its ``key``) in the ``entries`` of the topic
+    named ``topic`` among ``topics``; either missing is named as such."""
+    t = find(topics, "name", topic, f"topic {topic}", requirement, what)
+    return find(t[entries], key, partition, f"partition {partition}", requirement, what)
