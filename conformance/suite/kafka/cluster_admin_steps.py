@@ -20,6 +20,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     expect_code,
     find,
+    find_partition,
     first,
     missing,
     usable,
@@ -182,10 +183,19 @@ def delete_records(
 
 
 def list_offset(
-    ctx: CaseContext, k: KafkaClient, topic: str, partition: int, timestamp: int, requirement: str
+    ctx: CaseContext,
+    k: KafkaClient,
+    topic: str,
+    partition: int,
+    timestamp: int,
+    requirement: str,
+    *,
+    version: int | None = None,
+    what: str | None = None,
 ) -> Node:
-    """ListOffsets (v1+) of one partition at ``timestamp``; the partition's answer."""
-    v = usable(ctx, "ListOffsets", lowest=1)
+    """ListOffsets (v1+, or ``version``) of one partition at ``timestamp``; the partition's
+    answer."""
+    v = version if version is not None else usable(ctx, "ListOffsets", lowest=1)
     body = {
         "replica_id": -1,
         "isolation_level": 0,
@@ -197,17 +207,15 @@ def list_offset(
                         "partition_index": partition,
                         "timestamp": timestamp,
                         "current_leader_epoch": -1,
+                        "max_num_offsets": 1,  # v0 only
                     }
                 ],
             }
         ],
     }
-    what = f"ListOffsets v{v} {topic}/{partition} at {timestamp}"
+    what = what or f"ListOffsets v{v} {topic}/{partition} at {timestamp}"
     reply = k.call("ListOffsets", v, body, requirement, what)
-    t = find(reply["topics"], "name", topic, f"topic {topic}", requirement, what)
-    return find(
-        t["partitions"], "partition_index", partition, f"partition {partition}", requirement, what
-    )
+    return find_partition(reply["topics"], topic, partition, requirement, what)
 
 
 # ------------------------------------------------------------------------ configs

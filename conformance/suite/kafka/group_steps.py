@@ -28,7 +28,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     advertised,
     expect_code,
-    find,
+    find_partition,
     first,
     usable,
 )
@@ -286,5 +286,4 @@ def offset_fetch_at(
         if v >= 8
         else reply["topics"]
     )
-    t = find(topics, "name", topic, f"topic {topic}", requirement, what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", requirement, what)
+    return find_partition(topics, topic, 0, requirement, what)

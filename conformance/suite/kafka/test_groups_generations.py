@@ -26,7 +26,7 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
-    find,
+    find_partition,
     need,
     usable,
 )
@@ -95,8 +95,7 @@ def _commit(
     }
     what = f"OffsetCommit v{version} {group} by {show(member_id)} at generation {generation}"
     reply = k.call("OffsetCommit", version, body, "KAF-GROUP-15", what)
-    t = find(reply["topics"], "name", topic, f"topic {topic}", "KAF-GROUP-15", what)
-    return find(t["partitions"], "partition_index", 0, "partition 0", "KAF-GROUP-15", what)
+    return find_partition(reply["topics"], topic, 0, "KAF-GROUP-15", what)
 
 
 @case("kafka/groups/16", "KAF-GROUP-15")

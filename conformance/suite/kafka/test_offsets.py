@@ -5,6 +5,7 @@ from __future__ import annotations
 from conformance.evidence import Evidence, Judged, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
+from conformance.suite.kafka.cluster_admin_steps import list_offset
 from conformance.suite.kafka.group_steps import coordinator_ready, offset_fetch_at
 from conformance.suite.kafka.steps import batch, create_topic, produce
 from conformance.suite.kafka.verify import (
@@ -133,28 +134,9 @@ def _list_offsets(
     version: int,
     requirement: str,
 ) -> Node:
-    body = {
-        "replica_id": -1,
-        "isolation_level": 0,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": partition,
-                        "timestamp": timestamp,
-                        "current_leader_epoch": -1,
-                        "max_num_offsets": 1,
-                    }
-                ],
-            }
-        ],
-    }
     what = f"ListOffsets v{version} {timestamp}"
-    reply = k.call("ListOffsets", version, body, requirement, what)
-    t = find(reply["topics"], "name", topic, f"topic {topic}", requirement, what)
-    return find(
-        t["partitions"], "partition_index", partition, f"partition {partition}", requirement, what
+    return list_offset(
+        target, k, topic, partition, timestamp, requirement, version=version, what=what
     )
 
 

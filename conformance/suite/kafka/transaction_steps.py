@@ -28,7 +28,7 @@ from conformance.suite.kafka.steps import (
 from conformance.suite.kafka.verify import (
     KafkaClient,
     expect_code,
-    find,
+    find_partition,
     first,
     missing,
     usable,
@@ -223,9 +223,14 @@ def produce_txn(
     body = {**produce_body(topic, {partition: data}), "transactional_id": tid}
     what = f"Produce v{v} {topic}/{partition} ({tid!r})"
     reply = k.call("Produce", v, body, requirement, what)
-    t = find(reply["responses"], "name", topic, f"topic {topic}", requirement, what)
-    return find(
-        t["partition_responses"], "index", partition, f"partition {partition}", requirement, what
+    return find_partition(
+        reply["responses"],
+        topic,
+        partition,
+        requirement,
+        what,
+        entries="partition_responses",
+        key="index",
     )
 
 
