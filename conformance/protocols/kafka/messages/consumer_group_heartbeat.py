@@ -14,6 +14,13 @@ from __future__ import annotations
 from conformance.protocols.kafka.messages import message
 from conformance.wire.schema import INT16, INT32, STRING, UUID, array_of, f, struct_of
 
+# The member's owned partitions (request) and its assignment (response), topic by topic.
+TOPIC_PARTITIONS = array_of(
+    "TopicPartitions",
+    f("topic_id", UUID),
+    f("partitions", array_of(INT32)),
+)
+
 REQUEST = message(
     "ConsumerGroupHeartbeatRequest",
     "0-1",
@@ -30,11 +37,7 @@ REQUEST = message(
         f("server_assignor", STRING, nullable="0+", default=None),
         f(
             "topic_partitions",
-            array_of(
-                "TopicPartitions",
-                f("topic_id", UUID),
-                f("partitions", array_of(INT32)),
-            ),
+            TOPIC_PARTITIONS,
             nullable="0+",
             default=None,
         ),
@@ -60,11 +63,7 @@ RESPONSE = message(
                 "Assignment",
                 f(
                     "topic_partitions",
-                    array_of(
-                        "TopicPartitions",
-                        f("topic_id", UUID),
-                        f("partitions", array_of(INT32)),
-                    ),
+                    TOPIC_PARTITIONS,
                 ),
             ),
             nullable="0+",
