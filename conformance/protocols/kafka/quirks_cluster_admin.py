@@ -29,45 +29,41 @@ OFFSET_OUT_OF_RANGE, INVALID_PARTITIONS = 1, 37
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 
-def _spec(name: str, area: str, breaks: tuple[str, ...], text: str) -> QuirkSpec:
-    return QuirkSpec(name, "spec", area, breaks, text)
-
-
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
     for q in (
-        _spec(
+        QuirkSpec.spec(
             "leader-epoch-not-fenced",
             "leader-epoch",
-            ("KAF-EPOCH-3",),
+            "KAF-EPOCH-3",
             "OffsetForLeaderEpoch ignores the current leader epoch a request carries, so a "
             "stale or future one is never fenced",
         ),
-        _spec(
+        QuirkSpec.spec(
             "delete-records-past-high-watermark",
             "delete-records",
-            ("KAF-DELREC-4",),
+            "KAF-DELREC-4",
             "DeleteRecords answers an offset past the high watermark (or below 0) with error 0 "
             "and that offset as low watermark, though nothing moved",
         ),
-        _spec(
+        QuirkSpec.spec(
             "create-partitions-shrink-ok",
             "partitions",
-            ("KAF-PARTS-2",),
+            "KAF-PARTS-2",
             "CreatePartitions answers a count that is not an increase with error 0 (the topic "
             "keeps its partitions)",
         ),
-        _spec(
+        QuirkSpec.spec(
             "topic-config-source-default",
             "configs",
-            ("KAF-CONFIG-2", "KAF-CONFIG-10"),
+            "KAF-CONFIG-2,KAF-CONFIG-10",
             "DescribeConfigs says DEFAULT_CONFIG (5) for every topic config, those set on the "
             "topic too",
         ),
-        _spec(
+        QuirkSpec.spec(
             "cluster-id-mismatch",
             "cluster",
-            ("KAF-CLUSTER-1",),
+            "KAF-CLUSTER-1",
             "DescribeCluster answers a cluster id other than the one Metadata answers",
         ),
     )

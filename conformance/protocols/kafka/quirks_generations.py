@@ -18,44 +18,40 @@ FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, SYNC_GROUP = 1, 8, 11, 12, 14
 ILLEGAL_GENERATION, MEMBER_ID_REQUIRED = 22, 79
 
 
-def _spec(name: str, area: str, breaks: tuple[str, ...], text: str) -> QuirkSpec:
-    return QuirkSpec(name, "spec", area, breaks, text)
-
-
 QUIRKS: dict[str, QuirkSpec] = {
     q.name: q
     for q in (
-        _spec(
+        QuirkSpec.spec(
             "heartbeat-stale-generation-ok",
             "groups",
-            ("KAF-GROUP-5",),
+            "KAF-GROUP-5",
             "answers a heartbeat with a generation other than the group's with error 0",
         ),
-        _spec(
+        QuirkSpec.spec(
             "sync-stale-generation-accepted",
             "groups",
-            ("KAF-GROUP-14",),
+            "KAF-GROUP-14",
             "answers a SyncGroup with a generation other than the group's with error 0 and an "
             "empty assignment",
         ),
-        _spec(
+        QuirkSpec.spec(
             "commit-stale-generation-accepted",
             "groups",
-            ("KAF-GROUP-15",),
+            "KAF-GROUP-15",
             "answers an OffsetCommit refused ILLEGAL_GENERATION with error 0 for every "
             "partition (nothing is stored)",
         ),
-        _spec(
+        QuirkSpec.spec(
             "member-id-required-before-v4",
             "groups",
-            ("KAF-GROUP-16",),
+            "KAF-GROUP-16",
             "answers a JoinGroup v0-3 with an empty member id MEMBER_ID_REQUIRED (79), as if "
             "it were v4 or later",
         ),
-        _spec(
+        QuirkSpec.spec(
             "fetch-first-partition-only",
             "fetch",
-            ("KAF-FETCH-8",),
+            "KAF-FETCH-8",
             "answers a Fetch v0-6 (no fetch sessions) with the first partition asked of each "
             "topic only, leaving the others out",
         ),
