@@ -87,6 +87,21 @@ def scram_mechanism(ctx: CaseContext, creds: Credentials, listed: list[str]) -> 
     raise Unsupported(f"the target enables no SCRAM mechanism (it lists {listed})")
 
 
+def scram_to_try(ctx: CaseContext, creds: Credentials) -> str:
+    """:func:`scram_mechanism` of the mechanisms the target lists to a SaslHandshake
+    naming PLAIN, on a connection of its own."""
+    with fresh(ctx) as k:
+        listed = [str(m) for m in handshake(k, "PLAIN", "KAF-SASL-1")["mechanisms"]]
+    return scram_mechanism(ctx, creds, listed)
+
+
+def plain_enabled(k: KafkaClient) -> None:
+    """SaslHandshake v1 naming PLAIN; UNSUPPORTED when the target does not enable it."""
+    answer = handshake(k, "PLAIN", "KAF-SASL-1")
+    if answer["error_code"] != 0:
+        raise Unsupported(f"the target does not enable PLAIN (it lists {answer['mechanisms']})")
+
+
 def not_this_user(creds: Credentials, mechanism: str, answer: Node) -> None:
     """UNSUPPORTED when ``answer`` refuses the run's user with a mechanism other than the
     run's: Kafka keeps a user's PLAIN and SCRAM credentials apart, so the user may have

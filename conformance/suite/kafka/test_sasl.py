@@ -24,9 +24,10 @@ from conformance.suite.kafka.sasl_steps import (
     handshake,
     need_sasl,
     not_this_user,
+    plain_enabled,
     refused_then_closed,
     requires_sasl,
-    scram_mechanism,
+    scram_to_try,
     served,
 )
 from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
@@ -122,9 +123,7 @@ def test_plain_with_the_right_password_authenticates(target: CaseContext) -> Non
     """
     creds = credentials(target)
     with fresh(target) as k:
-        answer = handshake(k, "PLAIN", "KAF-SASL-1")
-        if answer["error_code"] != 0:
-            raise Unsupported(f"the target does not enable PLAIN (it lists {answer['mechanisms']})")
+        plain_enabled(k)
         v = authenticate_version(target)
         what = f"SaslAuthenticate v{v} PLAIN as {creds.user!r}"
         reply = authenticate(k, v, plain_token(creds.user, creds.password), "KAF-SASL-4", what)
@@ -155,9 +154,7 @@ def test_plain_with_a_wrong_password_is_refused(target: CaseContext) -> None:
     """
     creds = credentials(target)
     with fresh(target) as k:
-        answer = handshake(k, "PLAIN", "KAF-SASL-1")
-        if answer["error_code"] != 0:
-            raise Unsupported(f"the target does not enable PLAIN (it lists {answer['mechanisms']})")
+        plain_enabled(k)
         v = authenticate_version(target)
         what = f"SaslAuthenticate v{v} PLAIN as {creds.user!r} with a wrong password"
         reply = authenticate(k, v, plain_token(creds.user, WRONG), "KAF-SASL-5", what)
@@ -174,9 +171,7 @@ def test_scram_with_a_wrong_password_is_refused(target: CaseContext) -> None:
     broker that does not know the user) or at the client-final one."
     """
     creds = credentials(target)
-    with fresh(target) as k:
-        listed = [str(m) for m in handshake(k, "PLAIN", "KAF-SASL-1")["mechanisms"]]
-    mechanism = scram_mechanism(target, creds, listed)
+    mechanism = scram_to_try(target, creds)
     client = scram.ScramClient(mechanism, creds.user, WRONG)
     with fresh(target) as k:
         enabled(k, mechanism, "KAF-SASL-1")
@@ -207,9 +202,7 @@ def test_scram_with_the_right_password_authenticates(target: CaseContext) -> Non
     password, and the connection is then served as any other."
     """
     creds = credentials(target)
-    with fresh(target) as k:
-        listed = [str(m) for m in handshake(k, "PLAIN", "KAF-SASL-1")["mechanisms"]]
-    mechanism = scram_mechanism(target, creds, listed)
+    mechanism = scram_to_try(target, creds)
     client = scram.ScramClient(mechanism, creds.user, creds.password)
     with fresh(target) as k:
         enabled(k, mechanism, "KAF-SASL-1")
