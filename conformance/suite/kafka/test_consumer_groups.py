@@ -40,6 +40,19 @@ def _covers(tid: str, count: int) -> Check:
     return done
 
 
+def _two_sharing(
+    target: CaseContext, a: KafkaClient, b: KafkaClient, group: str, req: str
+) -> tuple[str, CMember, CMember]:
+    """A topic of two partitions (its id) and two members of ``group`` (joined through
+    ``a`` and ``b``) that have come to share them."""
+    topic = create_topic(target, a, "t", partitions=2)
+    tid = topic_id(target, a, topic)
+    ma = join(target, a, group, [topic], req)
+    mb = join(target, b, group, [topic], req, what="second join")
+    until([(a, ma), (b, mb)], _covers(tid, 2), req, "both partitions shared")
+    return tid, ma, mb
+
+
 @case("kafka/consumer-groups/1", "KAF-CGRP-1")
 def test_a_join_is_answered_with_an_epoch_and_an_assignment(target: CaseContext) -> None:
     """A join (epoch 0) is answered error 0, an epoch above 0, an interval and an assignment.
@@ -143,11 +156,7 @@ def test_a_member_leaves_with_epoch_minus_1(target: CaseContext) -> None:
     req = "KAF-CGRP-4"
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
-        topic = create_topic(target, a, "t", partitions=2)
-        tid = topic_id(target, a, topic)
-        ma = join(target, a, group, [topic], req)
-        mb = join(target, b, group, [topic], req, what="second join")
-        until([(a, ma), (b, mb)], _covers(tid, 2), req, "both partitions shared")
+        tid, ma, mb = _two_sharing(target, a, b, group, req)
         r = leave(b, mb, req)
         expect_code(r, "error_code", "NONE", req, "leave (epoch -1)")
         require(
@@ -156,12 +165,7 @@ def test_a_member_leaves_with_epoch_minus_1(target: CaseContext) -> None:
             f"leave: member epoch {r['member_epoch']}, expected -1",
             r.at("member_epoch"),
         )
-        until(
-            [(a, ma)],
-            owns_all(tid, 2),
-            req,
-            "both partitions to the one left",
-        )
+        until([(a, ma)], owns_all(tid, 2), req, "both partitions to the one left")
 
 
 @case("kafka/consumer-groups/5", "KAF-CGRP-5")
@@ -307,12 +311,7 @@ def test_a_static_member_comes_back_to_its_partitions(target: CaseContext) -> No
             instance_id=instance,
             member_id=twin["member_id"],
         )
-        until(
-            [(k, back)],
-            owns_all(tid, 2),
-            req,
-            "the instance's partitions back",
-        )
+        until([(k, back)], owns_all(tid, 2), req, "the instance's partitions back")
 
 
 @case("kafka/consumer-groups/11", "KAF-CGRP-11")
@@ -325,11 +324,7 @@ def test_a_silent_member_is_removed(target: CaseContext) -> None:
     req = "KAF-CGRP-11"
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
-        topic = create_topic(target, a, "t", partitions=2)
-        tid = topic_id(target, a, topic)
-        ma = join(target, a, group, [topic], req)
-        mb = join(target, b, group, [topic], req, what="second join")
-        until([(a, ma), (b, mb)], _covers(tid, 2), req, "both partitions shared")
+        tid, ma, _mb = _two_sharing(target, a, b, group, req)
         # b falls silent; Kafka's session timeout is at most 60 s unless configured otherwise
         until(
             [(a, ma)],
@@ -352,11 +347,7 @@ def test_the_previous_epoch_is_accepted_after_a_lost_answer(target: CaseContext)
     req = "KAF-CGRP-17"
     group = target.name("g")
     with KafkaClient(target) as a, KafkaClient(target) as b:
-        topic = create_topic(target, a, "t", partitions=2)
-        tid = topic_id(target, a, topic)
-        ma = join(target, a, group, [topic], req)
-        mb = join(target, b, group, [topic], req, what="second join")
-        until([(a, ma), (b, mb)], _covers(tid, 2), req, "both partitions shared")
+        _tid, ma, _mb = _two_sharing(target, a, b, group, req)
         until([(a, ma)], lambda ms: ms[0].previous > 0, req, "a member epoch raised after the join")
         body = {
             "group_id": group,
