@@ -267,6 +267,34 @@ def leave_group(
     return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")
 
 
+def commit_body(
+    group: str, topic: str, offset: int, metadata: str, *, member_id: str = "", generation: int = -1
+) -> dict[str, Any]:
+    """An OffsetCommit of ``offset`` for ``topic``/0 (no member and generation -1 unless
+    named: a simple commit)."""
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "commit_timestamp": -1,  # v1 only
+                        "committed_metadata": metadata,
+                    }
+                ],
+            }
+        ],
+    }
+
+
 def offset_fetch_at(
     k: KafkaClient, v: int, group: str, topic: str, requirement: str, stable: bool = False
 ) -> Node:

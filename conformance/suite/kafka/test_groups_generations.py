@@ -8,11 +8,11 @@ Every group here is settled first by the group steps at the highest version both
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from conformance.evidence import Node
 from conformance.suite.case import case, require
 from conformance.suite.kafka.group_steps import (
+    commit_body,
     coordinator_ready,
     join_body,
     member_id_required,
@@ -72,27 +72,7 @@ def _commit(
 ) -> Node:
     """OffsetCommit of offset 1 of ``topic``/0 by ``member_id`` at ``generation``: the
     partition's answer."""
-    body: dict[str, Any] = {
-        "group_id": group,
-        "generation_id_or_member_epoch": generation,
-        "member_id": member_id,
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": 1,
-                        "committed_leader_epoch": -1,
-                        "commit_timestamp": -1,
-                        "committed_metadata": "",
-                    }
-                ],
-            }
-        ],
-    }
+    body = commit_body(group, topic, 1, "", member_id=member_id, generation=generation)
     what = f"OffsetCommit v{version} {group} by {show(member_id)} at generation {generation}"
     reply = k.call("OffsetCommit", version, body, "KAF-GROUP-15", what)
     return find_partition(reply["topics"], topic, 0, "KAF-GROUP-15", what)

@@ -6,13 +6,13 @@ from conformance.evidence import Evidence, Judged, Node, combined
 from conformance.protocols.kafka import records
 from conformance.suite.case import case, require
 from conformance.suite.kafka.cluster_admin_steps import list_offset
-from conformance.suite.kafka.group_steps import coordinator_ready, offset_fetch_at
+from conformance.suite.kafka.group_steps import commit_body, coordinator_ready, offset_fetch_at
 from conformance.suite.kafka.steps import batch, create_topic, produce
 from conformance.suite.kafka.verify import (
     KafkaClient,
     at_every_version,
     expect_code,
-    find,
+    find_partition,
     need,
     usable,
 )
@@ -32,32 +32,12 @@ def commit(
     """A simple commit (no member, generation -1) of partition 0: the partition's answer
     and the wire-log entry of the request (see :func:`committed`)."""
     v = version if version is not None else usable(target, "OffsetCommit")
-    body = {
-        "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": offset,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": metadata,
-                    }
-                ],
-            }
-        ],
-    }
+    body = commit_body(group, topic, offset, metadata)
     what = f"OffsetCommit v{v} {group}"
     coordinator_ready(target, k, group)  # a fresh Kafka makes its coordinator first
     corr = k.send("OffsetCommit", v, body)
     reply = k.answer("OffsetCommit", v, corr, "KAF-OFFSET-1", what)
-    t = find(reply["topics"], "name", topic, f"topic {topic}", "KAF-OFFSET-1", what)
-    p = find(t["partitions"], "partition_index", 0, "partition 0", "KAF-OFFSET-1", what)
+    p = find_partition(reply["topics"], topic, 0, "KAF-OFFSET-1", what)
     return p, k.requests[corr]
 
 
