@@ -18,7 +18,7 @@ import confluent_kafka
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.kafka.interop import Seen
+from tests.kafka import test_interop_confluent as confluent
 from tests.kafka.test_interop_confluent import _create, two_then_one
 from tests.support import broker as support
 
@@ -36,7 +36,7 @@ def kafka() -> Iterator[support.Broker]:
         served.stop()
 
 
-class Member:
+class Member(confluent.Member):
     """A consumer of the KIP-848 protocol; it tracks the partitions it owns through the
     incremental assign and revoke callbacks (the only kind this protocol has)."""
 
@@ -51,8 +51,9 @@ class Member:
                 "fetch.wait.max.ms": 200,
             }
         )
-        self.owned: set[int] = set()
+        self.owned: set[int] = set()  # type: ignore[assignment]
         self.changed = time.monotonic()
+        self.group = group
         self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
 
     def _assigned(self, consumer: Any, partitions: list[TopicPartition]) -> None:
@@ -62,21 +63,6 @@ class Member:
     def _revoked(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self.owned -= {p.partition for p in partitions}
         self.changed = time.monotonic()
-
-    def settled(self) -> int:
-        """Partitions owned for at least one second without a change (0 otherwise)."""
-        return len(self.owned) if time.monotonic() - self.changed > 1.0 else 0
-
-    def poll(self, got: Seen) -> None:
-        messages = self.consumer.consume(100, timeout=0.1)
-        for m in messages:
-            assert m.error() is None, m.error()
-            got.append((m.partition(), m.offset(), m.value(), list(m.headers() or [])))
-        if messages:
-            self.consumer.commit(asynchronous=False)
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def test_librdkafka_is_recent_enough_for_kip_848() -> None:
