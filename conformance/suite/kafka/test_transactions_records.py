@@ -44,6 +44,35 @@ from conformance.suite.kafka.verify import (
 from conformance.suite.target import CaseContext
 
 
+def _under_way(
+    target: CaseContext,
+    k: KafkaClient,
+    base: str,
+    values: list[bytes],
+    req: str,
+    timeout_ms: int = 60_000,
+    what: str = "transactional Produce",
+) -> tuple[str, Producer]:
+    """A new topic and transactional id, partition 0 added, ``values`` produced in the
+    transaction (error 0 checked at each step; ``what`` names the Produce, ``{topic}`` in it
+    the topic)."""
+    topic = create_topic(target, k, base)
+    p = begin(target, k, base, req, timeout_ms=timeout_ms)
+    add_ok(target, k, p, topic, [0], req)
+    wrote = produce_txn(target, k, p.tid, topic, txn_batch(values, p), req)
+    expect_code(wrote, "error_code", "NONE", req, what.format(topic=topic))
+    return topic, p
+
+
+def _ended(
+    target: CaseContext, k: KafkaClient, topic: str, p: Producer, committed: bool, req: str
+) -> None:
+    """EndTxn answered error 0, then the commit (or abort) marker at offset 2."""
+    ended = end_txn(target, k, p, committed, req)
+    expect_code(ended, "error_code", "NONE", req, f"EndTxn ({'commit' if committed else 'abort'})")
+    expect_marker(target, k, topic, 2, p, 1 if committed else 0, req)
+
+
 @case("kafka/transactions/7", "KAF-TXN-7")
 def test_an_open_transaction_holds_the_last_stable_offset(target: CaseContext) -> None:
     """A transactional write is accepted; while open, the last stable offset stays at its
@@ -59,11 +88,14 @@ def test_an_open_transaction_holds_the_last_stable_offset(target: CaseContext) -
     epoch."
     """
     with KafkaClient(target) as k:
-        topic = create_topic(target, k, "t7")
-        p = begin(target, k, "t7", "KAF-TXN-7")
-        add_ok(target, k, p, topic, [0], "KAF-TXN-7")
-        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"a", b"b", b"c"], p), "KAF-TXN-7")
-        expect_code(wrote, "error_code", "NONE", "KAF-TXN-7", f"transactional Produce to {topic}")
+        topic, p = _under_way(
+            target,
+            k,
+            "t7",
+            [b"a", b"b", b"c"],
+            "KAF-TXN-7",
+            what="transactional Produce to {topic}",
+        )
         seen = fetch_isolated(target, k, topic, UNCOMMITTED, "KAF-TXN-7")
         lso = int(seen.part["last_stable_offset"])
         require(
@@ -111,14 +143,8 @@ def test_a_commit_writes_a_commit_marker_and_frees_the_records(target: CaseConte
     records."
     """
     with KafkaClient(target) as k:
-        topic = create_topic(target, k, "t8")
-        p = begin(target, k, "t8", "KAF-TXN-8")
-        add_ok(target, k, p, topic, [0], "KAF-TXN-8")
-        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"x", b"y"], p), "KAF-TXN-8")
-        expect_code(wrote, "error_code", "NONE", "KAF-TXN-8", "transactional Produce")
-        ended = end_txn(target, k, p, True, "KAF-TXN-8")
-        expect_code(ended, "error_code", "NONE", "KAF-TXN-8", "EndTxn (commit)")
-        expect_marker(target, k, topic, 2, p, 1, "KAF-TXN-8")
+        topic, p = _under_way(target, k, "t8", [b"x", b"y"], "KAF-TXN-8")
+        _ended(target, k, topic, p, True, "KAF-TXN-8")
         got = fetch_isolated(target, k, topic, COMMITTED, "KAF-TXN-8")
         values = [x.record.value for x in got.located("KAF-TXN-8") if not x.batch.is_control]
         require(
@@ -140,14 +166,8 @@ def test_an_abort_writes_an_abort_marker_and_lists_the_transaction(target: CaseC
     offset), and a READ_UNCOMMITTED Fetch still returns its records."
     """
     with KafkaClient(target) as k:
-        topic = create_topic(target, k, "t9")
-        p = begin(target, k, "t9", "KAF-TXN-9")
-        add_ok(target, k, p, topic, [0], "KAF-TXN-9")
-        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"x", b"y"], p), "KAF-TXN-9")
-        expect_code(wrote, "error_code", "NONE", "KAF-TXN-9", "transactional Produce")
-        ended = end_txn(target, k, p, False, "KAF-TXN-9")
-        expect_code(ended, "error_code", "NONE", "KAF-TXN-9", "EndTxn (abort)")
-        expect_marker(target, k, topic, 2, p, 0, "KAF-TXN-9")
+        topic, p = _under_way(target, k, "t9", [b"x", b"y"], "KAF-TXN-9")
+        _ended(target, k, topic, p, False, "KAF-TXN-9")
         got = fetch_isolated(target, k, topic, COMMITTED, "KAF-TXN-9")
         listed = [
             (int(a["producer_id"]), int(a["first_offset"]))
@@ -322,11 +342,7 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(target: Case
     answers INVALID_PRODUCER_EPOCH (EndTxn v0-1)."
     """
     with KafkaClient(target) as k:
-        topic = create_topic(target, k, "t16")
-        p = begin(target, k, "t16", "KAF-TXN-16", timeout_ms=1000)
-        add_ok(target, k, p, topic, [0], "KAF-TXN-16")
-        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"late"], p), "KAF-TXN-16")
-        expect_code(wrote, "error_code", "NONE", "KAF-TXN-16", "transactional Produce")
+        topic, p = _under_way(target, k, "t16", [b"late"], "KAF-TXN-16", timeout_ms=1000)
         got = stable_at_least(target, k, topic, 2, "KAF-TXN-16", wait=TIMEOUT_WAIT_S)
         lso = int(got.part["last_stable_offset"])
         require(
@@ -356,11 +372,7 @@ def test_list_offsets_read_committed_answers_the_last_stable_offset(
     """
     need(target, "ListOffsets", version)
     with KafkaClient(target) as k:
-        topic = create_topic(target, k, "t17")
-        p = begin(target, k, "t17", "KAF-TXN-17")
-        add_ok(target, k, p, topic, [0], "KAF-TXN-17")
-        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"a", b"b"], p), "KAF-TXN-17")
-        expect_code(wrote, "error_code", "NONE", "KAF-TXN-17", "transactional Produce")
+        topic, p = _under_way(target, k, "t17", [b"a", b"b"], "KAF-TXN-17")
         for isolation, want in ((COMMITTED, 0), (UNCOMMITTED, 2)):
             body = {
                 "replica_id": -1,
