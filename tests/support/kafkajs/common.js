@@ -4,7 +4,7 @@
 // own log goes to stderr. A script ends by itself at --deadline-ms with an "error" line, so
 // a hung client is reported as such and not only as a killed process.
 
-const { Kafka, logLevel } = require('kafkajs')
+const { Kafka, Partitioners, logLevel } = require('kafkajs')
 
 function options(defaults) {
   const out = Object.assign({}, defaults)
@@ -72,6 +72,21 @@ function recordRequests(who, instrumented) {
   })
 }
 
+// An idempotent producer (one request in flight, no topic auto-creation, KafkaJS's default
+// partitioner) with `extra` settings (a transactionalId), its requests recorded, connected.
+async function connectedProducer(kafka, extra) {
+  const producer = kafka.producer({
+    ...extra,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  })
+  recordRequests('producer', producer)
+  await producer.connect()
+  return producer
+}
+
 function describe(err) {
   const out = { name: err && err.name, message: err && err.message }
   for (const field of ['type', 'code', 'retriable', 'broker']) {
@@ -104,4 +119,4 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
-module.exports = { client, describe, emit, main, options, recordRequests, sleep }
+module.exports = { client, connectedProducer, describe, emit, main, options, recordRequests, sleep }

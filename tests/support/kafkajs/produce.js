@@ -8,7 +8,7 @@
 //   node produce.js --broker HOST:PORT --topic NAME --count N [--first I] [--batch B]
 
 const { Partitioners } = require('kafkajs')
-const { client, emit, main, options, recordRequests } = require('./common')
+const { client, connectedProducer, emit, main, options, recordRequests } = require('./common')
 
 main(
   options({ broker: undefined, topic: undefined, count: '30', first: '0', batch: '7' }),
@@ -26,14 +26,7 @@ main(
     }
     const partitionOf = Partitioners.DefaultPartitioner()
 
-    const producer = kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    })
-    recordRequests('producer', producer)
-    await producer.connect()
+    const producer = await connectedProducer(kafka, {})
     try {
       const first = Number(opts.first)
       const last = first + Number(opts.count)

@@ -11,8 +11,7 @@
 //   node transactions.js --broker HOST:PORT --topic NAME --txn-id ID --group G
 //       --offsets-group G2 [--count N] [--offset O]
 
-const { Partitioners } = require('kafkajs')
-const { client, emit, main, options, recordRequests, sleep } = require('./common')
+const { client, connectedProducer, emit, main, options, recordRequests, sleep } = require('./common')
 
 main(
   options({
@@ -28,15 +27,7 @@ main(
   async (opts) => {
     const kafka = client(opts, 'kafkajs-txn')
     const count = Number(opts.count)
-    const producer = kafka.producer({
-      transactionalId: opts.txn_id,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    })
-    recordRequests('producer', producer)
-    await producer.connect()
+    const producer = await connectedProducer(kafka, { transactionalId: opts.txn_id })
     try {
       const outcomes = ['commit', 'abort', 'commit']
       for (let n = 0; n < outcomes.length; n++) {
