@@ -151,6 +151,17 @@ def values(part: Node, requirement: str) -> list[bytes | None]:
     return [v for _, v in Fetched(part).values(requirement)]
 
 
+def expect_values(reply: Node, index: int, want: bytes, requirement: str, what: str) -> None:
+    """Partition ``index`` (answered) carries the one record ``want``."""
+    got = values(answered(reply)[index], requirement)
+    require(
+        got == [want],
+        requirement,
+        f"{what}: partition {index} answered values {show_all(got)}, expected '{want.decode()}'",
+        answered(reply)[index].at("records"),
+    )
+
+
 # ------------------------------------------------------------------ full fetches
 
 
@@ -246,13 +257,7 @@ def test_new_records_of_a_partition_not_named_are_answered(target: CaseContext) 
     what = ask.describe(t)
     expect_code(reply, "error_code", "NONE", "KAF-FSESS-5", what)
     expect_answered(reply, 1, "KAF-FSESS-5", what)
-    got = values(answered(reply)[1], "KAF-FSESS-5")
-    require(
-        got == [b"new"],
-        "KAF-FSESS-5",
-        f"{what}: partition 1 answered values {show_all(got)}, expected 'new'",
-        answered(reply)[1].at("records"),
-    )
+    expect_values(reply, 1, b"new", "KAF-FSESS-5", what)
 
 
 @case("kafka/fetch-sessions/5", "KAF-FSESS-6")
@@ -282,13 +287,7 @@ def test_a_named_partition_joins_and_a_forgotten_one_leaves(target: CaseContext)
         f"{what}: the forgotten partition 0 was answered, expected it gone from the session",
         answered(reply)[0].at() if 0 in answered(reply) else partitions_at(reply),
     )
-    got = values(answered(reply)[1], "KAF-FSESS-6")
-    require(
-        got == [b"p1"],
-        "KAF-FSESS-6",
-        f"{what}: partition 1 answered values {show_all(got)}, expected 'p1'",
-        answered(reply)[1].at("records"),
-    )
+    expect_values(reply, 1, b"p1", "KAF-FSESS-6", what)
 
 
 @case("kafka/fetch-sessions/6", "KAF-FSESS-7")
