@@ -52,6 +52,7 @@ from conformance.plugin import FieldSpan
 from conformance.protocols.kafka import codec
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.apis import APIS, REQUEST_HEADER, request_header_version
+from conformance.protocols.kafka.fuzz_families import family_requests
 from conformance.wire.schema_layers import nested_packets, packet
 from conformance.wire.schema_strategies import values
 
@@ -221,7 +222,7 @@ def _drawn_requests(seed: int) -> list[tuple[int, int, dict[str, Any]]]:
 
 @functools.lru_cache(maxsize=8)
 def _pool(seed: int) -> Pool:
-    requests = _client_requests(seed) + _drawn_requests(seed)
+    requests = _client_requests(seed) + family_requests(seed) + _drawn_requests(seed)
     payloads = [_request(k, v, b, i + 1) for i, (k, v, b) in enumerate(requests)]
     return Pool(payloads, requests)
 
