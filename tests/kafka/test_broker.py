@@ -413,3 +413,29 @@ def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after_it(
         assert lookup(1, t) == (first, stamps[first] if first >= 0 else -1), t
     assert lookup(7, -3) == (2, 9)
     assert lookup(1, -1)[0] == len(stamps) and lookup(1, -2)[0] == 0
+
+
+def test_list_offsets_earliest_local_and_latest_tiered(
+    served: tuple[str, tuple[str, int]], conn: Conn
+) -> None:
+    """Without remote storage (Kafka's UnifiedLog.fetchOffsetByTimestamp): -4, the earliest
+    local offset, is the log start offset DeleteRecords moved; -5, the latest tiered
+    offset, is -1 with leader epoch -1."""
+    name = f"tiers-{uuid.uuid4().hex[:8]}"
+    conn.call(3, 4, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
+    assert _produce(conn, name, rec.encode_batch(rec.make_batch([b"a", b"b", b"c"]))) is not None
+    parts = [{"partition_index": 0, "offset": 2}]
+    deleted = conn.call(21, 1, {"topics": [{"name": name, "partitions": parts}], "timeout_ms": 1})
+    assert deleted["topics"][0]["partitions"][0]["error_code"] == 0
+    got = {}
+    for ts in (-2, -4, -5):
+        asked = [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": ts}]
+        body = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": name, "partitions": asked}],
+        }
+        header = 0 if served[0] == "doc" else 1  # doc answers response header v0 everywhere
+        p = conn.call(2, 9, body, header=header)["topics"][0]["partitions"][0]
+        got[ts] = (p["error_code"], p["offset"], p["leader_epoch"])
+    assert got == {-2: (0, 2, 0), -4: (0, 2, 0), -5: (0, -1, -1)}

@@ -1,9 +1,12 @@
 """ListOffsets (key 2): an offset of a partition by timestamp.
 
-Behavior: timestamp -1 is the latest offset (the high watermark), -2 the earliest (0:
-nothing is ever truncated here), -3 (v7+) the offset of the record with the largest
-timestamp; any other timestamp gives the first offset whose record's timestamp is at
-least it, or offset -1 and timestamp -1 when none is.  v0 answers in
+Behavior: timestamp -1 is the latest offset (the high watermark), -2 the earliest (the
+log start offset, which DeleteRecords moves), -3 (v7+) the offset of the record with the
+largest timestamp, -4 (v8+) the earliest local offset (the log start offset: nothing is in
+remote storage) and -5 (v9+) the latest tiered offset (-1: nothing is tiered), as Kafka's
+``UnifiedLog.fetchOffsetByTimestamp`` answers without remote storage; any other
+timestamp gives the first offset whose record's timestamp is at least it, or offset -1,
+timestamp -1 and leader epoch -1 when none is.  v0 answers in
 ``old_style_offsets`` (at most ``max_num_offsets`` of them).  An unknown topic or a
 partition outside it is UNKNOWN_TOPIC_OR_PARTITION.  With isolation_level 1
 (READ_COMMITTED, v2+) the latest offset is the last stable offset, the first offset of the
@@ -24,7 +27,8 @@ from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+"""ListOffsetsRequest's special timestamps (-4 from v8, KIP-1005; -5 from v9, KIP-1005)."""
 
 
 @dataclass
@@ -86,8 +90,10 @@ def _lookup(
         if committed and index_of.known(topic, index) is not None:
             return "NONE", index_of.partition(topic, index, hwm).last_stable_offset(hwm), -1
         return "NONE", hwm, -1
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):  # no remote storage: the local log is all
         return "NONE", log_start.log_start_offset(broker.engine, topic, index), -1
+    if timestamp == LATEST_TIERED:  # nothing is tiered (UnifiedLog.fetchOffsetByTimestamp)
+        return "NONE", -1, -1
     times = _index(broker, topic, index, hwm)
     offset, ts = (
         times.largest() if timestamp == MAX_TIMESTAMP else times.first_at_or_after(timestamp)
@@ -114,7 +120,7 @@ def handle(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
                 "error_code": code(error),
                 "timestamp": ts,
                 "offset": offset,
-                "leader_epoch": 0,
+                "leader_epoch": 0 if offset >= 0 else -1,  # no offset, no epoch
             }
             if version == 0:
                 most = max(int(p.get("max_num_offsets", 1)), 0)
