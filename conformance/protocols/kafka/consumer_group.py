@@ -35,8 +35,9 @@ from conformance.protocols.kafka import consumer_group_state as cgs
 from conformance.protocols.kafka.consumer_group_assignors import ASSIGNORS, DEFAULT, Topics
 from conformance.protocols.kafka.consumer_group_state import ConsumerGroup, Member, Partitions
 
-SESSION_TIMEOUT_MS = 10_000
-"""This broker's ``group.consumer.session.timeout.ms`` (Kafka's default is 45 s)."""
+SESSION_TIMEOUT_MS = 45_000
+"""Kafka's default ``group.consumer.session.timeout.ms`` (``serve
+--consumer-session-timeout-ms`` sets this broker's)."""
 HEARTBEAT_INTERVAL_MS = 1_000
 """This broker's ``group.consumer.heartbeat.interval.ms`` (Kafka's default is 5 s)."""
 

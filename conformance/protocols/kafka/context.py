@@ -41,6 +41,8 @@ class KafkaConfig:
     auto_create_topics: bool = True
     default_partitions: int = 1
     fetch_max_records: int = 10_000
+    consumer_session_timeout_ms: int = 45_000
+    """A KIP-848 member's session timeout (Kafka's ``group.consumer.session.timeout.ms``)."""
     sasl_users: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     """(user, password) pairs; any makes every connection authenticate first (SASL)."""
     sasl_mechanisms: tuple[str, ...] = MECHANISMS

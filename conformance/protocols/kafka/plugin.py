@@ -61,6 +61,18 @@ OPTIONS = (
         metavar="MS",
     ),
     Option(
+        "--consumer-session-timeout-ms",
+        "how long a member of a KIP-848 consumer group may go without a heartbeat (default "
+        "45000, Kafka's group.consumer.session.timeout.ms); for run, the embedded broker's "
+        "(3000 there, so the session-expiry case waits less; not used with --target)",
+        ("run", "serve"),
+        default=45_000,
+        embedded_default=3_000,
+        type=int,
+        minimum=1,
+        metavar="MS",
+    ),
+    Option(
         "--default-partitions",
         "partitions of an auto-created topic, and of CreateTopics asking for -1 (default 1)",
         ("serve",),
@@ -141,6 +153,7 @@ def _frontend(engine: Engine, config: ServeConfig) -> Frontend:
         quirks=config.quirks,
         join_delay_s=int(_given(options, "join_delay_ms", 300)) / 1000,
         default_partitions=int(_given(options, "default_partitions", 1)),
+        consumer_session_timeout_ms=int(_given(options, "consumer_session_timeout_ms", 45_000)),
         sasl_users=tuple(users),
         sasl_mechanisms=tuple(options.get("sasl_mechanisms") or MECHANISMS),
     )

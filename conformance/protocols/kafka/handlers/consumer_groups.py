@@ -61,7 +61,9 @@ def consumer_groups(broker: Broker) -> ConsumerGroups:
     groups = _GROUPS.get(broker)
     if groups is None:
         groups = _GROUPS[broker] = ConsumerGroups(
-            broker.clock, lambda names: _topics(broker, names)
+            broker.clock,
+            lambda names: _topics(broker, names),
+            session_timeout_ms=broker.config.consumer_session_timeout_ms,
         )
     return groups
 
