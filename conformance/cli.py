@@ -136,10 +136,15 @@ def _add_run(
             "between its protocols (always done against the embedded broker)",
         )
     else:
+        _add_targets(p, "broker to test; omitted: start the embedded reference broker")
         p.add_argument(
-            "--target",
-            metavar="HOST:PORT",
-            help="broker to test; omitted: start the embedded reference broker",
+            "--panic-pattern",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help="with --target-cmd: a line of the target's output that means it broke, "
+            "besides the default (Go and Rust panics, Java exceptions, Python tracebacks, "
+            "sanitizer reports, failed assertions, out of memory); repeatable",
         )
         # run --all's children: the target is the embedded serve --all (with --quirk)
         p.add_argument("--embedded-target", action="store_true", help=argparse.SUPPRESS)
@@ -367,7 +372,7 @@ def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
         "--target-cmd",
         metavar="CMD",
         help="start your broker with CMD (split like a shell, run without one; {port} is "
-        "replaced by a free port) and restart it after a crash or a stop",
+        "replaced by a free port), keep its output, and restart it after a crash or a stop",
     )
     p.add_argument(
         "--target-start-timeout",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -36,12 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import baseline, protocols
-from conformance.client import ClientError, Connection, WireLog
+from conformance import baseline, panics, protocols
+from conformance.client import ClientError, Connection, WireLog, probe
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
 from conformance.progress import RunProgress
+from conformance.supervisor import Supervisor, TargetFailed, on_termination, split
 
 SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
 START_DEADLINE_S = 30.0
@@ -258,13 +260,15 @@ def pytest_args(
         "-p",
         "no:allure_pytest",
     ]
-    if args.target_name:
-        out += ["--conformance-target-name", args.target_name]
+    if args.target_name or getattr(args, "target_cmd", None):
+        out += ["--conformance-target-name", args.target_name or args.target_cmd]
     if args.strict:
         out.append("--conformance-strict")
     if args.baseline:
         out += ["--conformance-baseline", str(Path(args.baseline).resolve())]
-    if args.target is None or getattr(args, "embedded_target", False):
+    if (args.target is None and not getattr(args, "target_cmd", None)) or getattr(
+        args, "embedded_target", False
+    ):
         out.append("--conformance-embedded")
     for q in args.quirk:
         out += ["--conformance-quirk", q]
@@ -280,12 +284,17 @@ def run_command(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     revision = check_revision(plugin, args.revision)
-    embedded = not args.target or args.embedded_target
+    target_cmd = getattr(args, "target_cmd", None)
+    embedded = not (args.target or target_cmd) or args.embedded_target
     if not embedded and args.quirk:
-        raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
+        raise UsageError(
+            "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
+        )
     args.jobs = 1 if args.jobs is None else args.jobs
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
+    if target_cmd is not None:
+        check_supervised(args)
     if args.wire_keep < 16:
         raise UsageError("--wire-keep must be at least 16 bytes")
     check_quirks(plugin, args.quirk)
@@ -316,6 +325,11 @@ def run_command(args: argparse.Namespace) -> int:
             raise
         argv = pytest_args(args, plugin, f"{host}:{port}", options, reports)
         code = int(pytest.main(argv, plugins=progress))
+    elif target_cmd is not None:
+        code, failed = run_supervised(args, plugin, revision, options, reports, progress)
+        if failed is not None:
+            _finish(plugin, results_file, code, bool(args.select), args.quiet)
+            raise UsageError(failed)
     else:
         serve = ["--revision", revision, *serve_args(plugin.options, "run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
@@ -330,6 +344,72 @@ def run_command(args: argparse.Namespace) -> int:
             f"{failing} known failure(s)"
         )
     return code
+
+
+def check_supervised(args: argparse.Namespace) -> None:
+    """The options of ``run --target-cmd`` that cannot be checked by the parser."""
+    if args.jobs > 1:
+        raise UsageError(
+            "--target-cmd runs one case at a time (a case that crashes the target is run "
+            "again alone): drop -j/--jobs"
+        )
+    start = args.target_start_timeout
+    if not (math.isfinite(start) and start > 0):
+        raise UsageError("--target-start-timeout must be a positive number of seconds")
+    try:
+        split(args.target_cmd)
+        args.panic_patterns = panics.compile_patterns(args.panic_pattern)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def serving_check(
+    plugin: Plugin, options: dict[str, Any], revision: str
+) -> Callable[[str, int, float], bool]:
+    """Whether a target answers the protocol's probe on a fresh connection (any answer)."""
+    request = plugin.framing.frame(plugin.probe_request, "request")
+    opening = plugin.open(options, revision)
+
+    def serving(host: str, port: int, timeout: float) -> bool:
+        deframer = plugin.framing.deframer("reply")
+        return probe(host, port, request, deframer, timeout, opening, lenient=True) is None
+
+    return serving
+
+
+def run_supervised(
+    args: argparse.Namespace,
+    plugin: Plugin,
+    revision: str,
+    options: dict[str, Any],
+    reports: Path,
+    progress: list[Any],
+) -> tuple[int, str | None]:
+    """Run the suite against ``--target-cmd``, started (and restarted after each crash,
+    stop or panic) by a :class:`Supervisor` whose output goes to ``target.log``: pytest's
+    exit code, and why the run ended early (None: it did not)."""
+    import pytest
+
+    from conformance.suite.supervised import Supervised
+
+    log = reports / "target.log"
+    log.write_text("")
+    serving = serving_check(plugin, options, revision)
+    supervisor = Supervisor(args.target_cmd, serving, args.target_start_timeout, args.timeout, log)
+    on_termination()
+    try:
+        supervisor.start()
+    except TargetFailed as exc:
+        raise UsageError(f"{exc} (its output: {log})") from None
+    try:
+        check_session(plugin, supervisor.host, supervisor.port, args.timeout, options, revision)
+        argv = pytest_args(args, plugin, supervisor.address, options, reports)
+        argv += ["--conformance-target-cmd", args.target_cmd]
+        watch = Supervised(supervisor, args.panic_patterns)
+        code = int(pytest.main(argv, plugins=[*progress, watch]))
+    finally:
+        supervisor.close()
+    return code, watch.failed
 
 
 def _unreachable_junit(reports: Path, args: argparse.Namespace, target: str, why: str) -> None:

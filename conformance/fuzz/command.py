@@ -40,7 +40,6 @@ from conformance.fuzz.target import Target
 from conformance.fuzz.targeting import (
     check_targets,
     make_target,
-    on_termination,
     seconds,
     target_flags,
 )
@@ -48,6 +47,7 @@ from conformance.fuzz.triage import print_triage, triage, write_parquet
 from conformance.options import public
 from conformance.plugin import Plugin, SessionRefused
 from conformance.runner import check_quirks, check_revision, plugin_of, protocol_options
+from conformance.supervisor import on_termination
 
 PROGRESS_EVERY_S = 10.0
 """Without a terminal, one progress line this often."""

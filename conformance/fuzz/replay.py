@@ -26,10 +26,11 @@ from conformance.fuzz.findings import (
 )
 from conformance.fuzz.minimize import minimize
 from conformance.fuzz.target import Target
-from conformance.fuzz.targeting import check_targets, make_target, on_termination, seconds
+from conformance.fuzz.targeting import check_targets, make_target, seconds
 from conformance.options import option_values, options_for
 from conformance.plugin import Plugin
 from conformance.runner import check_quirks, check_revision, plugin_of
+from conformance.supervisor import on_termination
 
 
 def replay_command(args: argparse.Namespace) -> int:

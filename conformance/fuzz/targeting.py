@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +74,3 @@ def make_target(
     protocol, quirks, revision, values = made_with
     serve = ("--revision", revision, *serve_args(plugin.options, "fuzz", values))
     return Embedded(protocol, quirks, log.with_name("broker.log"), serve)
-
-
-def interrupted(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # so that every target the command started is stopped
-
-
-def on_termination() -> None:
-    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) end the command as Ctrl-C
-    does: ``finally`` blocks run and the target's process group is stopped."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupted)

@@ -179,6 +179,11 @@ def total_line(results: Mapping[str, Any]) -> str:
     counted = count_verdicts(results)
     parts = [f"{sum(counted.values())} cases", f"{counted['PASS']} PASS"]
     parts += [f"{counted[v]} {v}" for v in VERDICTS[1:] if counted[v]]
+    events = [e for e in results.get("target_events") or [] if isinstance(e, dict)]
+    for kind, words in (("crash", "crashed"), ("stop", "stopped"), ("panic", "panicked")):
+        n = sum(1 for e in events if e.get("kind") == kind and e.get("reproduced"))
+        if n:
+            parts.append(f"the target {words} in {n} case{'s' if n > 1 else ''}")
     known = sum(1 for c in cases(results) if c.get("expected"))
     if known:
         parts.append(f"{known} of them known failures (baseline)")

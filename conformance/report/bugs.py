@@ -20,7 +20,7 @@ from typing import Any
 
 from conformance.report import lost_line, printable, reason_of, target_line
 from conformance.report import wire as wirelog
-from conformance.report.findings import Finding, findings
+from conformance.report.findings import Finding, findings, output_lines
 
 BUGS_NAME = "bugs.md"
 _TICKS = re.compile(r"`+")
@@ -81,7 +81,11 @@ def section(found: Finding, results: Mapping[str, Any]) -> str:
         )
     req = registry.get(found.requirement, {})
     level = printable(req.get("level") or first.get("level") or "?", one_line=True)
-    head = f"## {found.verdict} {_inline(found.requirement) or 'could not run'}: {found.heading}"
+    event = f" {found.event}" if found.event else ""
+    head = (
+        f"## {found.verdict}{event} {_inline(found.requirement) or 'could not run'}: "
+        f"{found.heading}"
+    )
     lines = [head]
     if found.requirement:
         lines.append(
@@ -113,6 +117,10 @@ def section(found: Finding, results: Mapping[str, Any]) -> str:
         if len(reasons) > 1:
             lines.append(f"For {_inline(versions)}: {_inline(reason_of(shown))}")
         lines += _frames(shown, results)
+    printed = output_lines(first)
+    if printed:
+        lines.append(f"### What the target printed ({_inline(cid)})")
+        lines.append(_fence("\n".join(printed)))
     lines.append("### Reproduce")
     lines.append(_fence(printable(first.get("reproduce") or "(no command)", one_line=True), "sh"))
     if len(found.cases) > 1:

@@ -102,6 +102,12 @@ class Finding:
     cases: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def event(self) -> str:
+        """``CRASH``, ``STOPPED`` or ``PANIC`` when the case did that to its target
+        (``run --target-cmd``, reproduced or not), else ``""``."""
+        return event_title(self.first)
+
+    @property
     def versions(self) -> list[str]:
         return [split_id(str(c.get("case_id") or ""))[1] for c in self.cases]
 
@@ -150,9 +156,29 @@ class Finding:
         ]
 
 
+EVENT_TITLES = {"crash": "CRASH", "stop": "STOPPED", "panic": "PANIC"}
+OUTPUT_SHOWN = 30
+"""Lines of a target's output shown with a finding (its last ones; all are in results.json)."""
+
+
+def event_title(case: Mapping[str, Any]) -> str:
+    event = case.get("target_event")
+    return EVENT_TITLES.get(str(event.get("kind")), "") if isinstance(event, dict) else ""
+
+
+def output_lines(case: Mapping[str, Any], limit: int = OUTPUT_SHOWN) -> list[str]:
+    """What the target printed during the case (``run --target-cmd``), its last ``limit``
+    lines, each printable; a first line says how many were left out."""
+    lines = [printable(line, one_line=True) for line in case.get("target_output") or []]
+    if len(lines) <= limit:
+        return lines
+    return [f"({len(lines) - limit} earlier lines in results.json)", *lines[-limit:]]
+
+
 def findings(results: Mapping[str, Any], *, known: bool = False) -> list[Finding]:
-    """The FAIL, ERROR and WARN cases as findings, worst first (FAIL, ERROR, WARN), then by
-    requirement and case ID; ``known``: those the baseline expects instead."""
+    """The FAIL, ERROR and WARN cases as findings: those that crashed, stopped or wounded
+    the target first, then worst first (FAIL, ERROR, WARN), then by requirement and case
+    ID; ``known``: those the baseline expects instead."""
     groups: dict[tuple[Any, ...], Finding] = {}
     lost: Finding | None = None
     for case in cases(results):
@@ -167,7 +193,7 @@ def findings(results: Mapping[str, Any], *, known: bool = False) -> list[Finding
             continue
         base, version = split_id(cid)
         violated = str(case.get("violated") or "") if verdict != "ERROR" else ""
-        key = (verdict, base, violated, normalised(reason_of(case), version))
+        key = (verdict, base, violated, normalised(reason_of(case), version), event_title(case))
         if key not in groups:
             groups[key] = Finding(verdict, base, violated, known)
         groups[key].cases.append(case)
@@ -176,6 +202,7 @@ def findings(results: Mapping[str, Any], *, known: bool = False) -> list[Finding
     ordered = sorted(
         groups.values(),
         key=lambda f: (
+            not f.event,  # crashes, stops and panics first: CI must not pass over them
             SEVERITY.index(f.verdict),
             natural_key(f.requirement),
             natural_key(f.base_id),

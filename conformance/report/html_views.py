@@ -20,7 +20,7 @@ from conformance.plugin import ErrorCodes
 from conformance.report import lost_line, printable
 from conformance.report import wire as wirelog
 from conformance.report.bugs import section
-from conformance.report.findings import Finding
+from conformance.report.findings import Finding, output_lines
 
 #: Wire-log entries shown per case (a flood case can log many thousands).
 WIRE_ENTRY_LIMIT = 500
@@ -132,5 +132,7 @@ def finding_view(
         "same_at": reasons[0][1] if len(reasons) == 1 and len(found.cases) > 1 else "",
         "evidence": [] if found.lost else evidence_view(case, errors),
         "reproduce": _text(case.get("reproduce") or ""),
+        "event": found.event,
+        "output": output_lines(case),
         "bug": section(found, results),
     }

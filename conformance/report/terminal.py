@@ -39,7 +39,13 @@ from conformance.report import (
     unresponsive_line,
 )
 from conformance.report import wire as wirelog
-from conformance.report.findings import Finding, broken_by_level, compact_ids, findings
+from conformance.report.findings import (
+    Finding,
+    broken_by_level,
+    compact_ids,
+    findings,
+    output_lines,
+)
 
 #: Hex rows of a frame shown whole; a longer frame shows its first rows and every row
 #: holding a judged byte (the HTML report has every byte).
@@ -156,6 +162,8 @@ def _block(
     verdict = found.verdict
     out = Text()
     out.append(f"{verdict} ", style=VERDICT_STYLES[verdict])
+    if found.event:
+        out.append(f"{found.event} ", style="bold red")
     out.append(found.heading, style="bold")
     if found.lost:
         out.append("\n")
@@ -189,6 +197,9 @@ def _block(
         shown = printable(case.get("case_id") or "?", one_line=True)
         out.append_text(_labelled("", [f"the frames of {shown}:"], width, "dim"))
     out.append_text(_evidence(case, width, errors))
+    printed = output_lines(case)
+    if printed:
+        out.append_text(_labelled("output", printed, width, "dim", wrap=False))
     if case.get("reproduce"):
         again = printable(case.get("reproduce"), one_line=True)
         out.append_text(_labelled("again", [again], width, wrap=False))

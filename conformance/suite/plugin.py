@@ -45,7 +45,7 @@ from conformance.suite.wire_context import WireContext
 
 _SET_BY_RUN = "(set by `conformance run`; recorded in the results)"
 _STATE = pytest.StashKey["RunState"]()
-_CASE = pytest.StashKey[dict[str, Any]]()
+CASE_RECORD = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,6 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
     g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
+    g.addoption("--conformance-target-cmd", metavar="CMD", help=_SET_BY_RUN)
 
 
 class RunState:
@@ -148,6 +149,7 @@ class RunState:
             "quirks": opt("conformance_quirk"),
             "embedded": embedded,
             "target": target or "",
+            "target_cmd": opt("conformance_target_cmd") or "",
             "target_name": opt("conformance_target_name")
             or ("embedded" if embedded else target or ""),
         }
@@ -173,7 +175,7 @@ def _options(plugin: Plugin, given: list[str]) -> dict[str, Any]:
     return values
 
 
-def _active(config: pytest.Config) -> RunState | None:
+def active(config: pytest.Config) -> RunState | None:
     return config.stash.get(_STATE, None)
 
 
@@ -219,7 +221,7 @@ def case_id_of(item: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    state = _active(config)
+    state = active(config)
     if state is None:
         return
     keep, drop = [], []
@@ -277,13 +279,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 @pytest.fixture
 def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
-    state = _active(request.config)
+    state = active(request.config)
     if state is None or state.target is None:
         pytest.skip("no --conformance-target given")
     plugin = state.target.plugin
     context = WireContext(plugin)
     log = WireLog(describe=context.describe, annotate=context.fields, keep=state.wire_keep)
-    request.node.stash[_WIRE] = log
+    request.node.stash[WIRE_LOG] = log
     state.target.ensure_reachable()
     ctx = CaseContext(state.target, log)
     request.node.stash[_CTX] = ctx
@@ -293,7 +295,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
         ctx.close()
 
 
-_WIRE = pytest.StashKey[WireLog]()
+WIRE_LOG = pytest.StashKey[WireLog]()
 _CTX = pytest.StashKey[CaseContext]()
 
 
@@ -305,7 +307,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    state = _active(item.config)
+    state = active(item.config)
     failed_setup = call.when == "setup" and call.excinfo is not None
     if state is None or (call.when != "call" and not failed_setup):
         return report
@@ -324,7 +326,7 @@ def _record(
     mark = item.get_closest_marker("conformance")
     assert mark is not None
     reqs = mark.kwargs["requirements"]
-    log = item.stash.get(_WIRE, None)
+    log = item.stash.get(WIRE_LOG, None)
     case_id = case_id_of(item)
     record: dict[str, Any] = {
         "case_id": case_id,
@@ -358,7 +360,7 @@ def _record(
     if expected:
         record["expected"] = True
     state.cases.append(record)
-    item.stash[_CASE] = record
+    item.stash[CASE_RECORD] = record
     props = [("case_id", case_id), ("requirements", " ".join(reqs)), ("verdict", verdict)]
     props += [("violated", str(violated))] if record["violated"] else []
     item.user_properties.extend(props)  # pytest's junitxml, if a user runs it, reads these
@@ -388,7 +390,7 @@ def _strongest(state: RunState, reqs: tuple[str, ...]) -> str:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    state = _active(session.config)
+    state = active(session.config)
     if state is None or not state.results_path or session.config.getoption("conformance_dry_run"):
         return
     path = Path(state.results_path)

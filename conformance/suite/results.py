@@ -69,6 +69,8 @@ def build(
         "duration_s": round(time.monotonic() - state.t0, 3),
         "target_unresponsive": dead or lost is not None,
         "target_lost": _lost(state, lost),
+        "target_cmd": state.meta.get("target_cmd") or None,
+        "target_events": target_events(cases),
         "counts": counted,
         "exit_code": exit_code(counted, state.strict),
         "cases": cases,
@@ -81,7 +83,17 @@ def build(
         section = compare(state.baseline, cases, known, state.strict)
         out["baseline"] = section
         out["exit_code"] = section["exit_code"]
+    if any(e["reproduced"] for e in out["target_events"]):
+        out["exit_code"] = 1  # a crash or a stop fails the run, whatever the level
     return out
+
+
+def target_events(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every case during which a supervised target (``run --target-cmd``) crashed, stopped
+    serving or printed a panic, convicted (``reproduced``) or not, crashes first."""
+    order = ("crash", "stop", "panic")
+    found = [{"case_id": c["case_id"], **c["target_event"]} for c in cases if c.get("target_event")]
+    return sorted(found, key=lambda e: (not e["reproduced"], order.index(e["kind"])))
 
 
 def _lost(state: RunState, lost: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -101,7 +113,11 @@ def reproduce_command(state: RunState, case_id: str) -> str:
     embedded broker with the same quirks, or the same address); secrets are left out."""
     plugin = protocols.get(state.protocol)
     words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
-    if not state.meta["embedded"]:
+    if state.meta.get("target_cmd"):
+        words += ["--target-cmd", state.meta["target_cmd"]]
+        if state.meta["target_name"] != state.meta["target_cmd"]:
+            words += ["--target-name", state.meta["target_name"]]
+    elif not state.meta["embedded"]:
         words += ["--target", state.meta["target"]]
         if state.meta["target_name"] != state.meta["target"]:
             words += ["--target-name", state.meta["target_name"]]

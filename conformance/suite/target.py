@@ -69,15 +69,30 @@ class Target:
         deadline) before the target is declared lost; any answer counts as there."""
         if self.dead is not None:
             return self.dead
+        why = self.probe_twice()
+        if why is None:
+            return None
+        self.dead = why
+        self.lost_at = time.time()
+        return self.dead
+
+    def probe_twice(self) -> str | None:
+        """None if a probe on a fresh connection is answered, the first time or after a
+        pause with the run's whole deadline; else why not (nothing is remembered)."""
         for attempt, timeout in enumerate((self.probe_timeout, self.timeout)):
             if attempt:
                 time.sleep(RETRY_PAUSE_S)
             why = self._probe(timeout, lenient=True)
             if why is None:
                 return None
-        self.dead = f"target {self.address} is unresponsive: {why}"
-        self.lost_at = time.time()
-        return self.dead
+        return f"target {self.address} is unresponsive: {why}"
+
+    def restarted(self, host: str, port: int) -> None:
+        """The target was started afresh at ``host:port`` (``run --target-cmd``): nothing
+        learned about the old start holds, and it is no longer gone."""
+        self.host, self.port = host, port
+        self.dead, self.lost_at, self.probed = None, None, False
+        self.facts.clear()
 
     def _probe(self, timeout: float, *, lenient: bool = False) -> str | None:
         plugin = self.plugin

@@ -109,6 +109,10 @@ class Losses:
         if self.lost is None:
             self.lost = {"case": case_id, "at": at or time.time(), "reason": reason}
 
+    def forget(self, case_id: str) -> None:
+        """``case_id`` is run again (``run --target-cmd``): its first try does not count."""
+        self.ended.pop(case_id, None)
+
     def part(self) -> dict[str, Any]:
         """What a pytest-xdist worker hands the controller."""
         return {"ended": self.ended, "lost": self.lost}

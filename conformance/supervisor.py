@@ -1,0 +1,267 @@
+"""A target the tool starts itself from the user's command line (``--target-cmd``), for
+``run`` and ``fuzz`` alike.
+
+The command is split as a POSIX shell would split it (:func:`shlex.split`) and run
+without a shell, in a process group of its own, with ``{port}`` in any word replaced by
+a free loopback port picked for each start.  A start is done when the port serves (the
+caller's ``serving`` check: the protocol's session opener and its probe request answered)
+within the start timeout; a command that exits first, or never serves, is a
+:class:`TargetFailed` quoting its last output lines.
+
+Its stdout and stderr (merged) are read by a thread: every line is appended to a log file
+and numbered across starts, and the last :data:`KEPT_LINES` are kept, so that a caller can
+:meth:`~Supervisor.mark` where a case began and ask what the target printed since
+(:meth:`~Supervisor.since`): the panic and its stack when it dies.  Stopping ends the
+whole process group (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`).
+
+What the supervisor tells apart, for the caller to judge: a *crash* (the process exited:
+:meth:`~Supervisor.exit_code`), a *stop* (alive, but its port no longer serves: the
+caller's probe) and a *panic* (a message in its output while it lives:
+:mod:`conformance.panics`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+PLACEHOLDER = "{port}"
+KEPT_LINES = 400
+"""Output lines kept in memory (the log file has every line)."""
+STOP_GRACE_S = 3.0
+POLL_S = 0.1
+SHOWN_LINES = 10
+"""Output lines quoted when a start fails."""
+
+Serving = Callable[[str, int, float], bool]
+"""``serving(host, port, timeout)``: whether the target answers a probe on a fresh connection."""
+
+
+class TargetFailed(Exception):
+    """The command could not be run, exited before serving, or never served."""
+
+
+def split(command: str, flag: str = "--target-cmd") -> list[str]:
+    """``command`` as words; ValueError saying what is wrong with it."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise ValueError(f"{flag} {command!r} cannot be split into words: {exc}") from None
+    if not words:
+        raise ValueError(f"{flag} is empty: give the command that starts your broker")
+    if not any(PLACEHOLDER in w for w in words):
+        raise ValueError(
+            f"{flag} {command!r} has no {PLACEHOLDER}: the tool picks the port and puts it "
+            f"where {PLACEHOLDER} stands (for example 'mybroker --listen {PLACEHOLDER}')"
+        )
+    return words
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def exit_status(code: int) -> str:
+    """``exit status 2`` or ``killed by signal 6 (SIGABRT)``, from a Popen return code."""
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    return f"killed by signal {-code} ({name})"
+
+
+class Supervisor:
+    """One target process at a time, started from ``command``; see the module's text."""
+
+    host = "127.0.0.1"
+
+    def __init__(
+        self,
+        command: str,
+        serving: Serving,
+        start_timeout: float,
+        deadline: float,
+        log_path: Path | None = None,
+        flag: str = "--target-cmd",
+    ) -> None:
+        self.words = split(command, flag)
+        self.command, self.flag = command, flag
+        self.serving, self.start_timeout, self.deadline = serving, start_timeout, deadline
+        self.log_path = log_path
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reader: threading.Thread | None = None
+        self.lines: collections.deque[tuple[int, str]] = collections.deque(maxlen=KEPT_LINES)
+        self.count = 0
+        """Lines read so far, every start together (the number of the next line)."""
+        self.first_of_start = 0
+        """The number of the first line of the current start."""
+        self.lock = threading.Lock()
+        self.starts = 0
+        self.start_s = 0.0
+        """How long the last start took to serve."""
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # ----------------------------------------------------------------- start, stop
+
+    def start(self) -> None:
+        """Start the command on a new port and wait until it serves; TargetFailed if not."""
+        self.port = free_port()
+        argv = [w.replace(PLACEHOLDER, str(self.port)) for w in self.words]
+        with self.lock:
+            self.first_of_start = self.count
+        began = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TargetFailed(
+                f"cannot run {self.flag} {argv[0]!r}: {exc.strerror or exc} (it runs "
+                "without a shell: give a program's path, not a shell line)"
+            ) from None
+        self.starts += 1
+        assert self.proc.stdout is not None
+        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.reader.start()
+        try:
+            self._wait_serving()
+        except BaseException:  # TargetFailed, or Ctrl-C while it starts: nothing left behind
+            self.close()
+            raise
+        self.start_s = time.monotonic() - began
+
+    def restart(self) -> None:
+        self.close()
+        self.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        log = self.log_path.open("a", errors="replace") if self.log_path else None
+        try:
+            for raw in stream:
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                with self.lock:
+                    self.lines.append((self.count, line))
+                    self.count += 1
+                if log is not None:
+                    log.write(line + "\n")
+                    log.flush()
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us at stop
+        finally:
+            if log is not None:
+                log.close()
+
+    def _wait_serving(self) -> None:
+        assert self.proc is not None
+        end = time.monotonic() + self.start_timeout
+        while True:
+            code = self.proc.poll()
+            if code is not None:  # what it started in its group goes with it (in close)
+                self._join_reader()
+                how = f"exited with code {code}" if code >= 0 else f"was {exit_status(code)}"
+                raise TargetFailed(
+                    f"{self.flag} {how} before serving on port {self.port}{self._last_lines()}"
+                )
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TargetFailed(
+                    f"{self.flag} did not serve on port {self.port} within "
+                    f"--target-start-timeout {self.start_timeout:g} s: check that it listens "
+                    f"on {PLACEHOLDER} (it runs without a shell: no pipes, '&&' or "
+                    f"VAR=value){self._last_lines()}"
+                )
+            if self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S))):
+                return
+            time.sleep(POLL_S)
+
+    def _last_lines(self) -> str:
+        shown = self.since(self.first_of_start)[-SHOWN_LINES:]
+        if not shown:
+            return "; it printed nothing"
+        return "; its last output lines:\n" + "\n".join(f"  | {line}" for line in shown)
+
+    def _join_reader(self) -> None:
+        if self.reader is not None:
+            self.reader.join(STOP_GRACE_S)
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(STOP_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the rest of its group
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)
+        self._join_reader()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    # ------------------------------------------------------------------ looking at it
+
+    def mark(self) -> int:
+        """The number of the next output line (where a case begins)."""
+        with self.lock:
+            return self.count
+
+    def since(self, mark: int) -> list[str]:
+        """The lines printed from ``mark`` on that are still kept (all, once it died)."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self._join_reader()  # it died: read what it said last
+        with self.lock:
+            return [line for n, line in self.lines if n >= mark]
+
+    def output(self) -> list[str]:
+        """What the current (or last) start printed, as far as it is kept."""
+        return self.since(self.first_of_start)
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def describe(self) -> str:
+        pid = f" (pid {self.proc.pid})" if self.proc is not None else ""
+        return f"{self.flag} {self.words[0]}{pid} on {self.address}"
+
+
+def interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # so that every target the command started is stopped
+
+
+def on_termination() -> None:
+    """SIGTERM and SIGHUP (a cancelled CI job, a closed terminal) end the command as Ctrl-C
+    does: ``finally`` blocks run and the target's process group is stopped."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+
+
+__all__ = ["Supervisor", "TargetFailed", "exit_status", "free_port", "on_termination", "split"]
