@@ -400,7 +400,7 @@ def run_supervised(
     try:
         supervisor.start()
     except TargetFailed as exc:
-        raise UsageError(f"{exc} (its output: {log})") from None
+        raise UsageError(exc.one_line(log)) from None
     try:
         check_session(plugin, supervisor.host, supervisor.port, args.timeout, options, revision)
         argv = pytest_args(args, plugin, supervisor.address, options, reports)

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -48,7 +48,27 @@ Serving = Callable[[str, int, float], bool]
 
 
 class TargetFailed(Exception):
-    """The command could not be run, exited before serving, or never served."""
+    """The command could not be run, exited before serving, or never served: ``why``, and
+    its last output lines (in ``str()`` too, one per line)."""
+
+    def __init__(self, why: str, shown: Sequence[str] | None = None) -> None:
+        self.why, self.shown = why, list(shown) if shown is not None else None
+        if shown is None:
+            text = why
+        elif not shown:
+            text = f"{why}; it printed nothing"
+        else:
+            text = f"{why}; its last output lines:\n" + "\n".join(f"  | {x}" for x in shown)
+        super().__init__(text)
+
+    def one_line(self, log: Path | None) -> str:
+        """The same in one line: the last line it printed, and where the rest is."""
+        where = f" (its output: {log})" if log is not None else ""
+        if self.shown is None:
+            return self.why + where
+        if not self.shown:
+            return f"{self.why}; it printed nothing{where}"
+        return f"{self.why}; it last printed {self.shown[-1].strip()!r}{where}"
 
 
 def split(command: str, flag: str = "--target-cmd") -> list[str]:
@@ -183,7 +203,7 @@ class Supervisor:
                 self._join_reader()
                 how = f"exited with code {code}" if code >= 0 else f"was {exit_status(code)}"
                 raise TargetFailed(
-                    f"{self.flag} {how} before serving on port {self.port}{self._last_lines()}"
+                    f"{self.flag} {how} before serving on port {self.port}", self._last_lines()
                 )
             left = end - time.monotonic()
             if left <= 0:
@@ -191,17 +211,15 @@ class Supervisor:
                     f"{self.flag} did not serve on port {self.port} within "
                     f"--target-start-timeout {self.start_timeout:g} s: check that it listens "
                     f"on {PLACEHOLDER} (it runs without a shell: no pipes, '&&' or "
-                    f"VAR=value){self._last_lines()}"
+                    "VAR=value)",
+                    self._last_lines(),
                 )
             if self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S))):
                 return
             time.sleep(POLL_S)
 
-    def _last_lines(self) -> str:
-        shown = self.since(self.first_of_start)[-SHOWN_LINES:]
-        if not shown:
-            return "; it printed nothing"
-        return "; its last output lines:\n" + "\n".join(f"  | {line}" for line in shown)
+    def _last_lines(self) -> list[str]:
+        return self.since(self.first_of_start)[-SHOWN_LINES:]
 
     def _join_reader(self) -> None:
         if self.reader is not None:

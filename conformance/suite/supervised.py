@@ -124,7 +124,8 @@ class Supervised:
         try:
             self.supervisor.restart()
         except TargetFailed as exc:
-            self.failed = f"the target did not serve again after a restart: {exc}"
+            why = exc.one_line(self.supervisor.log_path)
+            self.failed = f"the target did not serve again after a restart: {why}"
             return False
         state.target.restarted(self.supervisor.host, self.supervisor.port)
         return True
