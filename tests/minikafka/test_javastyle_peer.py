@@ -15,6 +15,7 @@ one does (FACTS.md 2.3) -- produces and consumes against our reference broker in
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,35 @@ def test_each_robustness_case_warns_on_a_fresh_peer(
     assert case["violated"] == "MK-ROBUST-" + case_id[-1] and "stopped serving" in said, said
     assert stopped, "the peer was not stopped: the WARN was not earned"
     assert proc.returncode == 0, said
+
+
+def test_under_target_cmd_each_robustness_case_gets_its_own_warn(
+    classes: Path, tmp_path: Path
+) -> None:
+    """The whole suite with the peer started by ``run --target-cmd``: each robustness case
+    stops it, is run again alone on a fresh start, stops it again and is convicted (WARN: a
+    SHOULD) with the peer's exception as its output; the peer is restarted after each, so
+    nothing is "not checked", every MUST case gets the verdict it gets on a fresh peer, and
+    the run exits 1: a stop never passes CI."""
+    reports = tmp_path / "reports"
+    command = shlex.join(javastyle_minikafka.broker_command(classes, "{port}"))
+    proc = conformance(
+        "run", "--protocol", "minikafka", "--revision", "real", "--target-cmd", command,
+        "--timeout", "2", "--reports", str(reports), cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    said = proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = results(reports)
+    got = by_verdict(run["cases"])
+    assert got.get("WARN") == set(ROBUSTNESS), said
+    assert "FAIL" not in got and "ERROR" not in got, said
+    assert got.get("UNSUPPORTED") == {"minikafka/errors/1"}, said
+    events = [(e["case_id"], e["kind"], e["reproduced"]) for e in run["target_events"]]
+    assert events == [(c, "stop", True) for c in ROBUSTNESS], said
+    for case in (c for c in run["cases"] if c["case_id"] in ROBUSTNESS):
+        assert not case["message"].startswith("not checked"), case["message"]
+        assert case["target_event"]["panic"]["kind"] == "Java exception", case["target_event"]
+        assert any("Exception in thread" in line for line in case["target_output"])
+    assert proc.returncode == 1, said
 
 
 # ---------------------------------------------------------------------- the fuzzer

@@ -89,6 +89,34 @@ def test_the_suite_fails_the_real_broker_only_where_design_overrides_it(tmp_path
     assert "broken MUST: V1L-PING-1;" in proc.stdout
 
 
+def test_under_target_cmd_the_negative_offset_crash_convicts_consume_5(tmp_path: Path) -> None:
+    """The broker that panics on a negative CONSUME offset, as the real one does, started by
+    ``run --target-cmd``: consume/5 is convicted (WARN: V1L-CONS-5 is a SHOULD) with the
+    panic as its output, the broker is restarted, every other case gets the verdict it gets
+    from the broker without the panic, and the run exits 1 (a crash never passes CI)."""
+    command = shlex.join(
+        [sys.executable, str(PEER), "--port", "{port}", *PEER_TIMING, "--panic-on-negative-offset"]
+    )
+    reports = tmp_path / "reports"
+    proc = conformance(
+        "run", "--protocol", "v1line", "--revision", "real", "--target-cmd", command,
+        *TIMING, *SESSION, "--reports", str(reports), cwd=tmp_path,
+    )  # fmt: skip
+    said = proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = json.loads((reports / "results.json").read_text())
+    events = [(e["case_id"], e["kind"], e["reproduced"]) for e in run["target_events"]]
+    assert events == [("v1line/consume/5", "crash", True)], said
+    (case,) = [c for c in run["cases"] if c["case_id"] == "v1line/consume/5"]
+    assert case["verdict"] == "WARN" and case["violated"] == "V1L-CONS-5", said
+    assert "exit status 2" in case["message"], case["message"]
+    assert "panic: runtime error: slice bounds out of range" in case["target_output"]
+    got = verdicts(reports)
+    assert got.get("FAIL") == {"V1L-PING-1"}, said  # as without the panic (FACTS.md: no PING)
+    assert "ERROR" not in got, said
+    assert run["target_lost"] is None, run["target_lost"]
+    assert proc.returncode == 1, said
+
+
 def test_the_fuzzer_finds_and_replays_the_real_brokers_negative_offset_crash(
     tmp_path: Path,
 ) -> None:
