@@ -90,6 +90,17 @@ def _add_options(p: argparse.ArgumentParser, plugin: Plugin, options: Sequence[O
         )
 
 
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free port); argparse says why not in one line."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535)")
+    return port
+
+
 def _converter(convert: Callable[[str], object]) -> Callable[[str], object]:
     def parse(text: str) -> object:
         try:
@@ -149,6 +160,14 @@ def _add_run(
         # run --all's children: the target is the embedded serve --all (with --quirk)
         p.add_argument("--embedded-target", action="store_true", help=argparse.SUPPRESS)
     _add_revision(p, everything, "protocol revision the target speaks (default: the document's)")
+    p.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="SELECT",
+        help="leave out the cases a case-ID prefix or requirement ID selects (repeatable; "
+        "also with --dry-run and --all)",
+    )
     p.add_argument("--strict", action="store_true", help="a broken SHOULD (WARN) fails the run")
     p.add_argument(
         "--timeout",
@@ -231,10 +250,12 @@ def _add_serve(
         "(its default, or from --port-base)",
     )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=None, help="default: the protocol's own port")
+    p.add_argument(
+        "--port", type=port_number, default=None, help="default: the protocol's own port"
+    )
     p.add_argument(
         "--port-base",
-        type=int,
+        type=port_number,
         metavar="N",
         help="with --all: protocol i of 'conformance serve --all' listens on N+i, in the "
         "order it prints (0: a free port each); default: each protocol's own port",

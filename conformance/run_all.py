@@ -210,7 +210,11 @@ def _child_command(
             cmd += ["--baseline", str(own)]
     if args.write_baseline:
         cmd += ["--write-baseline", str(Path(args.write_baseline) / f"{suite.name}.yaml")]
-    return [*cmd, *args.select]
+    return [*cmd, *_skips(args), *args.select]
+
+
+def _skips(args: argparse.Namespace) -> list[str]:
+    return [a for sel in args.skip for a in ("--skip", sel)]
 
 
 def _run_suites(
@@ -256,7 +260,7 @@ def _dry_run(args: argparse.Namespace, suites: Sequence[Suite]) -> int:
     code = EXIT_OK
     for suite in suites:
         cmd = [sys.executable, "-m", "conformance", "run", "--protocol", suite.name, "--dry-run"]
-        cmd += ["--revision", suite.revision, *args.select]
+        cmd += ["--revision", suite.revision, *_skips(args), *args.select]
         proc = subprocess.run(cmd, capture_output=True, check=False)
         sys.stdout.write(proc.stdout.decode(errors="replace"))
         if proc.returncode not in (EXIT_OK,):
@@ -291,7 +295,14 @@ def _finish(
                 Text(f"NOT CHECKED {suite.name}: {lines[-1]}", style="bold magenta"), soft_wrap=True
             )
     if not ran:
-        why = "no case was selected in any suite" if args.select else "no suite ran a case"
+        selected = args.select or args.skip
+        why = "no case was selected in any suite" if selected else "no suite ran a case"
+        if broken:  # say why each did not, in the one line (an unreachable target, say)
+            said = [(s.output.strip().splitlines() or ["no output"])[-1] for s in broken]
+            why += ": " + "; ".join(
+                f"{s.name}: {line.removeprefix('conformance run: ')}"
+                for s, line in zip(broken, said, strict=True)
+            )
         print(f"conformance run: {why}", file=sys.stderr)
         return EXIT_USAGE
     codes = [s.code for s in ran]

@@ -240,6 +240,8 @@ def pytest_args(
         out += ["--conformance-revision", args.revision]
     for sel in args.select:
         out += ["--conformance-select", sel]
+    for sel in args.skip:
+        out += ["--conformance-skip", sel]
     if args.dry_run:
         return [*out, "--conformance-dry-run", "-qq"]
     assert target is not None
@@ -328,14 +330,14 @@ def run_command(args: argparse.Namespace) -> int:
     elif target_cmd is not None:
         code, failed = run_supervised(args, plugin, revision, options, reports, progress)
         if failed is not None:
-            _finish(plugin, results_file, code, bool(args.select), args.quiet)
+            _finish(plugin, results_file, code, bool(args.select or args.skip), args.quiet)
             raise UsageError(failed)
     else:
         serve = ["--revision", revision, *serve_args(plugin.options, "run", options)]
         with embedded_broker(args.protocol, args.quirk, reports, *serve) as broker:
             argv = pytest_args(args, plugin, broker.address, options, reports)
             code = int(pytest.main(argv, plugins=progress))
-    code = _finish(plugin, results_file, code, bool(args.select), args.quiet)
+    code = _finish(plugin, results_file, code, bool(args.select or args.skip), args.quiet)
     if args.write_baseline and results_file.exists() and code != EXIT_USAGE:
         counts = baseline.write(args.write_baseline, json.loads(results_file.read_text()))
         failing = counts.get("FAIL", 0) + counts.get("ERROR", 0)
@@ -440,7 +442,7 @@ def _finish(
         if pytest_code == 2:  # pytest was interrupted: a suite module did not load
             why = f"the {plugin.name} suite could not be loaded (see above): nothing was checked"
         elif selected:
-            why = "no case was selected; check the SELECT arguments (try --dry-run)"
+            why = "no case was selected; check the SELECT and --skip arguments (try --dry-run)"
         else:
             why = f"the {plugin.name} suite has no cases yet: nothing was checked"
         print(f"conformance run: {why}", file=sys.stderr)

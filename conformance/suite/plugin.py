@@ -69,6 +69,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SEL",
         help="case-ID prefix or requirement ID (repeatable)",
     )
+    g.addoption(
+        "--conformance-skip",
+        action="append",
+        default=[],
+        metavar="SEL",
+        help="leave out the cases a case-ID prefix or requirement ID selects (repeatable)",
+    )
     g.addoption("--conformance-dry-run", action="store_true", help="list the selected cases")
     g.addoption("--conformance-results", metavar="FILE", help="write results JSON here")
     g.addoption(
@@ -115,6 +122,7 @@ class RunState:
         self.requirements: dict[str, Requirement] = requirements(self.protocol)
         self.strict: bool = opt("conformance_strict")
         self.select: list[str] = opt("conformance_select")
+        self.skip: list[str] = opt("conformance_skip")
         self.results_path: str | None = opt("conformance_results")
         self.started = datetime.now(UTC)
         self.t0 = time.monotonic()
@@ -237,7 +245,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ours = case_id.startswith(state.protocol + "/")
         if ours and applies:
             state.known.append(case_id)
-        if ours and applies and _selected(case_id, reqs, state.select):
+        skipped = bool(state.skip) and _selected(case_id, reqs, state.skip)
+        if ours and applies and _selected(case_id, reqs, state.select) and not skipped:
             keep.append(item)
         else:
             drop.append(item)

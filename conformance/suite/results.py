@@ -60,6 +60,7 @@ def build(
         "target_software": None,  # neither cursus nor kafka tells its software over the wire
         "embedded": state.meta["embedded"],
         "selection": list(state.select),
+        "skipped": list(state.skip),
         "timeout_s": state.timeout,
         "wire_keep": state.wire_keep,
         "quirks": state.meta["quirks"],

@@ -132,6 +132,46 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], says
     assert says in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_skip_leaves_out_what_it_selects_in_a_run_and_a_dry_run(tmp_path: Path) -> None:
+    proc, _ = run(tmp_path, "cursus/framing", "--skip", "cursus/framing/1", "--skip", "CUR-FRAME-2")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ran = set(verdicts(results(tmp_path)))
+    assert ran and "cursus/framing/1" not in ran
+    assert not any("CUR-FRAME-2" in c["requirements"] for c in results(tmp_path)["cases"])
+    assert results(tmp_path)["skipped"] == ["cursus/framing/1", "CUR-FRAME-2"]
+    listed, _ = run(tmp_path, "--dry-run", "cursus/framing", "--skip", "cursus/framing/1")
+    lines = [ln.split()[0] for ln in listed.stdout.splitlines() if ln.startswith("cursus/")]
+    assert lines and "cursus/framing/1" not in lines and "cursus/framing/2" in lines
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serve", "--port", "70000"], "70000 is not a port number (0 to 65535)"),
+        (["serve", "--port", "-1"], "-1 is not a port number (0 to 65535)"),
+        (["serve", "--port", "http"], "'http' is not a port number"),
+        (["serve", "--all", "--port-base", "99999"], "99999 is not a port number"),
+        (
+            ["run", "--all", "--target", "kafka=127.0.0.1:1"],
+            "no suite ran a case: kafka: cannot reach target 127.0.0.1:1",
+        ),
+    ],
+)
+def test_bad_ports_and_unreachable_targets_are_one_line(
+    tmp_path: Path, argv: list[str], says: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert says in last and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_serve_on_a_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
     with broker.running() as b:
         proc = subprocess.run(
