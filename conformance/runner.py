@@ -14,8 +14,16 @@ unreachable ``--target`` still writes ``junit.xml``: one error testcase saying w
 ``--wire-full`` keeps every case's whole wire log in ``results.json`` (by default passing
 cases keep summaries only).
 
+With ``--target-cmd`` the tool starts the broker under test itself
+(:mod:`conformance.supervisor`, its output in ``target.log``), and a case during which it
+crashes, stops serving or prints a panic is run again alone on a fresh start and
+convicted if it does so again (:mod:`conformance.suite.supervised`); the run goes on
+after a restart.
+
 Exit codes: 0 every case PASS, UNSUPPORTED or (without ``--strict``) WARN; 1 any FAIL
-or ERROR; 2 a usage error, an unreachable target or a broker that did not start.
+or ERROR, or a case that crashed or stopped a ``--target-cmd`` broker; 2 a usage error,
+an unreachable target, a broker that did not start, or one that did not serve again
+after a restart.
 """
 
 from __future__ import annotations
