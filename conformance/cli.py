@@ -27,6 +27,7 @@ from conformance.engine import MAX_PARTITIONS
 from conformance.exits import EXIT_USAGE, UsageError
 from conformance.options import Option, options_for
 from conformance.plugin import Plugin
+from conformance.supervisor import TARGET_START_TIMEOUT_S
 
 DEFAULT_PROTOCOL = "cursus"
 
@@ -393,12 +394,13 @@ def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
         "--target-cmd",
         metavar="CMD",
         help="start your broker with CMD (split like a shell, run without one; {port} is "
-        "replaced by a free port), keep its output, and restart it after a crash or a stop",
+        "replaced by a free port), keep its output, and restart it after a crash, a stop or "
+        "(run) a panic",
     )
     p.add_argument(
         "--target-start-timeout",
         type=float,
-        default=30.0,
+        default=TARGET_START_TIMEOUT_S,
         metavar="S",
         help="seconds --target-cmd has to serve after each start (default 30)",
     )

@@ -9,11 +9,11 @@ in the source where the output gives one, never an address or a value):
 ==================  ===========================================  ============================
 kind                a line like                                  signature from
 ==================  ===========================================  ============================
-Go panic            ``panic: runtime error: ...``,               the first frame outside
-                    ``fatal error: concurrent map writes``       Go's runtime (``file.go:42``)
+Go panic            ``panic: runtime error: ...``, or            the first frame outside
+                    ``fatal error: ...`` before a goroutine dump Go's runtime (``file.go:42``)
 Rust panic          ``thread 'main' panicked at src/x.rs:4:9:``  that location (``src/x.rs:4``)
 Java exception      ``Exception in thread "t" java.io.X: ...``   the class and the top ``at``
-                    or ``java.lang.X: ...`` followed by ``at``   frame
+                    (uncaught: a thread died of it)              frame
 Python traceback    ``Traceback (most recent call last):``       the exception class and the
                                                                  last ``File`` line
 sanitizer           ``==12==ERROR: AddressSanitizer: ...``       the report's kind and frame #0
@@ -22,9 +22,12 @@ assertion           ``Assertion `x' failed.``,                   the line, numbe
 out of memory       ``out of memory``, ``MemoryError``           the line, numbers as N
 ==================  ===========================================  ============================
 
-These are the documented default; ``--panic-pattern REGEX`` (``run`` and ``fuzz``) adds
-patterns of the user's own, of kind ``pattern``, whose signature is the matching line
-with its numbers as N.
+These are the documented default, chosen so that a broker's ordinary logs do not match: a
+Java exception that a broker logs with its stack and handles (Kafka's "Closing socket ...
+because of error") is no panic, only one that ended a thread; "running out of memory" is
+no out-of-memory message.  ``run --panic-pattern REGEX`` adds patterns of the user's own,
+of kind ``pattern``, whose signature is the matching line with its numbers as N (numbers,
+hex words with a digit in them and UUIDs, so that a name a case made up is N too).
 """
 
 from __future__ import annotations
@@ -54,7 +57,6 @@ _GO = re.compile(r"^(panic: |fatal error: )")
 _GO_FRAME = re.compile(r"^\s+(\S+\.go):(\d+)")
 _RUST = re.compile(r"thread '[^']*' panicked at (?:'.*', )?([^\s:]+):(\d+)(?::\d+)?")
 _JAVA_HEAD = re.compile(r"^Exception in thread \"[^\"]*\" ((?:[\w$]+\.)+[\w$]+)")
-_JAVA_CLASS = re.compile(r"^((?:[\w$]+\.)+[\w$]*(?:Exception|Error))(?::|$)")
 _JAVA_AT = re.compile(r"^\s+at (\S+\([^)]*\))")
 _PY_HEAD = re.compile(r"^Traceback \(most recent call last\):")
 _PY_FILE = re.compile(r"^\s+File \"([^\"]*)\", line (\d+), in (\S+)")
@@ -62,8 +64,11 @@ _PY_EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
 _SANITIZER = re.compile(r"^==\d+==ERROR: (\w+Sanitizer): ([\w-]+)")
 _SAN_FRAME = re.compile(r"^\s+#0 0x[0-9a-f]+ in (\S+)(?: (\S+?))?(?::\d+)?$")
 _ASSERT = re.compile(r"Assertion `.*' failed|assertion failed|AssertionError", re.IGNORECASE)
-_OOM = re.compile(r"out of memory|\bMemoryError\b|OutOfMemoryError", re.IGNORECASE)
-_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_OOM = re.compile(r"(?<!running )out of memory|\bMemoryError\b|OutOfMemoryError", re.IGNORECASE)
+_GO_DUMP = re.compile(r"^(goroutine \d+ \[|runtime stack:)")
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\b(?=[\w-]*\d)[0-9a-fA-F]+(?:-[0-9a-fA-F]+)*\b|\d+")
+GO_DUMP_WITHIN = 8
+"""Lines after ``fatal error:`` within which Go's goroutine dump begins."""
 
 
 def _numbers_as_n(text: str) -> str:
@@ -88,10 +93,9 @@ def _java(lines: Sequence[str], at: int, cls: str) -> str:
     return cls
 
 
-def _java_class(lines: Sequence[str], at: int) -> bool:
-    """``lines[at]`` names an exception class and a stack frame follows it."""
-    following = lines[at + 1] if at + 1 < len(lines) else ""
-    return bool(_JAVA_CLASS.match(lines[at]) and _JAVA_AT.match(following))
+def _go_dump_follows(lines: Sequence[str], at: int) -> bool:
+    """Go's goroutine dump begins within a few lines (a Go runtime's ``fatal error:``)."""
+    return any(_GO_DUMP.match(x) for x in lines[at + 1 : at + 1 + GO_DUMP_WITHIN])
 
 
 def _python(lines: Sequence[str], at: int) -> str:
@@ -121,13 +125,11 @@ def _match(lines: Sequence[str], at: int, extra: Sequence[re.Pattern[str]]) -> P
     """The panic whose first line is ``lines[at]``, if it is one."""
     line = lines[at]
     kind = signature = ""
-    if _GO.match(line):
+    if _GO.match(line) and (line.startswith("panic: ") or _go_dump_follows(lines, at)):
         kind, signature = "Go panic", _go(lines, at)
     elif m := _RUST.search(line):
         kind, signature = "Rust panic", f"Rust panic at {m.group(1)}:{m.group(2)}"
-    elif (m := _JAVA_HEAD.match(line)) or _java_class(lines, at):
-        m = m or _JAVA_CLASS.match(line)
-        assert m is not None
+    elif m := _JAVA_HEAD.match(line):
         kind, signature = "Java exception", _java(lines, at, m.group(1))
     elif _PY_HEAD.match(line):
         kind, signature = "Python traceback", _python(lines, at)

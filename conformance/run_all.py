@@ -295,7 +295,7 @@ def _finish(
                 Text(f"NOT CHECKED {suite.name}: {lines[-1]}", style="bold magenta"), soft_wrap=True
             )
     if not ran:
-        selected = args.select or args.skip
+        selected = (args.select or args.skip) and not broken
         why = "no case was selected in any suite" if selected else "no suite ran a case"
         if broken:  # say why each did not, in the one line (an unreachable target, say)
             said = [(s.output.strip().splitlines() or ["no output"])[-1] for s in broken]

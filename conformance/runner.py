@@ -21,9 +21,9 @@ convicted if it does so again (:mod:`conformance.suite.supervised`); the run goe
 after a restart.
 
 Exit codes: 0 every case PASS, UNSUPPORTED or (without ``--strict``) WARN; 1 any FAIL
-or ERROR, or a case that crashed or stopped a ``--target-cmd`` broker; 2 a usage error,
-an unreachable target, a broker that did not start, or one that did not serve again
-after a restart.
+or ERROR, or a case that crashed, stopped or wounded (a panic) a ``--target-cmd``
+broker; 2 a usage error, an unreachable target, a broker that did not start, or one that
+did not serve again after a restart.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import math
 import os
 import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -51,7 +52,13 @@ from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
 from conformance.progress import RunProgress
-from conformance.supervisor import Supervisor, TargetFailed, on_termination, split
+from conformance.supervisor import (
+    TARGET_START_TIMEOUT_S,
+    Supervisor,
+    TargetFailed,
+    on_termination,
+    split,
+)
 
 SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
 START_DEADLINE_S = 30.0
@@ -415,6 +422,11 @@ def run_supervised(
         check_session(plugin, supervisor.host, supervisor.port, args.timeout, options, revision)
         argv = pytest_args(args, plugin, supervisor.address, options, reports)
         argv += ["--conformance-target-cmd", args.target_cmd]
+        flags = [f for p in args.panic_pattern for f in ("--panic-pattern", p)]
+        if args.target_start_timeout != TARGET_START_TIMEOUT_S:
+            flags += ["--target-start-timeout", f"{args.target_start_timeout:g}"]
+        if flags:  # repeated in every case's reproduce command
+            argv += ["--conformance-target-flags", shlex.join(flags)]
         watch = Supervised(supervisor, args.panic_patterns)
         code = int(pytest.main(argv, plugins=[*progress, watch]))
     finally:

@@ -36,9 +36,14 @@ from pathlib import Path
 from typing import IO
 
 PLACEHOLDER = "{port}"
+TARGET_START_TIMEOUT_S = 30.0
+"""``--target-start-timeout``'s default."""
 KEPT_LINES = 400
 """Output lines kept in memory (the log file has every line)."""
 STOP_GRACE_S = 3.0
+SETTLE_S = 0.1
+SETTLE_CAP_S = 0.5
+"""A target that printed within SETTLE_S may still be printing: wait (at most SETTLE_CAP_S)."""
 POLL_S = 0.1
 SHOWN_LINES = 10
 """Output lines quoted when a start fails."""
@@ -126,7 +131,9 @@ class Supervisor:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
-        self.lines: collections.deque[tuple[int, str]] = collections.deque(maxlen=KEPT_LINES)
+        self.lines: collections.deque[tuple[int, float, str]] = collections.deque(maxlen=KEPT_LINES)
+        """``(number, time.monotonic() when read, text)`` of the last lines."""
+        self.last_read = 0.0
         self.count = 0
         """Lines read so far, every start together (the number of the next line)."""
         self.first_of_start = 0
@@ -183,7 +190,8 @@ class Supervisor:
             for raw in stream:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 with self.lock:
-                    self.lines.append((self.count, line))
+                    self.last_read = time.monotonic()
+                    self.lines.append((self.count, self.last_read, line))
                     self.count += 1
                 if log is not None:
                     log.write(line + "\n")
@@ -251,10 +259,24 @@ class Supervisor:
 
     def since(self, mark: int) -> list[str]:
         """The lines printed from ``mark`` on that are still kept (all, once it died)."""
+        return [line for _, line in self.window(mark)[1]]
+
+    def window(self, mark: int) -> tuple[int, list[tuple[float, str]]]:
+        """The lines printed from ``mark`` on, with when each was read, and the number of
+        the next line (where the next window begins).  Once the process has died, what is
+        left of its group is ended and every line it wrote is read first; while it lives,
+        a reader still busy (a line within :data:`SETTLE_S`) is given up to
+        :data:`SETTLE_CAP_S` to finish what it is printing."""
         if self.proc is not None and self.proc.poll() is not None:
-            self._join_reader()  # it died: read what it said last
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its children hold the pipe open
+            self._join_reader()
+        else:
+            end = time.monotonic() + SETTLE_CAP_S
+            while time.monotonic() - self.last_read < SETTLE_S and time.monotonic() < end:
+                time.sleep(SETTLE_S / 4)
         with self.lock:
-            return [line for n, line in self.lines if n >= mark]
+            return self.count, [(t, line) for n, t, line in self.lines if n >= mark]
 
     def output(self) -> list[str]:
         """What the current (or last) start printed, as far as it is kept."""

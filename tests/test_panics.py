@@ -71,13 +71,6 @@ READ of size 1 at 0x602000000011 thread T0
             "java.lang.IllegalArgumentException at MessageType.fromByte(MessageType.java:23)",
             "Exception in thread",
         ),
-        (
-            JAVA_LOGGED,
-            "Java exception",
-            "java.nio.BufferUnderflowException at "
-            "java.base/java.nio.HeapByteBuffer.get(HeapByteBuffer.java:183)",
-            "java.nio.BufferUnderflowException",
-        ),
         (PYTHON, "Python traceback", "KeyError at dispatch.py:12 in dispatch", "Traceback"),
         (ASAN, "sanitizer", "AddressSanitizer heap-buffer-overflow in decode_header", "==4242=="),
         ("broker: assertion failed: offset <= hw (7 > 3)", "assertion", "assertion: broker: "
@@ -103,15 +96,47 @@ def test_each_kind_is_found_with_a_stable_signature(
     assert again is not None and again.signature == found.signature
 
 
-def test_ordinary_output_is_no_panic() -> None:
-    lines = [
-        "serving kafka on 127.0.0.1:9092",
-        "WARN client 127.0.0.1:5512 sent an unknown API key 99: answered error 35",
-        "ERROR connection reset by peer",
-        "java.lang.IllegalStateException mentioned in a log line without a stack",
-        "panicking is not what this line does",
-    ]
+KAFKA_LOG = """[2026-12-07 10:00:01,123] ERROR Closing socket for 127.0.0.1:9092-127.0.0.1:5512-3 \
+because of error (kafka.network.Processor)
+org.apache.kafka.common.errors.InvalidRequestException: Error getting request for apiKey: PRODUCE
+\tat org.apache.kafka.common.requests.RequestContext.parseRequest(RequestContext.java:90)
+\tat kafka.network.RequestChannel$Request.<init>(RequestChannel.scala:113)"""
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "serving kafka on 127.0.0.1:9092",
+            "WARN client 127.0.0.1:5512 sent an unknown API key 99: answered error 35",
+            "ERROR connection reset by peer",
+            "java.lang.IllegalStateException mentioned in a log line without a stack",
+            "panicking is not what this line does",
+            "INFO compacting early to avoid running out of memory",
+            "fatal error: config file /etc/broker.conf not found, using defaults",
+        ],
+        KAFKA_LOG.splitlines(),  # a handled exception, logged with its stack
+        JAVA_LOGGED.splitlines(),
+    ],
+    ids=["log lines", "kafka handled exception", "logged exception"],
+)
+def test_ordinary_output_is_no_panic(lines: list[str]) -> None:
     assert panics.find(lines) is None
+
+
+def test_a_signature_does_not_hold_the_names_a_case_made_up() -> None:
+    one = panics.find(["assertion failed: topic negative-17852e2893 has offset 3"])
+    two = panics.find(["assertion failed: topic negative-a1b2e3c4d5 has offset 12"])
+    uuid = panics.find(
+        ["assertion failed: topic 1f0e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 has offset 3"]
+    )
+    assert one is not None and two is not None and uuid is not None
+    assert (
+        one.signature
+        == two.signature
+        == "assertion: assertion failed: topic negative-N has offset N"
+    )
+    assert uuid.signature == "assertion: assertion failed: topic N has offset N"
 
 
 def test_a_users_pattern_adds_a_kind_of_its_own() -> None:

@@ -103,6 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-quirk", action="append", default=[], help=_SET_BY_RUN)
     g.addoption("--conformance-embedded", action="store_true", help=_SET_BY_RUN)
     g.addoption("--conformance-target-cmd", metavar="CMD", help=_SET_BY_RUN)
+    g.addoption("--conformance-target-flags", metavar="FLAGS", help=_SET_BY_RUN)
 
 
 class RunState:
@@ -158,6 +159,7 @@ class RunState:
             "embedded": embedded,
             "target": target or "",
             "target_cmd": opt("conformance_target_cmd") or "",
+            "target_flags": opt("conformance_target_flags") or "",
             "target_name": opt("conformance_target_name")
             or ("embedded" if embedded else target or ""),
         }
@@ -306,6 +308,16 @@ def target(request: pytest.FixtureRequest) -> Iterator[CaseContext]:
 
 WIRE_LOG = pytest.StashKey[WireLog]()
 _CTX = pytest.StashKey[CaseContext]()
+
+
+def forget_case(item: pytest.Item) -> None:
+    """Drop what an earlier run of ``item`` left in its stash (a case run twice)."""
+    if CASE_RECORD in item.stash:
+        del item.stash[CASE_RECORD]
+    if WIRE_LOG in item.stash:
+        del item.stash[WIRE_LOG]
+    if _CTX in item.stash:
+        del item.stash[_CTX]
 
 
 # -------------------------------------------------------------------- verdicts

@@ -116,6 +116,7 @@ def reproduce_command(state: RunState, case_id: str) -> str:
     words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
     if state.meta.get("target_cmd"):
         words += ["--target-cmd", state.meta["target_cmd"]]
+        words += shlex.split(state.meta.get("target_flags") or "")
         if state.meta["target_name"] != state.meta["target_cmd"]:
             words += ["--target-name", state.meta["target_name"]]
     elif not state.meta["embedded"]:

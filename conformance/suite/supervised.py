@@ -53,6 +53,8 @@ class Event:
     reason: str
     output: tuple[str, ...]
     panic: panics.Panic | None
+    at: float | None = None
+    """When the panic's first line was read (``time.monotonic()``), if there is one."""
 
     def as_dict(self, reproduced: bool) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "reason": self.reason, "reproduced": reproduced}
@@ -68,15 +70,22 @@ class Supervised:
         self.supervisor, self.patterns = supervisor, patterns
         self.failed: str | None = None
         """Why the run ended early: the target did not serve again after a restart."""
+        self.mark = supervisor.mark()
+        """Where the next case's share of the target's output begins: where the last one's
+        ended (a line printed between two cases is the later one's), or a fresh start's."""
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> bool | None:
         state = suite_plugin.active(item.config)
         if state is None or state.target is None:
-            return False
+            return None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        properties = len(item.user_properties)
         reports, first = self._attempt(item, nextitem, state)
         if first is not None:
+            del item.user_properties[properties:]  # the first try's verdict is not the case's
             reports = self._again(item, nextitem, state, reports, first)
         for report in reports:
             item.ihook.pytest_runtest_logreport(report=report)
@@ -88,12 +97,12 @@ class Supervised:
     def _attempt(
         self, item: pytest.Item, nextitem: pytest.Item | None, state: suite_plugin.RunState
     ) -> tuple[list[pytest.TestReport], Event | None]:
-        mark = self.supervisor.mark()
+        suite_plugin.forget_case(item)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
         assert state.target is not None
-        return reports, self._event(state.target, mark)
+        return reports, self._event(state.target)
 
-    def _event(self, target: Target, mark: int) -> Event | None:
+    def _event(self, target: Target) -> Event | None:
         """What the target did while the case ran, worst first; None if nothing."""
         sup = self.supervisor
         code = sup.exit_code()
@@ -101,19 +110,21 @@ class Supervised:
         if code is None:  # a case that found the target gone has probed it already
             stopped = target.dead or target.probe_twice()
             code = sup.exit_code()  # it may have died while it was probed
-        output = sup.since(mark)
+        self.mark, timed = sup.window(self.mark)
+        output = [line for _, line in timed]
         panic = panics.find(output, self.patterns)
+        at = next((t for t, line in timed if panic is not None and line == panic.line), None)
         kept = tuple(output[-OUTPUT_LINES:])
         printed = f", printing {panic.line.strip()!r} ({panic.kind})" if panic is not None else ""
         if code is not None:
             why = f"the target crashed during this case: {exit_status(code)}{printed}"
-            return Event("crash", why, kept, panic)
+            return Event("crash", why, kept, panic, at)
         if stopped is not None:
             why = f"the target stopped serving during this case ({stopped}){printed}"
-            return Event("stop", why, kept, panic)
+            return Event("stop", why, kept, panic, at)
         if panic is not None:
             why = f"the target printed {panic.line.strip()!r} ({panic.kind}) during this case"
-            return Event("panic", why + " and lives on", kept, panic)
+            return Event("panic", why + " and lives on", kept, panic, at)
         return None
 
     # ---------------------------------------------------------------- the retry
@@ -128,6 +139,7 @@ class Supervised:
             self.failed = f"the target did not serve again after a restart: {why}"
             return False
         state.target.restarted(self.supervisor.host, self.supervisor.port)
+        self.mark = self.supervisor.mark()
         return True
 
     def _again(
@@ -143,6 +155,7 @@ class Supervised:
         if not self._restart(state):
             if record is not None:
                 self._mark(state, record, first, reproduced=False, ended=True)
+                _restate(reports, record, state.strict)
             item.session.shouldstop = self.failed or True
             return reports
         if record is not None:
@@ -156,7 +169,8 @@ class Supervised:
             else:
                 self._mark(state, record, first, reproduced=False)
             _restate(reports, record, state.strict)
-        if second is not None and not self._restart(state):
+        # the last case leaves it down: nothing more is asked of it
+        if second is not None and nextitem is not None and not self._restart(state):
             item.session.shouldstop = self.failed or True
         return reports
 
@@ -172,6 +186,9 @@ class Supervised:
         log = item.stash.get(suite_plugin.WIRE_LOG, None)
         wire = log.as_list() if log is not None else record["wire_log"]
         sent = [i for i, e in enumerate(wire) if e["dir"] == "send"]
+        if log is not None and event.at is not None:  # the last request before it broke
+            before = [i for i in sent if log.start + log.entries[i].t <= event.at]
+            sent = before or sent
         evidence = Evidence((Judged(sent[-1]),)) if sent else Evidence()
         said = "; the same when it ran again alone on a fresh start"
         record.update(

@@ -164,7 +164,7 @@ def test_a_stop_or_a_panic_convicts_exactly_the_case_that_sent_the_fatal_request
     fatal = FATAL[protocol]
     area = fatal.case.rsplit("/", 1)[0]
     fatal = Fatal(fatal.protocol, fatal.trigger, fatal.case, fatal.verdict, fatal.options, (area,))
-    quick = ("--timeout", "1")
+    quick = ("--timeout", "2")
     expected = clean(tmp_path, fatal, *quick)
     command = proxy_command(fatal, fault, fatal.trigger)
     done, results = run(tmp_path, fatal, command, fault, *quick)
@@ -213,7 +213,7 @@ def test_a_target_that_does_not_come_back_ends_the_run_in_one_line(tmp_path: Pat
     )
     gone = tmp_path / "crashed"
     command = proxy_command(fatal, "crash", fatal.trigger, "--fail-start", str(gone))
-    done, results = run(tmp_path, fatal, command, "gone", "--target-start-timeout", "5")
+    done, results = run(tmp_path, fatal, command, "gone")
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("conformance run: the target did not serve again after a restart")
