@@ -202,7 +202,14 @@ def lost_line(results: Mapping[str, Any]) -> str | None:
     where = f"after case {printable(after, one_line=True)}" if after else "before any case ended"
     first = printable(lost.get("case") or "?", one_line=True)
     reason = printable(lost.get("reason") or "no reason given", one_line=True, limit=300)
-    return f"target lost at {when}, {where} (first noticed by case {first}): {reason}"
+    line = f"target lost at {when}, {where} (first noticed by case {first}): {reason}"
+    suspect = lost.get("suspect")
+    if suspect:
+        line += f"; suspect: {printable(suspect, one_line=True)}, whose request came last"
+    if lost.get("check"):
+        check = printable(lost.get("check"), one_line=True)
+        line += f"; to check it, let the tool restart your broker: {check}"
+    return line
 
 
 def is_lost(case: Mapping[str, Any]) -> bool:

@@ -69,7 +69,7 @@ def build(
         "started": state.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "duration_s": round(time.monotonic() - state.t0, 3),
         "target_unresponsive": dead or lost is not None,
-        "target_lost": _lost(state, lost),
+        "target_lost": _lost(state, lost, cases),
         "target_cmd": state.meta.get("target_cmd") or None,
         "target_events": target_events(cases),
         "counts": counted,
@@ -97,16 +97,30 @@ def target_events(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda e: (not e["reproduced"], order.index(e["kind"])))
 
 
-def _lost(state: RunState, lost: dict[str, Any] | None) -> dict[str, Any] | None:
+def _lost(
+    state: RunState, lost: dict[str, Any] | None, cases: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """When the target went away, and the *suspect*: the case whose request came last
+    before (the case that found it gone, if it had sent anything, else the one before),
+    with the ``--target-cmd`` command that would check it."""
     if lost is None:
         return None
     t = max(0.0, float(lost["at"]) - state.started.timestamp())
-    return {
+    noticed = next((c for c in cases if c["case_id"] == lost["case"]), None)
+    sent = noticed is not None and any(e.get("dir") == "send" for e in noticed["wire_log"])
+    suspect = lost["case"] if sent else lost["after"]
+    out = {
         "case": lost["case"],
         "after": lost["after"],
         "t": round(t, 3),
         "reason": lost["reason"],
+        "suspect": suspect,
     }
+    if suspect is not None and not state.meta.get("target_cmd"):
+        words = ["conformance", "run", "--protocol", state.protocol, "--revision", state.revision]
+        words += ["--target-cmd", "YOUR-BROKER --port {port}", suspect]
+        out["check"] = shlex.join(words)
+    return out
 
 
 def reproduce_command(state: RunState, case_id: str) -> str:

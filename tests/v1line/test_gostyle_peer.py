@@ -89,6 +89,23 @@ def test_the_suite_fails_the_real_broker_only_where_design_overrides_it(tmp_path
     assert "broken MUST: V1L-PING-1;" in proc.stdout
 
 
+def test_without_target_cmd_the_crash_names_consume_5_as_the_suspect(tmp_path: Path) -> None:
+    """A broker given by --target cannot be restarted: the cases after the crash are ERRORs
+    marked lost, and the report names the case whose request came last (consume/5, which
+    found it gone on its second connection) with the --target-cmd command that checks it."""
+    reports = tmp_path / "reports"
+    with peer(tmp_path, *PEER_TIMING, "--panic-on-negative-offset") as address:
+        proc = conformance(
+            "run", "--protocol", "v1line", "--revision", "real", "--target", address,
+            *TIMING, *SESSION, "--reports", str(reports), "v1line/consume", cwd=tmp_path,
+        )  # fmt: skip
+    lost = json.loads((reports / "results.json").read_text())["target_lost"]
+    assert lost["suspect"] == "v1line/consume/5", lost
+    assert "--target-cmd 'YOUR-BROKER --port {port}' v1line/consume/5" in lost["check"]
+    assert "suspect: v1line/consume/5, whose request came last" in proc.stdout
+    assert proc.returncode == 1, proc.stdout[-3000:]
+
+
 def test_under_target_cmd_the_negative_offset_crash_convicts_consume_5(tmp_path: Path) -> None:
     """The broker that panics on a negative CONSUME offset, as the real one does, started by
     ``run --target-cmd``: consume/5 is convicted (WARN: V1L-CONS-5 is a SHOULD) with the
