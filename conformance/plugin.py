@@ -10,7 +10,8 @@ identity           ``name``, ``title``, ``package`` (where ``SPEC.md`` lives),
 ``revisions``      the revisions it knows and ``default_revision``
 ``default_port``   where ``serve`` listens unless told otherwise
 ``framing``        how frames travel both ways (:class:`~conformance.wire.framing.Framing`:
-                   frame, deframer per direction, the frame limit)
+                   frame, deframer per direction, the frame limit), and
+                   ``reply_framing``, the requirement a reply that cannot be framed breaks
 ``probe_request``  a harmless request payload any live target answers
 ``annotate``       the **annotator**: a frame payload going in a direction, given the
                    requests sent before it (newest last; in the suite, those of every
@@ -322,6 +323,10 @@ class Plugin:
     fuzzing: Callable[[Mapping[str, Any], str], Fuzzing]
     """The fuzzing part, given the ``fuzz`` option values and the revision fuzzed."""
     error_codes: ErrorCodes | None = None
+    reply_framing: str | None = None
+    """The requirement ID a reply that the framing cannot frame breaks (a FAIL of it, decided
+    once by the suite plugin: :mod:`conformance.suite.verdicts`); None: such a case is an
+    ERROR."""
     quirks: Mapping[str, QuirkSpec] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
     opening: Callable[[Mapping[str, Any], str], Opening | None] | None = None

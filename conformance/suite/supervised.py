@@ -108,7 +108,8 @@ class Supervised:
         code = sup.exit_code()
         stopped = None
         if code is None:  # a case that found the target gone has probed it already
-            stopped = target.dead or target.probe_twice()
+            gone = target.dead if not target.unusable else None
+            stopped = gone or target.probe_twice()
             code = sup.exit_code()  # it may have died while it was probed
         self.mark, timed = sup.window(self.mark)
         output = [line for _, line in timed]

@@ -51,6 +51,8 @@ class Target:
     probe_timeout: float = field(init=False)
     lost_at: float | None = None
     """Wall-clock time (``time.time()``) when the target was found gone."""
+    unusable: bool = False
+    """Gone because its replies cannot be framed, not because it went away."""
 
     def __post_init__(self) -> None:
         self.probe_timeout = min(self.timeout, 3.0)
@@ -87,11 +89,26 @@ class Target:
                 return None
         return f"target {self.address} is unresponsive: {why}"
 
+    def found_unusable(self) -> None:
+        """A reply of a case did not frame: if the probe's answer on a fresh connection does
+        not frame either, the target is unusable and every later case ends at once, an ERROR
+        saying so (a target that frames its other replies goes on)."""
+        if self.dead is not None or self._probe(self.probe_timeout, lenient=True) is not None:
+            return  # gone, not unusable (the plugin's probe of a close or a silence says so)
+        probed = self._probe(self.probe_timeout)  # it answers: does the answer frame?
+        if probed is None:
+            return
+        self.dead = (
+            f"target {self.address} is unusable: its replies cannot be framed (the probe's: "
+            f"{probed})"
+        )
+        self.unusable = True  # found gone by the next case (the one that found it ends first)
+
     def restarted(self, host: str, port: int) -> None:
         """The target was started afresh at ``host:port`` (``run --target-cmd``): nothing
         learned about the old start holds, and it is no longer gone."""
         self.host, self.port = host, port
-        self.dead, self.lost_at, self.probed = None, None, False
+        self.dead, self.lost_at, self.probed, self.unusable = None, None, False, False
         self.facts.clear()
 
     def _probe(self, timeout: float, *, lenient: bool = False) -> str | None:

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from conformance.client import ClientError
+from conformance.client import BadFraming, ClientError
 from conformance.evidence import NO_EVIDENCE, Evidence
 from conformance.spec import Requirement
 from conformance.suite.case import Unsupported, Violation
@@ -73,6 +73,8 @@ def verdict_of(
             return Verdict("ERROR", None, why, exc.evidence, True)
         req = requirements.get(exc.requirement)
         verdict = LEVEL_VERDICT[req.level if req else "MUST"]
+        if target is not None and exc.requirement == target.plugin.reply_framing:
+            target.found_unusable()  # a suite that judges framing itself (Mini-Kafka's)
         return Verdict(verdict, exc.requirement, str(exc), exc.evidence, False)
     if isinstance(exc, Unsupported):
         return Verdict("UNSUPPORTED", exc.requirement, exc.reason, exc.evidence, False)
@@ -83,8 +85,27 @@ def verdict_of(
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ClientError):
         why = gone()
+        if why is None and isinstance(exc, BadFraming) and target is not None:
+            framed = _unframed(requirements, target, exc)
+            if framed is not None:
+                return framed
         return Verdict("ERROR", None, why or message, exc.evidence, why is not None)
     return Verdict("ERROR", None, message, NO_EVIDENCE, False)
+
+
+def _unframed(
+    requirements: Mapping[str, Requirement], target: Target, exc: BadFraming
+) -> Verdict | None:
+    """A reply the protocol's framing cannot frame: a violation of the plug-in's
+    ``reply_framing`` requirement, decided on the bytes that did not frame.  When the
+    target's answer to the probe on a fresh connection cannot be framed either, the target
+    is unusable: every later case ends at once (:meth:`Target.found_unusable`)."""
+    req = requirements.get(target.plugin.reply_framing or "")
+    if req is None or target.revision not in req.revisions:
+        return None
+    target.found_unusable()
+    verdict = LEVEL_VERDICT[req.level]
+    return Verdict(verdict, req.id, f"a reply cannot be framed: {exc}", exc.evidence, False)
 
 
 def compact(entry: Mapping[str, Any]) -> dict[str, Any]:

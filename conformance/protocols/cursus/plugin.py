@@ -142,6 +142,7 @@ PLUGIN = Plugin(
     default_revision="doc",
     default_port=DEFAULT_PORT,
     framing=codec.FRAMING,
+    reply_framing="CUR-FRAME-1",
     probe_request=b"LIST",
     annotate=annotate,
     frontend=_frontend,

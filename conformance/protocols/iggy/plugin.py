@@ -157,6 +157,7 @@ PLUGIN = Plugin(
     default_revision="classic",
     default_port=DEFAULT_PORT,
     framing=codec.IggyFraming(),
+    reply_framing="IGG-FRAME-2",
     probe_request=PING,
     annotate=annotate,
     frontend=_frontend,

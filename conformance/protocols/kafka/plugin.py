@@ -206,6 +206,7 @@ PLUGIN = Plugin(
     default_revision="doc",
     default_port=DEFAULT_PORT,
     framing=codec.FRAMING,
+    reply_framing="KAF-FRAME-1",
     probe_request=PROBE,
     annotate=annotate,
     error_codes=ErrorCodes("error_code", {c: n for n, c in CODES.items()}),

@@ -120,6 +120,7 @@ PLUGIN = Plugin(
     default_revision="doc",
     default_port=DEFAULT_PORT,
     framing=codec.FRAMING,
+    reply_framing="MK-FRAME-1",
     probe_request=FLUSH,
     annotate=annotate,
     frontend=_frontend,

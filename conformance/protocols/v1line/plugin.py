@@ -191,6 +191,7 @@ PLUGIN = Plugin(
     default_revision="doc",
     default_port=DEFAULT_PORT,
     framing=codec.FRAMING,
+    reply_framing="V1L-ENV-1",
     probe_request=PING,
     annotate=annotate,
     frontend=_frontend,
