@@ -305,9 +305,12 @@ class FuzzProtocol:
             if blame.serving_of is None:
                 return blame.serving
             try:
-                return blame.serving_of(self.new_deframer().feed(case.sent))
+                frames = self.new_deframer().feed(case.sent)
             except ProtocolError:  # a prefix over the limit: no whole frame to read
                 return blame.serving
+            # the frames answered before it went down did not bring it down: the blame is
+            # the first unanswered one's (a broker reads its frames in order)
+            return blame.serving_of(frames[answered:] or frames)
         if finding == "BAD_REPLY":
             return blame.bad_reply
         deframer = self.new_deframer()

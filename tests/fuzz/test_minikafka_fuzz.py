@@ -218,6 +218,11 @@ def test_requirements_of_findings() -> None:
     assert doc.requirement("STOPPED", _case(FLUSH, b"\x99", NEGATIVE)) == "MK-ROBUST-1"
     assert doc.requirement("STOPPED", _case(b"")) == "MK-ROBUST-2"
     assert doc.requirement("STOPPED", _case(PRODUCE[:3])) == "MK-ROBUST-3"
+    # the first frame it could not handle, not a later one: a cut PRODUCE before a bad type
+    assert real.requirement("STOPPED", _case(PRODUCE[:-1], b"\x07")) == "MK-ROBUST-3"
+    # a frame answered before it went down is not the culprit
+    assert doc.requirement("CRASH", _case(b"\x07", NEGATIVE), answered=1) == "MK-CONS-11"
+    assert doc.requirement("CRASH", _case(b"\x07", NEGATIVE)) == "MK-ROBUST-1"
     assert doc.requirement("CRASH", _case(FLUSH)) == "MK-FRAME-3"
     assert doc.requirement("CORRUPTION", _case(FLUSH)) == "MK-CONS-2"
     assert doc.requirement("BAD_REPLY", _case(FLUSH)) == "MK-FRAME-1"

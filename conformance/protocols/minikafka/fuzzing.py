@@ -152,15 +152,15 @@ def unanswered(revision: Revision) -> Callable[[bytes], str]:
 def serving_of(revision: Revision) -> Callable[[Sequence[bytes]], str]:
     """The requirement of a broker that stopped serving (or died) after ``frames``.
 
-    Frames are read in order, as a broker reads them: the first that is an unknown type
-    byte (MK-ROBUST-1), a frame with no type byte (MK-ROBUST-2) or a CONSUME with a
-    negative offset or batch size (real: MK-CONS-10, doc: MK-CONS-11) decides; nothing
-    after a frame that closes the connection counts.  Else a request cut short or
-    malformed (MK-ROBUST-3); else that every request is answered (MK-FRAME-3)."""
+    Frames are read in order, as a broker reads them (the caller leaves out those that
+    were answered): the first that is an unknown type byte (MK-ROBUST-1), a frame with no
+    type byte (MK-ROBUST-2), a request cut short or malformed (MK-ROBUST-3) or a CONSUME
+    with a negative offset or batch size (real: MK-CONS-10, doc: MK-CONS-11) decides:
+    the real server stops at the first request it cannot handle and never reads the ones
+    after it.  Else that every request is answered (MK-FRAME-3)."""
     negative = "MK-CONS-10" if revision == "real" else "MK-CONS-11"
 
     def blame(frames: Sequence[bytes]) -> str:
-        malformed = False
         for payload in frames:
             got = _decoded(payload, revision)
             if isinstance(got, codec.UnknownType):
@@ -168,10 +168,10 @@ def serving_of(revision: Revision) -> Callable[[Sequence[bytes]], str]:
             if isinstance(got, codec.EmptyPayload):
                 return "MK-ROBUST-2"
             if isinstance(got, codec.MiniKafkaError):
-                malformed = True
-            elif _negative(got):
+                return "MK-ROBUST-3"
+            if _negative(got):
                 return negative
-        return "MK-ROBUST-3" if malformed else "MK-FRAME-3"
+        return "MK-FRAME-3"
 
     return blame
 
@@ -179,7 +179,7 @@ def serving_of(revision: Revision) -> Callable[[Sequence[bytes]], str]:
 def blame(revision: Revision) -> Blame:
     return Blame(
         corruption="MK-CONS-2",  # each message read holds the data produced at its offset
-        serving="MK-ROBUST-2",  # no whole frame: a length below 4 (or over the limit)
+        serving="MK-ROBUST-2",  # no whole frame: a length below 4, or over the limit
         bad_reply="MK-FRAME-1",  # a reply is [i32 length counting itself][payload]
         oversize="MK-FRAME-2",  # the length field, its own 4 bytes counted, is read as such
         partial="MK-FRAME-2",  # a frame is length - 4 bytes after its length: a cut one

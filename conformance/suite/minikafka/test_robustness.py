@@ -32,13 +32,15 @@ def test_an_unknown_type_byte_does_not_stop_the_broker(target: CaseContext) -> N
 
 @case("minikafka/robustness/2", "MK-ROBUST-2")
 def test_a_length_below_5_does_not_stop_the_broker(target: CaseContext) -> None:
-    """After a frame of length 0, then 3, then 4 (no type byte), a new connection is answered.
+    """After a frame of length 0, then 3, then 4 (no type byte), then 0x7fffffff, a new
+    connection is answered.
 
     MK-ROBUST-2: "after a frame whose length field is below 5 (no room for a type byte, or not
-    even for itself), the broker goes on serving: a new connection is answered."
+    even for itself), or larger than the broker takes (it may refuse it or close the
+    connection), the broker goes on serving: a new connection is answered."
     """
-    for length in (0, 3, 4):
-        bad = length.to_bytes(4, "big")  # the length field alone: nothing can follow it
+    for length in (0, 3, 4, 0x7FFFFFFF):
+        bad = length.to_bytes(4, "big")  # the length field alone: nothing follows it
         goes_on_serving(target, bad, "MK-ROBUST-2", f"a frame of length {length}")
 
 
