@@ -299,6 +299,8 @@ class Array(Type):
             a = r.pos
             items.append(decode(r, ctx, f"{path}[{i}]"))
             bounds.append((a, r.pos))
+            if items[-1] is None:  # a field may be null, an array's item never is
+                raise ProtocolError(f"{path}[{i}] is null, which an array's items never are")
         if r.spans is not None:
             r.spans.append(
                 length_span(ctx, prefix, f"{path} count", start, counted, n, items=tuple(bounds))
