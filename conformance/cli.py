@@ -149,15 +149,6 @@ def _add_run(
         )
     else:
         _add_targets(p, "broker to test; omitted: start the embedded reference broker")
-        p.add_argument(
-            "--panic-pattern",
-            action="append",
-            default=[],
-            metavar="REGEX",
-            help="with --target-cmd: a line of the target's output that means it broke, "
-            "besides the default (Go and Rust panics, Java exceptions, Python tracebacks, "
-            "sanitizer reports, failed assertions, out of memory); repeatable",
-        )
         # run --all's children: the target is the embedded serve --all (with --quirk)
         p.add_argument("--embedded-target", action="store_true", help=argparse.SUPPRESS)
     _add_revision(p, everything, "protocol revision the target speaks (default: the document's)")
@@ -394,8 +385,8 @@ def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
         "--target-cmd",
         metavar="CMD",
         help="start your broker with CMD (split like a shell, run without one; {port} is "
-        "replaced by a free port), keep its output, and restart it after a crash, a stop or "
-        "(run) a panic",
+        "replaced by a free port), keep its output, and restart it after a crash or a stop; "
+        "a panic in its output is a finding too",
     )
     p.add_argument(
         "--target-start-timeout",
@@ -403,6 +394,15 @@ def _add_targets(p: argparse.ArgumentParser, target_help: str) -> None:
         default=TARGET_START_TIMEOUT_S,
         metavar="S",
         help="seconds --target-cmd has to serve after each start (default 30)",
+    )
+    p.add_argument(
+        "--panic-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="with --target-cmd: a line of the target's output that means it broke, besides "
+        "the default (Go and Rust panics, uncaught Java exceptions, Python tracebacks, "
+        "sanitizer reports, failed assertions, out of memory); repeatable",
     )
 
 

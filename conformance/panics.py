@@ -25,7 +25,8 @@ out of memory       ``out of memory``, ``MemoryError``           the line, numbe
 These are the documented default, chosen so that a broker's ordinary logs do not match: a
 Java exception that a broker logs with its stack and handles (Kafka's "Closing socket ...
 because of error") is no panic, only one that ended a thread; "running out of memory" is
-no out-of-memory message.  ``run --panic-pattern REGEX`` adds patterns of the user's own,
+no out-of-memory message.  ``--panic-pattern REGEX`` (``run``, ``fuzz``, ``replay``) adds
+patterns of the user's own,
 of kind ``pattern``, whose signature is the matching line with its numbers as N (numbers,
 hex words with a digit in them and UUIDs, so that a name a case made up is N too).
 """

@@ -261,17 +261,18 @@ class Supervisor:
         """The lines printed from ``mark`` on that are still kept (all, once it died)."""
         return [line for _, line in self.window(mark)[1]]
 
-    def window(self, mark: int) -> tuple[int, list[tuple[float, str]]]:
+    def window(self, mark: int, settle: bool = True) -> tuple[int, list[tuple[float, str]]]:
         """The lines printed from ``mark`` on, with when each was read, and the number of
         the next line (where the next window begins).  Once the process has died, what is
         left of its group is ended and every line it wrote is read first; while it lives,
         a reader still busy (a line within :data:`SETTLE_S`) is given up to
-        :data:`SETTLE_CAP_S` to finish what it is printing."""
+        :data:`SETTLE_CAP_S` to finish what it is printing (unless ``settle`` is false:
+        the fuzzer looks after every case and cannot wait)."""
         if self.proc is not None and self.proc.poll() is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)  # its children hold the pipe open
             self._join_reader()
-        else:
+        elif settle:
             end = time.monotonic() + SETTLE_CAP_S
             while time.monotonic() - self.last_read < SETTLE_S and time.monotonic() < end:
                 time.sleep(SETTLE_S / 4)

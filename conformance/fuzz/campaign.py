@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from conformance import panics
 from conformance.errors import ProtocolError
 from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzCase, FuzzProtocol, Pool
@@ -81,6 +82,9 @@ class Row:
     leak: bool
     latency_ms: float
     rss_mb: float
+    panic: str = ""
+    """The signature of a panic the target printed (``finding`` PANIC) while this case, or
+    one in flight with it, ran; '' for none."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -192,6 +196,7 @@ def run_range(
     canary = harness.Canary(proto, target.host, target.port, f"{seed}:{start}", options.deadline)
     base_rss = _rss_mb(target)
     leaked = False
+    out_mark = target.output_mark()
     index = start
     checkpoint = _checkpoint(index, start, stop, options)
     with _Flight(max(options.connections, 1)) as flight:
@@ -206,6 +211,15 @@ def run_range(
             if on_ended is not None and ended:
                 on_ended(len(ended))
             held += _rows(proto, ended, start, down)
+            if ended and not down:  # a panic while it lives on: a finding of its own
+                seen, panic = target.panic_since(out_mark, settle=False)
+                if panic is not None:  # read all of it; a dying target's is a CRASH's
+                    seen, panic = target.panic_since(out_mark)
+                    if not harness.serves(proto, target.host, target.port, options.deadline):
+                        panic = None  # the case that shows it down files the finding
+                if panic is not None:
+                    held = _panicked(proto, pool, seed, held, ended, panic)
+                out_mark = seen
             if flight.running or not (down or index == checkpoint or _late(until)):
                 continue
             if not held:
@@ -246,7 +260,33 @@ def run_range(
                 proto, target.host, target.port, f"{seed}:{start}:{last}", options.deadline
             )
             base_rss = _rss_mb(target)
+            out_mark = target.output_mark()
     return sorted(rows, key=lambda r: r.index)
+
+
+def _panicked(
+    proto: FuzzProtocol,
+    pool: Pool,
+    seed: int,
+    held: list[Row],
+    ended: list[tuple[FuzzCase, harness.Result]],
+    panic: panics.Panic,
+) -> list[Row]:
+    """``held`` with a PANIC on the last case of ``ended`` that has no finding of its own
+    (the panic was read after it ended; its window, :func:`events`, holds the cases in
+    flight with it and a few before, and minimization finds the culprit among them)."""
+    last = max((c.index for c, r in ended if not harness.FINDING_OF.get(r.outcome)), default=None)
+    if last is None:
+        return held  # every case that ended has a finding of its own: they are reported
+    row = next(r for r in held if r.index == last)
+    case = generate(proto, pool, seed, last)
+    panicked = replace(
+        row,
+        finding="PANIC",
+        requirement=proto.requirement("PANIC", case, row.replies),
+        panic=panic.signature,
+    )
+    return [panicked if r is row else r for r in held]
 
 
 def _restart(proto: FuzzProtocol, target: Target, options: Options) -> None:
@@ -389,9 +429,16 @@ class Event:
     mutator: str
     window: tuple[int, ...]
     """The case indices that may have caused it (CORRUPTION, LEAK: since the last check)."""
+    panic: str = ""
+    """A PANIC's signature (what the target printed, :mod:`conformance.panics`)."""
 
     @property
     def signature(self) -> str:
+        """``FINDING:REQUIREMENT``; a PANIC's is its own (``PANIC:Go panic at log.go:87``):
+        the case it was read after need not be the one that caused it, and its requirement
+        is read from the culprit once minimization has found it."""
+        if self.panic:
+            return f"{self.finding}:{self.panic}"
         return f"{self.finding}:{self.requirement}"
 
 
@@ -422,6 +469,12 @@ def events(proto: FuzzProtocol, rows: list[Row], connections: int = 1) -> list[E
                         after = j + 1
                 window = (*(r.index for r in task_rows[max(pos - back, 0) : after]),)
                 out.append(Event(row.finding, row.requirement, row.index, row.mutator, window))
+            elif row.finding == "PANIC":  # read after the case ended: those in flight with it
+                first = max(pos - (connections - 1) - REFUSED_LOOKBACK, 0)
+                window = tuple(r.index for r in task_rows[first : pos + connections])
+                out.append(
+                    Event("PANIC", row.requirement, row.index, row.mutator, window, row.panic)
+                )
             elif row.finding:
                 out.append(
                     Event(row.finding, row.requirement, row.index, row.mutator, (row.index,))

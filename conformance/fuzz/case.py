@@ -99,7 +99,7 @@ class Blame:
     corruption: str
     """Acknowledged data read back otherwise (CORRUPTION)."""
     serving: str
-    """The broker keeps serving other connections (CRASH, STOPPED, LEAK)."""
+    """The broker keeps serving other connections (CRASH, STOPPED, PANIC, LEAK)."""
     bad_reply: str
     """A reply that cannot be deframed (BAD_REPLY)."""
     oversize: str
@@ -109,7 +109,7 @@ class Blame:
     unanswered: Callable[[bytes], str]
     """The requirement of a whole request payload left unanswered (a HANG on it)."""
     serving_of: Callable[[Sequence[bytes]], str] | None = None
-    """The requirement of a CRASH, STOPPED or LEAK read from the whole request payloads
+    """The requirement of a CRASH, STOPPED, PANIC or LEAK read from the whole request payloads
     of the case that showed it (Iggy: an unknown code's requirement when one was sent);
     None: ``serving``."""
     unopened: Callable[[bytes], str] | None = None
@@ -301,7 +301,7 @@ class FuzzProtocol:
         blame = self.part.blame
         if finding == "CORRUPTION":
             return blame.corruption
-        if finding in ("CRASH", "STOPPED", "LEAK"):
+        if finding in ("CRASH", "STOPPED", "PANIC", "LEAK"):
             if blame.serving_of is None:
                 return blame.serving
             try:

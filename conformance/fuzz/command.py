@@ -213,7 +213,9 @@ class _Saver:
             self.public,
             self.revision,
         )
-        if event.finding in ("CRASH", "STOPPED"):
+        if event.finding == "PANIC":  # it lives on: what it prints now holds the panic
+            repro.target_output = self.target.output()
+        elif event.finding in ("CRASH", "STOPPED"):
             repro.target_output = self.target.down_output or self.target.output()
         repro.note = "not minimized yet: the campaign minimizes it when it ends"
         self.drafts[event.signature] = repro
@@ -276,7 +278,7 @@ class _Saver:
                 return
             if len(frames) != 1:
                 return
-        elif repro.finding not in ("CRASH", "STOPPED"):
+        elif repro.finding not in ("CRASH", "STOPPED", "PANIC"):
             return
         found = self.proto.requirement(repro.finding, case)
         if found != repro.requirement:

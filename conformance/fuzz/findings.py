@@ -61,10 +61,12 @@ class Reproducer:
     """Why it is not minimized, and how to minimize it."""
     target_output: list[str] = field(default_factory=list)
     """The last lines a target started by the fuzzer printed before the crash or stop."""
+    panic: str = ""
+    """A PANIC's signature (:mod:`conformance.panics`): a replay must print the same."""
 
     @property
     def signature(self) -> str:
-        return f"{self.finding}:{self.requirement}"
+        return f"{self.finding}:{self.requirement}" + (f":{self.panic}" if self.panic else "")
 
     def size(self) -> tuple[int, int]:
         """Bytes sent (on every connection) and cases."""
@@ -91,6 +93,7 @@ class Reproducer:
             "original": self.original,
             "minimized": self.minimized,
             **({"note": self.note} if self.note else {}),
+            **({"panic": self.panic} if self.panic else {}),
             "size": {
                 "bytes": self.size()[0],
                 "writes": sum(len(c.writes) for c in self.cases),
@@ -132,6 +135,7 @@ class Reproducer:
                 minimized=bool(d.get("minimized") is not False),
                 note=str(d.get("note") or ""),
                 target_output=[str(line) for line in d.get("target_output") or []],
+                panic=str(d.get("panic") or ""),
             )
             if repro.protocol not in protocols.names():
                 raise ValueError(
@@ -168,11 +172,37 @@ class SetupFailed(Exception):
     """The target did not take the protocol's set-up requests: nothing can be judged."""
 
 
+PANIC_NEEDS_OUTPUT = (
+    "a PANIC is judged from what the target prints: replay it with --target-cmd, so that "
+    "the tool starts the broker and reads its output"
+)
+
+
 def judge(
-    proto: FuzzProtocol, case: FuzzCase, finding: str, target: Target, deadline: float
+    proto: FuzzProtocol,
+    case: FuzzCase,
+    finding: str,
+    target: Target,
+    deadline: float,
+    panic: str = "",
 ) -> tuple[bool, str]:
-    """Run ``case`` and say whether it shows ``finding`` (see :func:`harness.shows`)."""
-    return harness.shows(proto, case, finding, target.host, target.port, deadline)
+    """Run ``case`` and say whether it shows ``finding`` (see :func:`harness.shows`); a
+    PANIC, whether the target printed a panic (of signature ``panic``, when given) while
+    the case ran and a probe after it was answered."""
+    if finding != "PANIC":
+        return harness.shows(proto, case, finding, target.host, target.port, deadline)
+    if not target.reads_output:
+        return False, PANIC_NEEDS_OUTPUT
+    mark = target.output_mark()
+    result = harness.execute(proto, case, target.host, target.port, deadline)
+    harness.serves(proto, target.host, target.port, deadline)  # it has read the case by then
+    _, found = target.panic_since(mark)
+    detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
+    if found is None:
+        return False, f"{detail}; the target printed no panic"
+    if panic and found.signature != panic:
+        return False, f"{detail}; the target printed another panic: {found.signature}"
+    return True, f"{detail}; the target printed {found.line.strip()!r} ({found.signature})"
 
 
 def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[bool, str]:
@@ -193,4 +223,4 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
         harness.execute(proto, last, target.host, target.port, deadline)
         problem = harness.Canary(proto, target.host, target.port, "replay", deadline).check()
         return bool(problem), problem or "the canary round trip returned what was acknowledged"
-    return judge(proto, last, repro.finding, target, deadline)
+    return judge(proto, last, repro.finding, target, deadline, repro.panic)

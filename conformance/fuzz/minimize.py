@@ -86,11 +86,16 @@ def _fresh(
 
 
 def _single(
-    proto: FuzzProtocol, target: Target, finding: str, deadline: float, back_s: float
+    proto: FuzzProtocol,
+    target: Target,
+    finding: str,
+    deadline: float,
+    back_s: float,
+    panic: str = "",
 ) -> Callable[[FuzzCase], bool]:
     def still(case: FuzzCase) -> bool:
         _fresh(proto, target, deadline, False, back_s)
-        return judge(proto, case, finding, target, deadline)[0]
+        return judge(proto, case, finding, target, deadline, panic)[0]
 
     return still
 
@@ -192,7 +197,7 @@ def draft(
     cases by index).  A CRASH or STOPPED keeps every case of its window: the cases in
     flight with it, and those just before it."""
     window = [cases[i] for i in event.window]
-    single = event.finding not in ("CORRUPTION", "LEAK", "CRASH", "STOPPED")
+    single = event.finding not in ("CORRUPTION", "LEAK", "CRASH", "STOPPED", "PANIC")
     repro = Reproducer(
         finding=event.finding,
         requirement=event.requirement,
@@ -206,6 +211,7 @@ def draft(
         broker_quirks=quirks,
         options=dict(options or {}),
         revision=revision,
+        panic=event.panic,
         original={
             "bytes": sum(len(c.sent) + sum(map(len, c.abandon)) for c in window),
             "writes": sum(len(c.writes) for c in window),
@@ -234,7 +240,8 @@ def minimize(
     shrunk = False
     as_ran = (list(repro.cases), repro.index, repro.mutator, repro.target_output)
     if repro.check == "case":
-        still = budget.trying(_single(proto, target, repro.finding, deadline, back_s))
+        judged = _single(proto, target, repro.finding, deadline, back_s, repro.panic)
+        still = budget.trying(judged)
         culprit: FuzzCase | None = repro.cases[0]
         if len(repro.cases) > 1:  # which case brought the target down?
             seen = [c for c in repro.cases if c.index == repro.index]
@@ -269,7 +276,7 @@ def minimize(
         repro.note = "not minimized: the minimized case did not reproduce in the final check"
         return repro, ok
     repro.detail = detail if ok else f"did not reproduce after minimizing: {detail}"
-    if ok and repro.finding in ("CRASH", "STOPPED"):
+    if ok and repro.finding in ("CRASH", "STOPPED", "PANIC"):
         repro.target_output = target.output() or repro.target_output
     if repro.minimized:
         repro.note = ""

@@ -12,8 +12,11 @@ reproducer.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
+from conformance import panics
 from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzProtocol
 from conformance.fuzz.target import Target, TargetLost
@@ -22,6 +25,7 @@ from conformance.supervisor import Supervisor, TargetFailed, free_port, split
 
 class Owned(Target):
     restartable = True
+    reads_output = True
 
     def __init__(
         self,
@@ -30,8 +34,10 @@ class Owned(Target):
         start_timeout: float,
         deadline: float,
         log_path: Path | None = None,
+        patterns: Sequence[re.Pattern[str]] = (),
     ) -> None:
         super().__init__("127.0.0.1", 0)
+        self.patterns = tuple(patterns)
 
         def serving(host: str, port: int, timeout: float) -> bool:
             return harness.probe(proto, host, port, timeout) == harness.SERVING
@@ -53,6 +59,13 @@ class Owned(Target):
 
     def output(self) -> list[str]:
         return self.supervisor.output()
+
+    def output_mark(self) -> int:
+        return self.supervisor.mark()
+
+    def panic_since(self, mark: int, settle: bool = True) -> tuple[int, panics.Panic | None]:
+        end, timed = self.supervisor.window(mark, settle)
+        return end, panics.find([line for _, line in timed], self.patterns)
 
     def exit_code(self) -> int | None:
         return self.supervisor.exit_code()

@@ -12,10 +12,12 @@ minimization can only wait for someone else to bring it back.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
 
+from conformance import panics
 from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzProtocol
 from conformance.runner import parse_target, spawn_broker, stop_process
@@ -29,10 +31,14 @@ class TargetLost(Exception):
 
 class Target:
     restartable = False
+    reads_output = False
+    """Its output is read line by line (a target started from ``--target-cmd``)."""
     lost = ""
     """Why the target was lost during a campaign ('' while it is not)."""
     down_output: list[str] = []  # noqa: RUF012 (replaced, never changed in place)
     """What it printed last before it last went down (a target the fuzzer started)."""
+    patterns: tuple[re.Pattern[str], ...] = ()
+    """``--panic-pattern``: lines of its output that mean it broke, besides the default."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
@@ -74,6 +80,15 @@ class Target:
     def output(self) -> list[str]:
         """The last lines the target printed (only a target the fuzzer started has any)."""
         return []
+
+    def output_mark(self) -> int:
+        """Where what it prints from now on begins (see :meth:`panic_since`)."""
+        return 0
+
+    def panic_since(self, mark: int, settle: bool = True) -> tuple[int, panics.Panic | None]:
+        """The first panic it printed from ``mark`` on (:mod:`conformance.panics`), and the
+        mark after what was read; only a target the fuzzer started has an output to read."""
+        return mark, None
 
     def rss_bytes(self) -> int | None:
         return None

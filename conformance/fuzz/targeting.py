@@ -21,6 +21,7 @@ from conformance.fuzz.case import FuzzProtocol
 from conformance.fuzz.owned import Owned, TargetFailed
 from conformance.fuzz.target import Embedded, External, Target
 from conformance.options import serve_args
+from conformance.panics import compile_patterns
 from conformance.plugin import Plugin
 
 
@@ -34,7 +35,8 @@ def target_flags(args: argparse.Namespace) -> str:
     if args.target:
         return f" --target {args.target}"
     if args.target_cmd:
-        return f" --target-cmd {shlex.quote(args.target_cmd)}"
+        patterns = "".join(f" --panic-pattern {shlex.quote(p)}" for p in args.panic_pattern)
+        return f" --target-cmd {shlex.quote(args.target_cmd)}{patterns}"
     return ""
 
 
@@ -48,7 +50,8 @@ def check_targets(args: argparse.Namespace) -> None:
 
 def owned(args: argparse.Namespace, proto: FuzzProtocol, deadline: float, log: Path) -> Owned:
     try:
-        return Owned(args.target_cmd, proto, args.target_start_timeout, deadline, log)
+        patterns = compile_patterns(args.panic_pattern)
+        return Owned(args.target_cmd, proto, args.target_start_timeout, deadline, log, patterns)
     except (ValueError, TargetFailed) as exc:
         raise UsageError(str(exc)) from None
 

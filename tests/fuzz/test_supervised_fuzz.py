@@ -1,0 +1,74 @@
+"""``conformance fuzz --target-cmd`` against a broker that crashes, stops or panics on one
+kind of input, for every protocol: the fault is found as its class (CRASH, STOPPED, PANIC),
+minimized to the input that does it, filed against the requirement that input breaks, and
+``conformance replay`` reproduces it.
+
+The broker is ``tests/support/faulty_proxy.py`` in front of a reference broker: it breaks
+when a client's bytes match a trigger that the fuzzer's cases of seed 1 send early and its
+set-up requests and canary never send (four 0xff bytes for most binary protocols, the
+largest int32 for Kafka, a negative CONSUME offset for V1 line).  Every command
+runs as a subprocess in ``tmp_path``; the brokers are started and stopped by the tool.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance import fuzz
+from conformance.fuzz.case import FuzzCase
+from tests.support.cli import conformance
+
+PROXY = Path(__file__).resolve().parents[1] / "support" / "faulty_proxy.py"
+BINARY = r"\xff\xff\xff\xff"
+TRIGGER = {
+    "cursus": (BINARY, 10),
+    "kafka": (r"\x7f\xff\xff\xff", 14),  # (the set-up's Produce holds four 0xff bytes)
+    "iggy": (BINARY, 20),
+    "minikafka": (BINARY, 12),
+    "v1line": (r"\|CONSUME\|[^\n]* -\d", 76),
+}
+"""The trigger, and enough cases of seed 1 to send it (the first hit is a few cases before)."""
+FINDING = {"crash": "CRASH", "stop": "STOPPED", "panic": "PANIC"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", sorted(FINDING))
+@pytest.mark.parametrize("protocol", sorted(TRIGGER))
+def test_each_fault_is_found_minimized_and_replayed(
+    tmp_path: Path, protocol: str, fault: str
+) -> None:
+    trigger, cases = TRIGGER[protocol]
+    revision = ("--revision", "apache") if protocol == "kafka" else ()
+    words = [sys.executable, str(PROXY), "--port", "{port}", "--trigger", trigger]
+    command = shlex.join([*words, "--fault", fault, "--", "--protocol", protocol, *revision])
+    target = ("--target-cmd", command)
+    done = conformance(
+        tmp_path, "fuzz", "--protocol", protocol, *revision, *target, "--cases", str(cases),
+        "--seed", "1", "--connections", "4", "--deadline", "0.5", timeout=600,
+    )  # fmt: skip
+    said = done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 1, said
+    finding = FINDING[fault]
+    files = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
+    ours = [yaml.safe_load(f.read_text()) for f in files]
+    ours = [(f, r) for f, r in zip(files, ours, strict=True) if r["finding"] == finding]
+    assert len(ours) == 1, [f.name for f in files]
+    path, repro = ours[0]
+    assert repro["minimized"], repro.get("note")
+    (case,) = repro["cases"]
+    sent = b"".join(bytes.fromhex(w) for w in case["writes"])
+    assert re.search(trigger.encode(), sent), sent.hex()
+    proto = fuzz.protocol(protocol, {}, repro["revision"] or None)
+    own = FuzzCase(case["index"], case["mutator"], case["mode"], (sent,))
+    assert repro["requirement"] == proto.requirement(finding, own)
+    if fault == "panic":
+        assert repro["panic"] == "Rust panic at src/handler/produce.rs:211"
+        assert any("panicked at" in line for line in repro["target_output"])
+    replay = conformance(tmp_path, "replay", str(path), *target, timeout=300)
+    assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout + replay.stderr
