@@ -142,6 +142,27 @@ def _add_run(
             help="a protocol's broker (repeatable); with none, the embedded broker serves all",
         )
         p.add_argument(
+            "--target-cmd",
+            action="append",
+            metavar="PROTO=CMD",
+            help="a protocol's broker, started (and restarted after a crash, a stop or a "
+            "panic) by that suite with CMD ({port}: a free port); repeatable",
+        )
+        p.add_argument(
+            "--target-start-timeout",
+            type=float,
+            default=TARGET_START_TIMEOUT_S,
+            metavar="S",
+            help="seconds a --target-cmd broker has to serve after each start (default 30)",
+        )
+        p.add_argument(
+            "--panic-pattern",
+            action="append",
+            default=[],
+            metavar="REGEX",
+            help="with --target-cmd: an output line that means the broker broke (repeatable)",
+        )
+        p.add_argument(
             "--cross",
             action="store_true",
             help="with --target: the targets are one broker; check that messages cross "

@@ -55,6 +55,8 @@ class Suite:
     revision: str
     quirks: list[str] = field(default_factory=list)
     address: str = ""
+    command: str = ""
+    """``--target-cmd PROTO=CMD``: the command its child run starts the broker with."""
     options: dict[str, Any] = field(default_factory=dict)
     code: int | None = None
     results: dict[str, Any] | None = None
@@ -76,24 +78,37 @@ def run_all_command(args: argparse.Namespace) -> int:
             args.target or [], "--target", plugins
         ).items()
     }
+    commands = all_protocols.per_protocol(args.target_cmd or [], "--target-cmd", plugins)
+    for flag, each in (("--target", targets), ("--target-cmd", commands)):
+        for name, values in each.items():
+            if len(values) > 1:
+                raise UsageError(f"{flag} names {name} {len(values)} times")
     for name, values in targets.items():
-        if len(values) > 1:
-            raise UsageError(f"--target names {name} {len(values)} times")
         parse_target(values[0])
-    if targets and any(quirks.values()):
-        raise UsageError("--quirk applies to the embedded broker only; drop --target to use it")
+        if name in commands:
+            raise UsageError(f"--target and --target-cmd both name {name}: give one of them")
+    if commands and args.cross:
+        raise UsageError(
+            "--cross checks brokers that serve for the whole run; a --target-cmd broker "
+            "serves only while its own suite runs: drop --cross or give --target"
+        )
+    if (targets or commands) and any(quirks.values()):
+        raise UsageError(
+            "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
+        )
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     jobs = args.jobs or len(plugins)
     if jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
-    chosen = [p for p in plugins if not targets or p.name in targets]
+    named = {**targets, **commands}
+    chosen = [p for p in plugins if not named or p.name in named]
     suites = [Suite(p, revisions[p.name], quirks[p.name]) for p in chosen]
     for suite in suites:
         given = {
             o.dest: getattr(args, o.dest, None) for o in options_for(suite.plugin.options, "run")
         }
-        suite.options = option_values(suite.plugin.options, "run", given, embedded=not targets)
+        suite.options = option_values(suite.plugin.options, "run", given, embedded=not named)
     reports = Path(args.reports)
     try:
         reports.mkdir(parents=True, exist_ok=True)
@@ -103,9 +118,10 @@ def run_all_command(args: argparse.Namespace) -> int:
         return _dry_run(args, suites)
     started = time.monotonic()
     cross: dict[str, Any] | None = None
-    if targets:
+    if named:
         for suite in suites:
-            suite.address = targets[suite.name][0]
+            suite.address = targets.get(suite.name, [""])[0]
+            suite.command = commands.get(suite.name, [""])[0]
         _run_suites(args, suites, reports, jobs, embedded=False)
         if args.cross:
             cross = _cross(args, suites)
@@ -190,10 +206,17 @@ def _child_command(
     args: argparse.Namespace, suite: Suite, reports: Path, embedded: bool
 ) -> list[str]:
     cmd = [sys.executable, "-m", "conformance", "run", "--protocol", suite.name, "-q"]
-    cmd += ["--target", suite.address, "--revision", suite.revision]
+    if suite.command:  # the child starts (and restarts) the broker itself
+        cmd += ["--target-cmd", suite.command]
+        cmd += ["--target-start-timeout", str(args.target_start_timeout)]
+        cmd += [a for p in args.panic_pattern for a in ("--panic-pattern", p)]
+    else:
+        cmd += ["--target", suite.address]
+    cmd += ["--revision", suite.revision]
     cmd += ["--reports", str(reports / suite.name), "--timeout", str(args.timeout)]
     cmd += ["--wire-keep", str(args.wire_keep)]
-    cmd += ["--target-name", args.target_name or ("embedded" if embedded else suite.address)]
+    label = "embedded" if embedded else suite.command or suite.address
+    cmd += ["--target-name", args.target_name or label]
     if embedded:  # its reports and reproduce commands name the embedded broker and quirks
         cmd.append("--embedded-target")
         cmd += [a for q in suite.quirks for a in ("--quirk", q)]
@@ -366,7 +389,7 @@ def _summary(
         entry: dict[str, Any] = {
             "protocol": suite.name,
             "revision": suite.revision,
-            "target": suite.address,
+            "target": suite.command or suite.address,
             "quirks": quirks.get(suite.name, []),
             "wall_s": round(suite.seconds, 3),
             "exit_code": suite.code,

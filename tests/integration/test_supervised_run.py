@@ -225,6 +225,47 @@ def test_a_target_that_does_not_come_back_ends_the_run_in_one_line(tmp_path: Pat
     assert ran[-1] == fatal.case  # nothing ran after it
 
 
+@pytest.mark.slow
+def test_run_all_starts_each_named_broker_and_convicts_its_crash(tmp_path: Path) -> None:
+    fatal = FATAL["minikafka"]
+    crashing = f"minikafka={proxy_command(fatal, 'crash', fatal.trigger)}"
+    clean_iggy = f"iggy={proxy_command(FATAL['iggy'], 'crash', NEVER)}"
+    reports = tmp_path / "all"
+    done = conformance(
+        tmp_path, "run", "--all", "--target-cmd", crashing, "--target-cmd", clean_iggy,
+        "--reports", str(reports), timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    every = json.loads((reports / "results-all.json").read_text())
+    assert sorted(p["protocol"] for p in every["protocols"]) == ["iggy", "minikafka"]
+    mk = json.loads((reports / "minikafka" / "results.json").read_text())
+    convicted(mk, fatal, "crash")
+    iggy = json.loads((reports / "iggy" / "results.json").read_text())
+    # (through the relay, iggy/system/6 FAILs: the broker lists the port behind the relay)
+    assert not iggy["target_events"] and iggy["counts"]["PASS"] >= len(iggy["cases"]) - 1
+    assert f"FAILED minikafka doc against {sys.executable}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--target", "iggy=127.0.0.1:1", "--target-cmd", "iggy=b {port}"],
+            "--target and --target-cmd both name iggy",
+        ),
+        (["--target-cmd", "iggy=b {port}", "--cross"], "drop --cross or give --target"),
+        (["--target-cmd", "b {port}"], "takes PROTO=VALUE"),
+        (["--target-cmd", "iggy=b {port}", "--quirk", "iggy=any-password"], "embedded broker only"),
+    ],
+)
+def test_run_all_target_cmd_usage_errors_are_one_line(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    done = conformance(tmp_path, "run", "--all", *args, timeout=60)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 USAGE = [
     (("--target-cmd", "broker --port 1"), "has no {port}"),
     (("--target-cmd", "broker --port {port}", "-j", "2"), "drop -j/--jobs"),
