@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -96,7 +97,7 @@ def run_all_command(args: argparse.Namespace) -> int:
         raise UsageError(
             "--quirk applies to the embedded broker only; drop --target/--target-cmd to use it"
         )
-    if args.timeout <= 0:
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError("--timeout must be a positive number of seconds")
     jobs = args.jobs or len(plugins)
     if jobs < 1:

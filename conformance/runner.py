@@ -298,7 +298,7 @@ def run_command(args: argparse.Namespace) -> int:
     import pytest
 
     plugin = plugin_of(args.protocol)
-    if args.timeout <= 0:
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError("--timeout must be a positive number of seconds")
     revision = check_revision(plugin, args.revision)
     target_cmd = getattr(args, "target_cmd", None)
