@@ -13,6 +13,7 @@ matches are what every other case must get.  Every command runs as a subprocess 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import sys
@@ -161,9 +162,7 @@ def test_a_crash_convicts_exactly_the_case_that_sent_the_fatal_request(
 def test_a_stop_or_a_panic_convicts_exactly_the_case_that_sent_the_fatal_request(
     tmp_path: Path, protocol: str, fault: str
 ) -> None:
-    fatal = FATAL[protocol]
-    area = fatal.case.rsplit("/", 1)[0]
-    fatal = Fatal(fatal.protocol, fatal.trigger, fatal.case, fatal.verdict, fatal.options, (area,))
+    fatal = dataclasses.replace(FATAL[protocol], select=(FATAL[protocol].case.rsplit("/", 1)[0],))
     quick = ("--timeout", "2")
     expected = clean(tmp_path, fatal, *quick)
     command = proxy_command(fatal, fault, fatal.trigger)
@@ -188,10 +187,7 @@ def test_a_stop_or_a_panic_convicts_exactly_the_case_that_sent_the_fatal_request
 
 @pytest.mark.slow
 def test_a_crash_that_does_not_happen_again_is_an_error_not_reproduced(tmp_path: Path) -> None:
-    fatal = FATAL["cursus"]
-    fatal = Fatal(
-        fatal.protocol, fatal.trigger, fatal.case, fatal.verdict, fatal.options, ("cursus/ack",)
-    )
+    fatal = dataclasses.replace(FATAL["cursus"], select=("cursus/ack",))
     once = tmp_path / "broke-once"
     command = proxy_command(fatal, "crash", fatal.trigger, "--once", str(once))
     done, results = run(tmp_path, fatal, command, "once")
@@ -207,10 +203,7 @@ def test_a_crash_that_does_not_happen_again_is_an_error_not_reproduced(tmp_path:
 
 @pytest.mark.slow
 def test_a_target_that_does_not_come_back_ends_the_run_in_one_line(tmp_path: Path) -> None:
-    fatal = FATAL["cursus"]
-    fatal = Fatal(
-        fatal.protocol, fatal.trigger, fatal.case, fatal.verdict, fatal.options, ("cursus/ack",)
-    )
+    fatal = dataclasses.replace(FATAL["cursus"], select=("cursus/ack",))
     gone = tmp_path / "crashed"
     command = proxy_command(fatal, "crash", fatal.trigger, "--fail-start", str(gone))
     done, results = run(tmp_path, fatal, command, "gone")
