@@ -42,9 +42,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from conformance.embedded import stop_process
 from conformance.protocols.cursus.codec import frame
 from conformance.protocols.cursus.messages import FRAME_LIMIT
-from conformance.runner import parse_target, stop_process
+from conformance.runner import parse_target
 
 REPLY = frame(b"OK")  # the minimal target's one reply
 RECV = 65536

@@ -39,10 +39,11 @@ from rich.text import Text
 
 from conformance import all_protocols
 from conformance.all_protocols import all_plugins
+from conformance.embedded import SERVING, read_until, stop_process
 from conformance.exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin
-from conformance.runner import SERVING, parse_target, read_until, stop_process
+from conformance.runner import parse_target
 
 CHILD_DEADLINE_S = 3600.0
 """A suite that has not ended after an hour is stopped (each read has its own deadline)."""

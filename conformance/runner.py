@@ -29,45 +29,21 @@ did not serve again after a restart.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import re
-import select
-import shlex
-import signal
 import socket
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance import baseline, panics, protocols
-from conformance.client import ClientError, Connection, WireLog, probe
+from conformance import baseline, protocols
+from conformance.client import ClientError, Connection, WireLog
+from conformance.embedded import embedded_broker
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
 from conformance.progress import RunProgress
-from conformance.supervisor import (
-    TARGET_START_TIMEOUT_S,
-    Supervisor,
-    TargetFailed,
-    on_termination,
-    split,
-)
-
-SERVING = re.compile(r"serving \S+ on (\S+):(\d+)")
-START_DEADLINE_S = 30.0
-
-
-@dataclass
-class Embedded:
-    proc: subprocess.Popen[bytes]
-    address: str
 
 
 def parse_target(text: str) -> tuple[str, int]:
@@ -142,82 +118,6 @@ def protocol_options(
     """The values of ``plugin``'s options of ``command`` on this command line (defaults filled)."""
     given = {o.dest: getattr(args, o.dest, None) for o in options_for(plugin.options, command)}
     return option_values(plugin.options, command, given, embedded=embedded)
-
-
-def spawn_broker(
-    protocol: str, quirks: list[str], log_path: Path, *extra: str
-) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``conformance serve --port 0`` (stderr appended to ``log_path``) and return it
-    with the address it says it listens on; a broker that does not start is a UsageError
-    quoting the last line of its log."""
-    cmd = [sys.executable, "-m", "conformance", "serve", "--protocol", protocol, "--port", "0"]
-    cmd += list(extra)
-    for q in quirks:
-        cmd += ["--quirk", q]
-    with log_path.open("a") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
-    address = wait_serving(proc)
-    if address is None:
-        stop_process(proc)
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:]
-        raise UsageError(
-            f"the embedded {protocol} broker did not start: "
-            f"{tail[0] if tail else 'no output'} (see {log_path})"
-        )
-    return proc, address
-
-
-@contextlib.contextmanager
-def embedded_broker(
-    protocol: str, quirks: list[str], reports: Path, *extra: str
-) -> Iterator[Embedded]:
-    """Start ``conformance serve --port 0`` and yield once it says where it listens."""
-    log_path = reports / "broker.log"
-    log_path.write_text("")
-    proc, address = spawn_broker(protocol, quirks, log_path, *extra)
-    try:
-        yield Embedded(proc, address)
-    finally:
-        stop_process(proc)
-
-
-def wait_serving(proc: subprocess.Popen[bytes]) -> str | None:
-    """The address of the first ``serving P on HOST:PORT`` line, None if none comes."""
-    said = read_until(proc, lambda text: SERVING.search(text) is not None)
-    m = SERVING.search(said or "")
-    return f"{m.group(1)}:{m.group(2)}" if m else None
-
-
-def read_until(proc: subprocess.Popen[bytes], done: Callable[[str], bool]) -> str | None:
-    """What ``proc`` printed on stdout once ``done`` holds of it, or None if it ends, or
-    :data:`START_DEADLINE_S` passes, first."""
-    assert proc.stdout is not None
-    end = time.monotonic() + START_DEADLINE_S
-    buf = b""
-    while time.monotonic() < end:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
-        if not ready:
-            return None
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            return None
-        buf += chunk
-        text = buf.decode(errors="replace")
-        if done(text):
-            return text
-    return None
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-    if proc.stdout is not None:
-        proc.stdout.close()
 
 
 def pytest_args(
@@ -311,6 +211,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
     if target_cmd is not None:
+        from conformance.target_cmd import check_supervised
+
         check_supervised(args)
     if args.wire_keep < 16:
         raise UsageError("--wire-keep must be at least 16 bytes")
@@ -363,37 +265,6 @@ def run_command(args: argparse.Namespace) -> int:
     return code
 
 
-def check_supervised(args: argparse.Namespace) -> None:
-    """The options of ``run --target-cmd`` that cannot be checked by the parser."""
-    if args.jobs > 1:
-        raise UsageError(
-            "--target-cmd runs one case at a time (a case that crashes the target is run "
-            "again alone): drop -j/--jobs"
-        )
-    start = args.target_start_timeout
-    if not (math.isfinite(start) and start > 0):
-        raise UsageError("--target-start-timeout must be a positive number of seconds")
-    try:
-        split(args.target_cmd)
-        args.panic_patterns = panics.compile_patterns(args.panic_pattern)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def serving_check(
-    plugin: Plugin, options: dict[str, Any], revision: str
-) -> Callable[[str, int, float], bool]:
-    """Whether a target answers the protocol's probe on a fresh connection (any answer)."""
-    request = plugin.framing.frame(plugin.probe_request, "request")
-    opening = plugin.open(options, revision)
-
-    def serving(host: str, port: int, timeout: float) -> bool:
-        deframer = plugin.framing.deframer("reply")
-        return probe(host, port, request, deframer, timeout, opening, lenient=True) is None
-
-    return serving
-
-
 def run_supervised(
     args: argparse.Namespace,
     plugin: Plugin,
@@ -402,33 +273,19 @@ def run_supervised(
     reports: Path,
     progress: list[Any],
 ) -> tuple[int, str | None]:
-    """Run the suite against ``--target-cmd``, started (and restarted after each crash,
-    stop or panic) by a :class:`Supervisor` whose output goes to ``target.log``: pytest's
-    exit code, and why the run ended early (None: it did not)."""
+    """The suite against ``--target-cmd`` (:mod:`conformance.target_cmd`): pytest's exit
+    code, and why the run ended early (None: it did not)."""
     import pytest
 
+    from conformance import target_cmd
     from conformance.suite.supervised import Supervised
 
-    log = reports / "target.log"
-    log.write_text("")
-    serving = serving_check(plugin, options, revision)
-    supervisor = Supervisor(args.target_cmd, serving, args.target_start_timeout, args.timeout, log)
-    on_termination()
-    try:
-        supervisor.start()
-    except TargetFailed as exc:
-        raise UsageError(exc.one_line(log)) from None
+    supervisor = target_cmd.start(args, plugin, revision, options, reports)
     try:
         check_session(plugin, supervisor.host, supervisor.port, args.timeout, options, revision)
         argv = pytest_args(args, plugin, supervisor.address, options, reports)
-        argv += ["--conformance-target-cmd", args.target_cmd]
-        flags = [f for p in args.panic_pattern for f in ("--panic-pattern", p)]
-        if args.target_start_timeout != TARGET_START_TIMEOUT_S:
-            flags += ["--target-start-timeout", f"{args.target_start_timeout:g}"]
-        if flags:  # repeated in every case's reproduce command
-            argv += ["--conformance-target-flags", shlex.join(flags)]
         watch = Supervised(supervisor, args.panic_patterns)
-        code = int(pytest.main(argv, plugins=[*progress, watch]))
+        code = int(pytest.main([*argv, *target_cmd.suite_args(args)], plugins=[*progress, watch]))
     finally:
         supervisor.close()
     return code, watch.failed

@@ -28,8 +28,9 @@ from conformance.errors import ProtocolError
 from conformance.exits import EXIT_FAIL, EXIT_OK, UsageError
 from conformance.fuzz import campaign, harness
 from conformance.fuzz import protocol as fuzz_protocol
-from conformance.fuzz.campaign import Event, Options, Row
+from conformance.fuzz.campaign import Options, Row
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.fuzz.events import Event, events
 from conformance.fuzz.findings import (
     Reproducer,
 )
@@ -197,7 +198,7 @@ class _Saver:
                 self.counts[name] += 1
         if not any(_classes(r) for r in batch):
             return
-        for event in campaign.events(self.proto, self.rows, self.args.connections):
+        for event in events(self.proto, self.rows, self.args.connections):
             if event.signature not in self.drafts:
                 self._first(event)
 

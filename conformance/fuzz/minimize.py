@@ -19,8 +19,9 @@ from typing import Any
 
 from conformance.errors import ProtocolError
 from conformance.fuzz import harness
-from conformance.fuzz.campaign import Event, setup
+from conformance.fuzz.campaign import setup
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.fuzz.events import Event
 from conformance.fuzz.findings import (
     LEAK_NOT_REPLAYED,
     Reproducer,

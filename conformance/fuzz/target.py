@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 from conformance import panics
+from conformance.embedded import spawn_broker, stop_process
 from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzProtocol
-from conformance.runner import parse_target, spawn_broker, stop_process
+from conformance.runner import parse_target
 
 BACK_POLL_S = 0.25
 

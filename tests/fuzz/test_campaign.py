@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from conformance import fuzz
-from conformance.fuzz import campaign, harness
+from conformance.fuzz import campaign, events, harness
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
 from conformance.fuzz.target import External
 
@@ -74,7 +74,7 @@ def test_a_crash_with_cases_in_flight_suspects_every_one_of_them() -> None:
     rows[6] = row(6, harness.CRASH, "CRASH")
     rows[7] = row(7, harness.ABORTED)
     rows[9] = row(9, harness.ABORTED)
-    (event,) = campaign.events(PROTO, rows, connections=4)
+    (event,) = events.events(PROTO, rows, connections=4)
     assert (event.finding, event.index) == ("CRASH", 6)
     assert event.window == (3, 4, 5, 6, 7, 8, 9)
 
@@ -82,7 +82,7 @@ def test_a_crash_with_cases_in_flight_suspects_every_one_of_them() -> None:
 def test_with_one_connection_a_crash_on_its_own_connection_suspects_only_itself() -> None:
     """Nothing else was in flight: the window is the case alone, as before concurrency."""
     rows = [row(i, harness.ANSWERED) for i in range(5)] + [row(5, harness.CRASH, "CRASH")]
-    (event,) = campaign.events(PROTO, rows, connections=1)
+    (event,) = events.events(PROTO, rows, connections=1)
     assert event.window == (5,)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from conformance import fuzz
-from conformance.fuzz import campaign, harness
+from conformance.fuzz import campaign, events, harness
 from conformance.fuzz.case import FuzzCase
 from conformance.fuzz.target import External
 from conformance.protocols.cursus import codec
@@ -165,7 +165,7 @@ def test_a_refused_case_suspects_the_cases_before_it() -> None:
         )
 
     rows = [row(i, harness.ANSWERED) for i in range(6)] + [row(6, harness.REFUSED, "CRASH")]
-    (event,) = campaign.events(PROTO, rows)
+    (event,) = events.events(PROTO, rows)
     assert (event.finding, event.index, event.window) == ("CRASH", 6, (3, 4, 5, 6))
 
 
@@ -229,7 +229,7 @@ def test_leak_when_resident_memory_grows_past_the_bound(clean: External) -> None
     options = campaign.Options(deadline=1.0, canary_every=10, leak_bound_mb=250)
     rows = campaign.run_range(PROTO, target, 5, 0, 40, options)
     assert [r.index for r in rows if r.leak] == [29]  # looks at 9, 19, 29: +300 MiB > 250
-    found = campaign.events(PROTO, rows)
+    found = events.events(PROTO, rows)
     assert [(e.finding, e.window) for e in found] == [("LEAK", tuple(range(20, 30)))]
     steady = campaign.run_range(PROTO, clean, 5, 0, 40, options)
     assert not any(r.leak for r in steady)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.client import ClientError
-from conformance.runner import stop_process
+from conformance.embedded import stop_process
 from tests.support.kafka_client import KafkaConn
 
 START_DEADLINE_S = 30.0
