@@ -63,6 +63,9 @@ def test_a_violation_keeps_the_evidence_it_names() -> None:
 class _Target:
     """A target whose probe says it is gone (``why``) or answers (None)."""
 
+    plugin = SimpleNamespace(reply_framing=None)
+    """(The suite plugin asks which requirement an unframeable reply breaks.)"""
+
     def __init__(self, why: str | None) -> None:
         self.why, self.probes = why, 0
 
