@@ -126,10 +126,10 @@ class _Flight:
 
     def _work(self) -> None:
         while (job := self.jobs.get()) is not None:
-            proto, case, host, port, deadline = job
+            proto, case, host, port, deadline, looks = job
             try:
                 result: harness.Result | BaseException = harness.execute(
-                    proto, case, host, port, deadline
+                    proto, case, host, port, deadline, looks
                 )
             except BaseException as exc:  # handed to the campaign's thread, raised there
                 result = exc
@@ -149,7 +149,7 @@ class _Flight:
         return self.running >= self.size
 
     def start(self, proto: FuzzProtocol, case: FuzzCase, target: Target, deadline: float) -> None:
-        self.jobs.put((proto, case, target.host, target.port, deadline))
+        self.jobs.put((proto, case, target.host, target.port, deadline, target.looks))
         self.running += 1
 
     def ended(self) -> list[tuple[FuzzCase, harness.Result]]:
@@ -215,7 +215,9 @@ def run_range(
                 seen, panic = target.panic_since(out_mark, settle=False)
                 if panic is not None:  # read all of it; a dying target's is a CRASH's
                     seen, panic = target.panic_since(out_mark)
-                    if not harness.serves(proto, target.host, target.port, options.deadline):
+                    if not harness.serves(
+                        proto, target.host, target.port, options.deadline, target.looks
+                    ):
                         panic = None  # the case that shows it down files the finding
                 if panic is not None:
                     held = _panicked(proto, pool, seed, held, ended, panic)
@@ -322,9 +324,9 @@ def _blame(
 
     def brings_down(row: Row) -> bool:
         case = generate(proto, pool, seed, row.index)
-        result = harness.execute(proto, case, host, target.port, deadline)
+        result = harness.execute(proto, case, host, target.port, deadline, target.looks)
         return result.outcome in harness.DOWN or not harness.serves(
-            proto, host, target.port, deadline
+            proto, host, target.port, deadline, target.looks
         )
 
     pos = next((i for i, row in enumerate(suspects) if brings_down(row)), None)
@@ -333,7 +335,10 @@ def _blame(
     for row in (suspects[pos], *suspects[max(pos - 1, 0) : pos]):
         _restart_if_down(proto, target, options)
         case = generate(proto, pool, seed, row.index)
-        if not harness.shows(proto, case, shown.finding, host, target.port, deadline)[0]:
+        shown_again = harness.shows(
+            proto, case, shown.finding, host, target.port, deadline, target.looks
+        )
+        if not shown_again[0]:
             continue
         if row is shown:
             return held
@@ -359,7 +364,8 @@ def _suspects(held: list[Row], options: Options) -> list[Row]:
 
 
 def _restart_if_down(proto: FuzzProtocol, target: Target, options: Options) -> None:
-    if harness.probe(proto, target.host, target.port, options.deadline) != harness.SERVING:
+    seen = harness.probe(proto, target.host, target.port, options.deadline, target.looks)
+    if seen != harness.SERVING:
         _restart(proto, target, options)
 
 

@@ -190,12 +190,13 @@ def judge(
     PANIC, whether the target printed a panic (of signature ``panic``, when given) while
     the case ran and a probe after it was answered."""
     if finding != "PANIC":
-        return harness.shows(proto, case, finding, target.host, target.port, deadline)
+        return harness.shows(proto, case, finding, target.host, target.port, deadline, target.looks)
     if not target.reads_output:
         return False, PANIC_NEEDS_OUTPUT
     mark = target.output_mark()
-    result = harness.execute(proto, case, target.host, target.port, deadline)
-    harness.serves(proto, target.host, target.port, deadline)  # it has read the case by then
+    result = harness.execute(proto, case, target.host, target.port, deadline, target.looks)
+    # it has read the case by then
+    harness.serves(proto, target.host, target.port, deadline, target.looks)
     _, found = target.panic_since(mark)
     detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
     if found is None:
@@ -216,7 +217,7 @@ def reproduces(proto: FuzzProtocol, repro: Reproducer, target: Target) -> tuple[
         raise SetupFailed(f"{target.describe()} did not take the set-up requests: {exc}") from None
     *before, last = repro.cases
     for case in before:
-        result = harness.execute(proto, case, target.host, target.port, deadline)
+        result = harness.execute(proto, case, target.host, target.port, deadline, target.looks)
         if repro.check == "case" and result.finding == repro.finding in ("CRASH", "STOPPED"):
             return True, f"case {case.index}: outcome {result.outcome}: {result.detail}"
     if repro.check == "canary":

@@ -225,18 +225,39 @@ OWN_LIMITS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.E
 """Connect errors that are the fuzzer's own machine running out, not the target."""
 
 
+@dataclass(frozen=True)
+class Looks:
+    """How :func:`probe` judges a silence: ``rounds`` of :data:`SILENT_LOOKS` looks confirm
+    a first silent look, and each look waits ``timeout`` seconds at most (None: the
+    caller's deadline).  The default confirms with every round and waits the deadline: a
+    target given by address cannot be restarted, so a stop it is charged with must be
+    sure.  A target the fuzzer restarts (:class:`conformance.fuzz.owned.Owned`) looks for
+    a time measured on its own answers at each start, far shorter than a deadline."""
+
+    rounds: int = SILENT_ROUNDS
+    timeout: float | None = None
+
+
+CONFIRMED = Looks()
+
+
 class OutOfResources(Exception):
     """The fuzzer's machine ran out of file descriptors or local ports."""
 
 
-def probe(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
+def probe(
+    proto: FuzzProtocol, host: str, port: int, timeout: float, looks: Looks = CONFIRMED
+) -> str:
     """Whether the target serves: SERVING, REFUSED or SILENT (see the oracle).
 
     A refused connect is REFUSED at once (a supervisor may restart a crashed target
     within milliseconds).  A look that was accepted and then dropped is made once more:
     a dying process's listening socket can still complete a handshake for a moment.  A
     silent look is confirmed as :data:`SILENT_ROUNDS` explains: a target may stall one
-    connection on its own (a HANG of that connection, not of the target)."""
+    connection on its own (a HANG of that connection, not of the target).  ``looks`` may
+    say otherwise (:class:`Looks`: a target the fuzzer restarts)."""
+    if looks.timeout is not None:
+        timeout = min(timeout, looks.timeout)
     seen = _look(proto, host, port, timeout)
     if seen == DROPPED:
         time.sleep(0.05)
@@ -245,7 +266,7 @@ def probe(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
         return REFUSED
     if seen != SILENT:
         return seen
-    for _ in range(SILENT_ROUNDS):
+    for _ in range(looks.rounds):
         seen = _looks(proto, host, port, timeout)
         if seen != SILENT:
             return seen
@@ -287,9 +308,11 @@ def _look(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
             return DROPPED
 
 
-def serves(proto: FuzzProtocol, host: str, port: int, timeout: float) -> bool:
+def serves(
+    proto: FuzzProtocol, host: str, port: int, timeout: float, looks: Looks = CONFIRMED
+) -> bool:
     """True if the target answers a probe (see :func:`probe`)."""
-    return probe(proto, host, port, timeout) == SERVING
+    return probe(proto, host, port, timeout, looks) == SERVING
 
 
 def _abandon(host: str, port: int, partials: Sequence[bytes], timeout: float) -> None:
@@ -301,8 +324,16 @@ def _abandon(host: str, port: int, partials: Sequence[bytes], timeout: float) ->
             sock.sendall(data)
 
 
-def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline: float) -> Result:
-    """Run ``case`` on a new connection and judge it by the oracle (CRASH included)."""
+def execute(
+    proto: FuzzProtocol,
+    case: FuzzCase,
+    host: str,
+    port: int,
+    deadline: float,
+    looks: Looks = CONFIRMED,
+) -> Result:
+    """Run ``case`` on a new connection and judge it by the oracle (CRASH included;
+    ``looks``: :func:`probe`'s)."""
     start = time.monotonic()
     try:
         _abandon(host, port, case.abandon, deadline)
@@ -314,7 +345,7 @@ def execute(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, deadline:
             proto, sock, case, deadline
         )
     if result.outcome in (CLOSED, HANG, DROPPED):
-        seen = probe(proto, host, port, deadline)
+        seen = probe(proto, host, port, deadline, looks)
         if seen == REFUSED:
             return Result(CRASH, result.replies, result.latency_s, "new connections are refused")
         if seen == SILENT:
@@ -328,19 +359,25 @@ CRASH_GRACE_S = 0.1
 
 
 def shows(
-    proto: FuzzProtocol, case: FuzzCase, finding: str, host: str, port: int, deadline: float
+    proto: FuzzProtocol,
+    case: FuzzCase,
+    finding: str,
+    host: str,
+    port: int,
+    deadline: float,
+    looks: Looks = CONFIRMED,
 ) -> tuple[bool, str]:
     """Run ``case`` and say whether it shows ``finding``, and what happened; a CRASH or a
-    STOPPED may come a moment after the case was answered."""
-    result = execute(proto, case, host, port, deadline)
+    STOPPED may come a moment after the case was answered (``looks``: :func:`probe`'s)."""
+    result = execute(proto, case, host, port, deadline, looks)
     detail = f"outcome {result.outcome}" + (f": {result.detail}" if result.detail else "")
     if result.finding == finding:
         return True, detail
     if finding in ("CRASH", "STOPPED") and result.outcome in (ANSWERED, CLOSED):
-        seen = probe(proto, host, port, deadline)  # at once: a supervisor may restart it
+        seen = probe(proto, host, port, deadline, looks)  # at once: it may be restarted
         if seen == SERVING:
             time.sleep(CRASH_GRACE_S)  # or it may take a moment to die
-            seen = probe(proto, host, port, deadline)
+            seen = probe(proto, host, port, deadline, looks)
         if (finding, seen) == ("CRASH", REFUSED):
             return True, f"{detail}, then new connections are refused"
         if (finding, seen) == ("STOPPED", SILENT):

@@ -71,7 +71,7 @@ def _fresh(
     """Bring ``target`` to a known state, then set it up: restarted if asked (and the fuzzer
     can), brought back if it does not serve.  TargetLost if it cannot be."""
     if (target.restartable and force) or not harness.serves(
-        proto, target.host, target.port, deadline
+        proto, target.host, target.port, deadline, target.looks
     ):
         target.bring_back(proto, back_s, deadline)
     try:

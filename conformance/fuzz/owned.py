@@ -13,6 +13,7 @@ reproducer.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +22,10 @@ from conformance.fuzz import harness
 from conformance.fuzz.case import FuzzProtocol
 from conformance.fuzz.target import Target, TargetLost
 from conformance.supervisor import Supervisor, TargetFailed, free_port, split
+
+LOOK_SAMPLES = 3
+LOOK_FACTOR = 20.0
+LOOK_FLOOR_S = 0.2
 
 
 class Owned(Target):
@@ -42,6 +47,7 @@ class Owned(Target):
         def serving(host: str, port: int, timeout: float) -> bool:
             return harness.probe(proto, host, port, timeout) == harness.SERVING
 
+        self.proto, self.deadline = proto, deadline
         self.supervisor = Supervisor(command, serving, start_timeout, deadline, log_path)
         self.words = self.supervisor.words
         self._start()
@@ -49,6 +55,20 @@ class Owned(Target):
     def _start(self) -> None:
         self.supervisor.start()
         self.port = self.supervisor.port
+        self.looks = harness.Looks(timeout=self._look_timeout())
+
+    def _look_timeout(self) -> float:
+        """How long one look waits for this start's answer: :data:`LOOK_FACTOR` times its
+        slowest of :data:`LOOK_SAMPLES` probe round trips, at least :data:`LOOK_FLOOR_S`
+        and at most the deadline.  A stop is then confirmed in three short looks, not three
+        deadlines (the rounds stay: a target may stall one connection at random)."""
+        slowest = 0.0
+        for _ in range(LOOK_SAMPLES):
+            began = time.monotonic()
+            if harness.probe(self.proto, self.host, self.port, self.deadline) != harness.SERVING:
+                return self.deadline
+            slowest = max(slowest, time.monotonic() - began)
+        return min(self.deadline, max(LOOK_FLOOR_S, LOOK_FACTOR * slowest))
 
     @property
     def starts(self) -> int:

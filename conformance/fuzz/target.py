@@ -34,6 +34,8 @@ class Target:
     restartable = False
     reads_output = False
     """Its output is read line by line (a target started from ``--target-cmd``)."""
+    looks = harness.CONFIRMED
+    """How a silence of it is judged a stop (:class:`harness.Looks`)."""
     lost = ""
     """Why the target was lost during a campaign ('' while it is not)."""
     down_output: list[str] = []  # noqa: RUF012 (replaced, never changed in place)

@@ -92,7 +92,14 @@ def test_a_target_that_goes_down_and_cannot_restart_ends_the_range(
     """One CRASH row, the cases in flight ABORTED, nothing started after them."""
     started: list[int] = []
 
-    def fake(proto: FuzzProtocol, case: FuzzCase, host: str, port: int, d: float) -> Any:
+    def fake(
+        proto: FuzzProtocol,
+        case: FuzzCase,
+        host: str,
+        port: int,
+        d: float,
+        looks: harness.Looks = harness.CONFIRMED,
+    ) -> Any:
         started.append(case.index)
         if case.index >= 20:
             return harness.Result(harness.REFUSED, 0, 0.0, "connect: refused")

@@ -217,11 +217,11 @@ def test_canary_sees_lost_data() -> None:
 class Swelling(External):
     """A target whose resident memory grows 100 MiB at every look."""
 
-    looks = 0
+    reads = 0
 
     def rss_bytes(self) -> int | None:
-        self.looks += 1
-        return self.looks * 100 * 2**20
+        self.reads += 1
+        return self.reads * 100 * 2**20
 
 
 def test_leak_when_resident_memory_grows_past_the_bound(clean: External) -> None:
