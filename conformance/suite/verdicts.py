@@ -8,8 +8,15 @@ Violation of a MUST                        FAIL           failed
 Violation of a SHOULD                      WARN           passed (failed with --conformance-strict)
 Violation of a MAY (a convention)          UNSUPPORTED    skipped
 Unsupported                                UNSUPPORTED    skipped
+BadFraming (a reply that cannot be framed) the level of    failed
+                                           the plug-in's
+                                           reply_framing
 TargetUnresponsive or anything else        ERROR          failed
 =========================================  =============  ===============
+
+A reply that cannot be framed breaks the plug-in's ``reply_framing`` requirement whatever
+the case was about; when the answer to the probe on a fresh connection cannot be framed
+either, the target is unusable and every later case ends at once as an ERROR that says so.
 
 A violation decided on a close or a silence (``Evidence.ending``), and a connection that
 failed under a case (a :class:`~conformance.client.ClientError`), stand only if the target
