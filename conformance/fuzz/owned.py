@@ -84,6 +84,8 @@ class Owned(Target):
         return self.supervisor.mark()
 
     def panic_since(self, mark: int, settle: bool = True) -> tuple[int, panics.Panic | None]:
+        # only this start's lines: a dead start's panic is its CRASH's, read before restart
+        mark = max(mark, self.supervisor.first_of_start)
         end, timed = self.supervisor.window(mark, settle)
         return end, panics.find([line for _, line in timed], self.patterns)
 

@@ -345,6 +345,12 @@ class Handler(socketserver.StreamRequestHandler):
     server: Server
 
     def handle(self) -> None:
+        try:
+            self._serve()
+        except OSError:
+            return  # the client went away (a reset): Go's reader just ends, printing nothing
+
+    def _serve(self) -> None:
         while True:
             line = self.rfile.readline(LINE_LIMIT + 1)
             if not line:
