@@ -25,15 +25,18 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import select
 import shlex
 import signal
-import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
+
+from conformance import ports
+from conformance.ports import free_port
 
 PLACEHOLDER = "{port}"
 TARGET_START_TIMEOUT_S = 30.0
@@ -45,7 +48,10 @@ SETTLE_S = 0.1
 SETTLE_CAP_S = 0.5
 """A target that printed within SETTLE_S may still be printing: wait (at most SETTLE_CAP_S)."""
 POLL_S = 0.1
+WAIT_S = 0.5
+"""How often the reader thread looks whether its pipe was closed under it."""
 SHOWN_LINES = 10
+PORT_TRIES = 3
 """Output lines quoted when a start fails."""
 
 Serving = Callable[[str, int, float], bool]
@@ -92,13 +98,6 @@ def split(command: str, flag: str = "--target-cmd") -> list[str]:
     return words
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def exit_status(code: int) -> str:
     """``exit status 2`` or ``killed by signal 6 (SIGABRT)``, from a Popen return code."""
     if code >= 0:
@@ -131,6 +130,9 @@ class Supervisor:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
+        self.pipe: _Pipe | None = None
+        self.port_taken = False
+        """Whether, in the last start, an older process answered on the target's port."""
         self.lines: collections.deque[tuple[int, float, str]] = collections.deque(maxlen=KEPT_LINES)
         """``(number, time.monotonic() when read, text)`` of the last lines."""
         self.last_read = 0.0
@@ -150,8 +152,20 @@ class Supervisor:
     # ----------------------------------------------------------------- start, stop
 
     def start(self) -> None:
-        """Start the command on a new port and wait until it serves; TargetFailed if not."""
-        self.port = free_port()
+        """Start the command on a new port and wait until it serves; TargetFailed if not.
+
+        A start whose port another process took first (see :mod:`conformance.ports`) is
+        made again on another port, up to :data:`PORT_TRIES` times."""
+        for left in range(PORT_TRIES - 1, -1, -1):
+            try:
+                self._start_once()
+                return
+            except TargetFailed:
+                if not (self.port_taken and left):
+                    raise
+
+    def _start_once(self) -> None:
+        self.port, self.port_taken = free_port(), False
         argv = [w.replace(PLACEHOLDER, str(self.port)) for w in self.words]
         with self.lock:
             self.first_of_start = self.count
@@ -171,7 +185,8 @@ class Supervisor:
             ) from None
         self.starts += 1
         assert self.proc.stdout is not None
-        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.pipe = _Pipe(self.proc.stdout, self.log_path)
+        self.reader = threading.Thread(target=self._read, args=(self.pipe,), daemon=True)
         self.reader.start()
         try:
             self._wait_serving()
@@ -184,23 +199,23 @@ class Supervisor:
         self.close()
         self.start()
 
-    def _read(self, stream: IO[bytes]) -> None:
-        log = self.log_path.open("a", errors="replace") if self.log_path else None
+    def _read(self, pipe: _Pipe) -> None:
+        """The reader thread: whenever the pipe has bytes, drain it (under the lock, as
+        :meth:`window` does), until end of file or the pipe is closed at stop."""
         try:
-            for raw in stream:
-                line = raw.decode(errors="replace").rstrip("\r\n")
+            while pipe.wait():
                 with self.lock:
-                    self.last_read = time.monotonic()
-                    self.lines.append((self.count, self.last_read, line))
-                    self.count += 1
-                if log is not None:
-                    log.write(line + "\n")
-                    log.flush()
-        except (OSError, ValueError):
-            pass  # the pipe was closed under us at stop
+                    if not pipe.drain(self._take):
+                        return
         finally:
-            if log is not None:
-                log.close()
+            with self.lock:
+                pipe.finish()
+
+    def _take(self, line: str) -> None:
+        """One output line read (the lock is held)."""
+        self.last_read = time.monotonic()
+        self.lines.append((self.count, self.last_read, line))
+        self.count += 1
 
     def _wait_serving(self) -> None:
         assert self.proc is not None
@@ -219,11 +234,14 @@ class Supervisor:
                     f"{self.flag} did not serve on port {self.port} within "
                     f"--target-start-timeout {self.start_timeout:g} s: check that it listens "
                     f"on {PLACEHOLDER} (it runs without a shell: no pipes, '&&' or "
-                    "VAR=value)",
+                    "VAR=value)"
+                    + ("; an older process answered on that port" if self.port_taken else ""),
                     self._last_lines(),
                 )
             if self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S))):
-                return
+                if not ports.stranger_listens(self.port, self.proc.pid):
+                    return
+                self.port_taken = True  # not its answer: wait for it to fail to bind
             time.sleep(POLL_S)
 
     def _last_lines(self) -> list[str]:
@@ -247,8 +265,9 @@ class Supervisor:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(STOP_GRACE_S)
         self._join_reader()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        with self.lock:  # the reader thread, if still there, sees it closed before it reads
+            if self.pipe is not None:
+                self.pipe.close()
 
     # ------------------------------------------------------------------ looking at it
 
@@ -276,8 +295,16 @@ class Supervisor:
             end = time.monotonic() + SETTLE_CAP_S
             while time.monotonic() - self.last_read < SETTLE_S and time.monotonic() < end:
                 time.sleep(SETTLE_S / 4)
+                self._catch_up()
         with self.lock:
+            if self.pipe is not None:  # whatever it printed before now is read: no race
+                self.pipe.drain(self._take)  # with a reader thread the scheduler is slow to
             return self.count, [(t, line) for n, t, line in self.lines if n >= mark]
+
+    def _catch_up(self) -> None:
+        with self.lock:
+            if self.pipe is not None:
+                self.pipe.drain(self._take)
 
     def output(self) -> list[str]:
         """What the current (or last) start printed, as far as it is kept."""
@@ -292,6 +319,71 @@ class Supervisor:
     def describe(self) -> str:
         pid = f" (pid {self.proc.pid})" if self.proc is not None else ""
         return f"{self.flag} {self.words[0]}{pid} on {self.address}"
+
+
+class _Pipe:
+    """One start's merged stdout and stderr, read without blocking by whoever holds the
+    supervisor's lock: its reader thread when bytes arrive, and :meth:`Supervisor.window`
+    before it answers, so that a line the target wrote before a case's reply was read is
+    in the window of that case however late the reader thread is scheduled (on a loaded
+    machine it can be late by more than a probe's round trip).  Lines go to the log file
+    as they are read; a line cut at end of file is kept."""
+
+    def __init__(self, stream: IO[bytes], log_path: Path | None) -> None:
+        self.stream, self.fd = stream, stream.fileno()
+        os.set_blocking(self.fd, False)
+        self.log = log_path.open("a", errors="replace") if log_path else None
+        self.partial = b""
+        self.ended = False
+
+    def wait(self) -> bool:
+        """Block until the pipe has bytes (or ends); False once it is closed or ended."""
+        if self.ended:
+            return False
+        try:
+            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
+        except (OSError, ValueError):  # closed under us at stop
+            return False
+        return bool(ready) or not self.stream.closed
+
+    def drain(self, take: Callable[[str], None]) -> bool:
+        """Read every byte waiting, hand each whole line to ``take``; False at end of file."""
+        while not self.ended and not self.stream.closed:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return True
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                self.ended = True
+                if self.partial:
+                    self._line(self.partial, take)
+                    self.partial = b""
+                return False
+            *whole, self.partial = (self.partial + chunk).split(b"\n")
+            for raw in whole:
+                self._line(raw, take)
+        return False
+
+    def _line(self, raw: bytes, take: Callable[[str], None]) -> None:
+        line = raw.decode(errors="replace").rstrip("\r")
+        take(line)
+        if self.log is not None:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+    def finish(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def close(self) -> None:
+        """Close the pipe (with the supervisor's lock held: a closed descriptor's number
+        may be reused at once, and must never be read again)."""
+        self.ended = True
+        self.stream.close()
+        self.finish()
 
 
 def interrupted(signum: int, frame: object) -> None:
