@@ -206,21 +206,24 @@ def run_range(
                 index += 1
             ended = flight.ended() if flight.running else []  # [] : time ran out first
             down = any(r.outcome in harness.DOWN for _, r in ended)
-            while down and flight.running:  # nothing new starts until they have ended
-                ended += flight.ended()
+            seen, panic = out_mark, None
+            if ended and not down:  # a panic while it lives on: a finding of its own
+                seen, panic = target.panic_since(out_mark, settle=False)
+            while (down or panic) and flight.running:  # nothing new starts until they
+                ended += flight.ended()  # have ended (those in flight are suspects too)
+                down = any(r.outcome in harness.DOWN for _, r in ended)
             if on_ended is not None and ended:
                 on_ended(len(ended))
             held += _rows(proto, ended, start, down)
-            if ended and not down:  # a panic while it lives on: a finding of its own
-                seen, panic = target.panic_since(out_mark, settle=False)
-                if panic is not None:  # read all of it; a dying target's is a CRASH's
-                    seen, panic = target.panic_since(out_mark)
-                    if not harness.serves(
-                        proto, target.host, target.port, options.deadline, target.looks
-                    ):
-                        panic = None  # the case that shows it down files the finding
+            if panic is not None and not down:  # read all of it (a dying target's is a
+                seen, panic = target.panic_since(out_mark)  # CRASH's)
+                if not harness.serves(
+                    proto, target.host, target.port, options.deadline, target.looks
+                ):
+                    panic = None  # the case that shows it down files the finding
                 if panic is not None:
                     held = _panicked(proto, pool, seed, held, ended, panic)
+            if ended and not down:
                 out_mark = seen
             if flight.running or not (down or index == checkpoint or _late(until)):
                 continue
@@ -275,8 +278,10 @@ def _panicked(
     panic: panics.Panic,
 ) -> list[Row]:
     """``held`` with a PANIC on the last case of ``ended`` that has no finding of its own
-    (the panic was read after it ended; its window, :func:`.events.events`, holds the cases in
-    flight with it and a few before, and minimization finds the culprit among them)."""
+    (the panic was read after a case ended, and every case then in flight, any of which
+    may have caused it, was let end first: so the last case is the last started; its
+    window, :func:`.events.events`, holds the cases before it that were in flight with
+    them, and minimization finds the culprit among them)."""
     last = max((c.index for c, r in ended if not harness.FINDING_OF.get(r.outcome)), default=None)
     if last is None:
         return held  # every case that ended has a finding of its own: they are reported
