@@ -48,6 +48,9 @@ SETTLE_S = 0.1
 SETTLE_CAP_S = 0.5
 """A target that printed within SETTLE_S may still be printing: wait (at most SETTLE_CAP_S)."""
 POLL_S = 0.1
+FIRST_POLL_S = 0.01
+"""A start is looked at after 0.01 s, then twice as long each time up to POLL_S (a JVM
+serves in about 0.05 s: a fixed 0.1 s poll made every restart cost 0.1 s more)."""
 WAIT_S = 0.5
 """How often the reader thread looks whether its pipe was closed under it."""
 SHOWN_LINES = 10
@@ -220,6 +223,7 @@ class Supervisor:
     def _wait_serving(self) -> None:
         assert self.proc is not None
         end = time.monotonic() + self.start_timeout
+        pause = FIRST_POLL_S
         while True:
             code = self.proc.poll()
             if code is not None:  # what it started in its group goes with it (in close)
@@ -242,7 +246,8 @@ class Supervisor:
                 if not ports.stranger_listens(self.port, self.proc.pid):
                     return
                 self.port_taken = True  # not its answer: wait for it to fail to bind
-            time.sleep(POLL_S)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_S)
 
     def _last_lines(self) -> list[str]:
         return self.since(self.first_of_start)[-SHOWN_LINES:]

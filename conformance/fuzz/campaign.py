@@ -315,8 +315,9 @@ def _blame(
 ) -> list[Row]:
     """``held`` with the finding moved to the case that brought the target down.
 
-    The case that first showed the target down was one of several in flight.  On the
-    restarted target the suspects (the cases in flight with it, and the few before it)
+    The case that first showed the target down was one of several in flight.  It is
+    replayed alone on the restarted target first: if it shows the finding again, it keeps
+    it.  If not, the suspects (the cases in flight with it, and the few before it)
     are replayed one at a time in the order they ran, each followed by a look at the
     target, until it is down; the case just replayed (or, if the target took a moment
     to die, the one before it) is then checked alone on a restarted target.  If it shows
@@ -326,6 +327,10 @@ def _blame(
     shown = next(r for r in held if r.outcome in harness.DOWN)
     suspects = _suspects(held, options)
     host, deadline = target.host, options.deadline
+    case = generate(proto, pool, seed, shown.index)
+    if harness.shows(proto, case, shown.finding, host, target.port, deadline, target.looks)[0]:
+        return held  # the case that showed it does it alone: the usual culprit, tried first
+    _restart_if_down(proto, target, options)
 
     def brings_down(row: Row) -> bool:
         case = generate(proto, pool, seed, row.index)
@@ -337,8 +342,8 @@ def _blame(
     pos = next((i for i, row in enumerate(suspects) if brings_down(row)), None)
     if pos is None:
         return held  # none of them, in the order they ran, brought it down
-    for row in (suspects[pos], *suspects[max(pos - 1, 0) : pos]):
-        _restart_if_down(proto, target, options)
+    for n, row in enumerate((suspects[pos], *suspects[max(pos - 1, 0) : pos])):
+        _restart_if_down(proto, target, options, known=n == 0)  # (the sweep left it down)
         case = generate(proto, pool, seed, row.index)
         shown_again = harness.shows(
             proto, case, shown.finding, host, target.port, deadline, target.looks
@@ -368,9 +373,10 @@ def _suspects(held: list[Row], options: Options) -> list[Row]:
     return [r for r in held if r.index >= low]
 
 
-def _restart_if_down(proto: FuzzProtocol, target: Target, options: Options) -> None:
-    seen = harness.probe(proto, target.host, target.port, options.deadline, target.looks)
-    if seen != harness.SERVING:
+def _restart_if_down(
+    proto: FuzzProtocol, target: Target, options: Options, known: bool = False
+) -> None:
+    if known or not harness.serves(proto, target.host, target.port, options.deadline, target.looks):
         _restart(proto, target, options)
 
 

@@ -46,7 +46,7 @@ import errno
 import functools
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
@@ -236,6 +236,9 @@ class Looks:
 
     rounds: int = SILENT_ROUNDS
     timeout: float | None = None
+    at_once: int = 1
+    """Looks made at once the first time (more than one: a silence is judged in one look's
+    time, every one of them silent, instead of one look and then its rounds)."""
 
 
 CONFIRMED = Looks()
@@ -258,7 +261,10 @@ def probe(
     say otherwise (:class:`Looks`: a target the fuzzer restarts)."""
     if looks.timeout is not None:
         timeout = min(timeout, looks.timeout)
-    seen = _look(proto, host, port, timeout)
+    if looks.at_once > 1:
+        seen = _looks(proto, host, port, timeout, looks.at_once)
+    else:
+        seen = _look(proto, host, port, timeout)
     if seen == DROPPED:
         time.sleep(0.05)
         seen = _look(proto, host, port, timeout)
@@ -273,12 +279,14 @@ def probe(
     return SILENT
 
 
-def _looks(proto: FuzzProtocol, host: str, port: int, timeout: float) -> str:
-    """:data:`SILENT_LOOKS` looks at once: SERVING as soon as one is answered, SILENT if
-    all are silent, else REFUSED."""
-    pool = ThreadPoolExecutor(SILENT_LOOKS, thread_name_prefix="probe")
+def _looks(
+    proto: FuzzProtocol, host: str, port: int, timeout: float, count: int = SILENT_LOOKS
+) -> str:
+    """``count`` looks at once: SERVING as soon as one is answered, SILENT if all are
+    silent, else REFUSED."""
+    pool = ThreadPoolExecutor(count, thread_name_prefix="probe")
     try:
-        jobs = [pool.submit(_look, proto, host, port, timeout) for _ in range(SILENT_LOOKS)]
+        jobs = [pool.submit(_look, proto, host, port, timeout) for _ in range(count)]
         seen_all = set()
         for job in as_completed(jobs):
             seen_all.add(job.result())
@@ -340,10 +348,15 @@ def execute(
         sock = _connect(host, port, deadline)
     except OSError as exc:
         return Result(REFUSED, 0, time.monotonic() - start, f"connect: {exc}")
+    early = None
+    if looks.timeout is not None and looks.timeout < deadline:
+        early = (looks.timeout, functools.partial(_looks, proto, host, port, looks.timeout))
     with contextlib.closing(sock):
         result = _opened(proto, sock, deadline, case.session) or _converse(
-            proto, sock, case, deadline
+            proto, sock, case, deadline, early
         )
+    if result.outcome in DOWN:
+        return result
     if result.outcome in (CLOSED, HANG, DROPPED):
         seen = probe(proto, host, port, deadline, looks)
         if seen == REFUSED:
@@ -404,7 +417,18 @@ def _opened(
     return None
 
 
-def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline: float) -> Result:
+Early = tuple[float, Callable[[], str]]
+"""``(after, look)``: a reply owed and silent for ``after`` seconds, the target is looked
+at on fresh connections (``look()``, :func:`_looks`) instead of waiting out the deadline."""
+
+
+def _converse(
+    proto: FuzzProtocol,
+    sock: socket.socket,
+    case: FuzzCase,
+    deadline: float,
+    early: Early | None = None,
+) -> Result:
     expect = expectation(proto, case.sent)
     last = len(case.writes) - 1
     t0 = time.monotonic()
@@ -420,22 +444,40 @@ def _converse(proto: FuzzProtocol, sock: socket.socket, case: FuzzCase, deadline
     if expect.must_close:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
-    return _read(proto, sock, expect, deadline)
+    return _read(proto, sock, expect, deadline, early)
 
 
-def _read(proto: FuzzProtocol, sock: socket.socket, expect: Expectation, deadline: float) -> Result:
+def _read(
+    proto: FuzzProtocol,
+    sock: socket.socket,
+    expect: Expectation,
+    deadline: float,
+    early: Early | None = None,
+) -> Result:
+    """The case's replies, judged by the oracle.  With ``early`` (a target the fuzzer
+    restarts), a silence of ``early[0]`` seconds while something is owed makes it look at
+    the target on fresh connections at once: if none of them is answered either, the
+    target stopped, and the case says so without waiting out its deadline; otherwise the
+    case waits on (a slow reply is no stop; a crash closes the case's connection)."""
     t0 = time.monotonic()
     end = t0 + deadline
     deframer = proto.new_reply_deframer()
     replies = 0
+    looked_at = t0 + early[0] if early is not None else end
     while True:
         if replies >= expect.owed and not expect.must_close:
             return Result(ANSWERED, replies, time.monotonic() - t0)
-        left = end - time.monotonic()
-        if left <= 0:
+        now = time.monotonic()
+        if early is not None and now >= looked_at:
+            seen, looked_at = early[1](), end
+            if seen == SILENT:
+                why = "silent, and so are new connections: the target stopped serving"
+                return Result(STOPPED, replies, time.monotonic() - t0, why)
+        left = min(end, looked_at) - time.monotonic()
+        if left <= 0 and looked_at >= end:
             owed = "a close" if replies >= expect.owed else f"{expect.owed - replies} replies"
             return Result(HANG, replies, time.monotonic() - t0, f"silent; still owed {owed}")
-        sock.settimeout(left)
+        sock.settimeout(max(left, 0.001))
         try:
             data = sock.recv(RECV)
         except TimeoutError:
