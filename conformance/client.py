@@ -320,6 +320,10 @@ class Connection:
         self.close()
 
 
+PARTIAL_REPLY = "a reply began, but was not whole within"
+"""How :func:`probe` says that an answer came too slowly (not that none came)."""
+
+
 def probe(
     host: str,
     port: int,
@@ -343,11 +347,15 @@ def probe(
     except ConnectFailed as exc:
         return str(exc)
     except ReplyTimeout:
-        return f"no reply within {timeout:g}s"
+        if deframer.buffered:
+            return f"{PARTIAL_REPLY} {timeout:.3g}s ({deframer.buffered} bytes came)"
+        return f"no reply within {timeout:.3g}s"
     except BadFraming as exc:
         return None if lenient else str(exc)
     except PeerClosed as exc:
         return str(exc)
     except SessionRefused as exc:
         return None if lenient else f"the session was refused: {exc}"
+    except ProtocolError as exc:  # a session opener's reply that does not decode
+        return None if lenient else f"the session opener's reply: {exc}"
     return None

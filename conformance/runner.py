@@ -40,6 +40,7 @@ from typing import Any
 from conformance import baseline, protocols
 from conformance.client import ClientError, Connection, WireLog
 from conformance.embedded import embedded_broker
+from conformance.errors import ProtocolError
 from conformance.exits import EXIT_FAIL, EXIT_USAGE, UsageError
 from conformance.options import option_values, options_for, serve_args
 from conformance.plugin import Plugin, SessionRefused, UnknownQuirk
@@ -108,8 +109,8 @@ def check_session(
         raise UsageError(
             f"{host}:{port} refused the {plugin.name} session: {exc}; check {flags}"
         ) from None
-    except ClientError:
-        pass
+    except (ClientError, ProtocolError):
+        pass  # gone, or a reply that is not a session's: the cases find and judge it
 
 
 def protocol_options(

@@ -55,10 +55,13 @@ WAIT_S = 0.5
 """How often the reader thread looks whether its pipe was closed under it."""
 SHOWN_LINES = 10
 PORT_TRIES = 3
+NO_CONNECT = "cannot connect"
+"""How a serving check's answer begins when nothing accepted the connection."""
 """Output lines quoted when a start fails."""
 
-Serving = Callable[[str, int, float], bool]
-"""``serving(host, port, timeout)``: whether the target answers a probe on a fresh connection."""
+Serving = Callable[[str, int, float], "bool | str"]
+"""``serving(host, port, timeout)``: whether the target answers a probe on a fresh
+connection: True, or False or what the look saw instead (``'closed before replying'``)."""
 
 
 class TargetFailed(Exception):
@@ -224,6 +227,7 @@ class Supervisor:
         assert self.proc is not None
         end = time.monotonic() + self.start_timeout
         pause = FIRST_POLL_S
+        looked = ""
         while True:
             code = self.proc.poll()
             if code is not None:  # what it started in its group goes with it (in close)
@@ -234,20 +238,30 @@ class Supervisor:
                 )
             left = end - time.monotonic()
             if left <= 0:
-                raise TargetFailed(
-                    f"{self.flag} did not serve on port {self.port} within "
-                    f"--target-start-timeout {self.start_timeout:g} s: check that it listens "
-                    f"on {PLACEHOLDER} (it runs without a shell: no pipes, '&&' or "
-                    "VAR=value)"
-                    + ("; an older process answered on that port" if self.port_taken else ""),
-                    self._last_lines(),
-                )
-            if self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S))):
+                raise TargetFailed(self._not_serving(looked), self._last_lines())
+            seen = self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S)))
+            if isinstance(seen, str) and not (looked and seen.startswith(NO_CONNECT)):
+                looked = seen  # (what a look that connected saw says more)
+            if seen is True:
                 if not ports.stranger_listens(self.port, self.proc.pid):
                     return
                 self.port_taken = True  # not its answer: wait for it to fail to bind
             time.sleep(pause)
             pause = min(pause * 2, POLL_S)
+
+    def _not_serving(self, looked: str) -> str:
+        said = (
+            f"{self.flag} did not serve on port {self.port} within --target-start-timeout "
+            f"{self.start_timeout:g} s"
+        )
+        if self.port_taken:
+            return f"{said}: an older process answered on that port"
+        if looked and not looked.startswith(NO_CONNECT):  # it listens, but
+            return f"{said}: it accepts connections, but the protocol's probe got: {looked}"
+        return (
+            f"{said}: check that it listens on {PLACEHOLDER} (it runs without a shell: no "
+            "pipes, '&&' or VAR=value)"
+        )
 
     def _last_lines(self) -> list[str]:
         return self.since(self.first_of_start)[-SHOWN_LINES:]

@@ -50,14 +50,15 @@ def check_supervised(args: argparse.Namespace) -> None:
 
 def serving_check(
     plugin: Plugin, options: dict[str, Any], revision: str
-) -> Callable[[str, int, float], bool]:
+) -> Callable[[str, int, float], bool | str]:
     """Whether a target answers the protocol's probe on a fresh connection (any answer)."""
     request = plugin.framing.frame(plugin.probe_request, "request")
-    opening = plugin.open(options, revision)
 
-    def serving(host: str, port: int, timeout: float) -> bool:
+    def serving(host: str, port: int, timeout: float) -> bool | str:
         deframer = plugin.framing.deframer("reply")
-        return probe(host, port, request, deframer, timeout, opening, lenient=True) is None
+        opening = plugin.open(options, revision)  # a generator: a fresh one for each look
+        problem = probe(host, port, request, deframer, timeout, opening, lenient=True)
+        return problem or True
 
     return serving
 

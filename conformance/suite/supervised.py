@@ -107,10 +107,9 @@ class Supervised:
         sup = self.supervisor
         code = sup.exit_code()
         stopped = None
-        if code is None:  # a case that found the target gone has probed it already
-            gone = target.dead if not target.unusable else None
-            stopped = gone or target.probe_twice()
-            code = sup.exit_code()  # it may have died while it was probed
+        if code is None and not target.unusable:  # (an unusable one did not stop)
+            stopped = target.dead or target.probe_twice()  # (a case that found it gone
+            code = sup.exit_code()  # has probed it already); it may die while probed
         self.mark, timed = sup.window(self.mark)
         output = [line for _, line in timed]
         panic = panics.find(output, self.patterns)

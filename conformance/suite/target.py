@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from conformance.client import Connection, WireLog, probe
+from conformance.client import PARTIAL_REPLY, Connection, WireLog, probe
 from conformance.evidence import Evidence
 from conformance.plugin import Plugin
 from conformance.suite.case import Violation
@@ -72,6 +72,8 @@ class Target:
         if self.dead is not None:
             return self.dead
         why = self.probe_twice()
+        if self.unusable:
+            return self.dead
         if why is None:
             return None
         self.dead = why
@@ -80,13 +82,20 @@ class Target:
 
     def probe_twice(self) -> str | None:
         """None if a probe on a fresh connection is answered, the first time or after a
-        pause with the run's whole deadline; else why not (nothing is remembered)."""
+        pause with the run's whole deadline; else why not (nothing is remembered).  An
+        answer that begins but is still not whole the second time makes the target
+        unusable (None is returned: it did not stop; :attr:`dead` says why): a target that
+        drips its replies would otherwise cost every case its deadlines."""
         for attempt, timeout in enumerate((self.probe_timeout, self.timeout)):
             if attempt:
                 time.sleep(RETRY_PAUSE_S)
             why = self._probe(timeout, lenient=True)
             if why is None:
                 return None
+        if why is not None and why.startswith(PARTIAL_REPLY):  # it answers, too slowly
+            self.dead = f"target {self.address} is unusable: its replies come too slowly ({why})"
+            self.unusable = True
+            return None
         return f"target {self.address} is unresponsive: {why}"
 
     def found_unusable(self) -> None:
