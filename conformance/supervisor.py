@@ -53,11 +53,13 @@ FIRST_POLL_S = 0.01
 serves in about 0.05 s: a fixed 0.1 s poll made every restart cost 0.1 s more)."""
 WAIT_S = 0.5
 """How often the reader thread looks whether its pipe was closed under it."""
+LINE_CAP = 64 * 1024
+"""Output bytes without a line end kept before they are taken as a line of their own."""
 SHOWN_LINES = 10
+"""Output lines quoted when a start fails."""
 PORT_TRIES = 3
 NO_CONNECT = "cannot connect"
 """How a serving check's answer begins when nothing accepted the connection."""
-"""Output lines quoted when a start fails."""
 
 Serving = Callable[[str, int, float], "bool | str"]
 """``serving(host, port, timeout)``: whether the target answers a probe on a fresh
@@ -315,12 +317,12 @@ class Supervisor:
             while time.monotonic() - self.last_read < SETTLE_S and time.monotonic() < end:
                 time.sleep(SETTLE_S / 4)
                 self._catch_up()
+        self._catch_up()  # what it printed before now is in the window, reader thread or not
         with self.lock:
-            if self.pipe is not None:  # whatever it printed before now is read: no race
-                self.pipe.drain(self._take)  # with a reader thread the scheduler is slow to
             return self.count, [(t, line) for n, t, line in self.lines if n >= mark]
 
     def _catch_up(self) -> None:
+        """Read what the pipe holds now, in the caller's thread."""
         with self.lock:
             if self.pipe is not None:
                 self.pipe.drain(self._take)
@@ -381,6 +383,9 @@ class _Pipe:
                     self.partial = b""
                 return False
             *whole, self.partial = (self.partial + chunk).split(b"\n")
+            if len(self.partial) > LINE_CAP:  # output that never ends a line is cut in lines
+                whole.append(self.partial)
+                self.partial = b""
             for raw in whole:
                 self._line(raw, take)
         return False

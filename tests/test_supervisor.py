@@ -135,3 +135,27 @@ def test_free_ports_are_below_the_ephemeral_range() -> None:
     picked = {ports.free_port() for _ in range(20)}
     assert all(ports.PORT_FLOOR <= p < low for p in picked), picked
     assert len(picked) > 10  # at random, not one after another
+
+
+def test_output_that_never_ends_a_line_is_cut_in_lines(tmp_path: Path) -> None:
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import socket, sys\n"
+        "server = socket.create_server(('127.0.0.1', int(sys.argv[1])))\n"
+        "sys.stdout.write('.' * 200000)\n"
+        "sys.stdout.flush()\n"
+        "while True:\n"
+        "    server.accept()[0].close()\n"
+    )
+    command = shlex.join([sys.executable, str(script), "{port}"])
+    sup = Supervisor(command, serving, start_timeout=20, deadline=2)
+    sup.start()
+    try:
+        deadline = time.monotonic() + 10
+        while sum(map(len, sup.output())) < 200000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lines = sup.output()
+        assert sum(map(len, lines)) >= 200000 - supervisor.LINE_CAP
+        assert max(map(len, lines)) <= supervisor.LINE_CAP + 65536
+    finally:
+        sup.close()
