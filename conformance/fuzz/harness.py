@@ -263,6 +263,8 @@ def probe(
         timeout = min(timeout, looks.timeout)
     if looks.at_once > 1:
         seen = _looks(proto, host, port, timeout, looks.at_once)
+        if seen == REFUSED:  # one of them refused or dropped: looked at once more, below
+            seen = DROPPED
     else:
         seen = _look(proto, host, port, timeout)
     if seen == DROPPED:
