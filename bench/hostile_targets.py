@@ -24,20 +24,10 @@ import time
 from pathlib import Path
 
 from tests.support.hostile_target import BEHAVIOURS
+from tests.support.rss import watch_peak
 
 HOSTILE = Path(__file__).resolve().parents[1] / "tests" / "support" / "hostile_target.py"
 PROTOCOLS = ("cursus", "iggy", "kafka", "minikafka", "v1line")
-
-
-def _watch(pid: int, done: threading.Event, peak: list[float]) -> None:
-    while not done.is_set():
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak[0] = max(peak[0], int(line.split()[1]) / 1024)
-        except (OSError, ValueError):
-            return
-        time.sleep(0.05)
 
 
 def run(protocol: str, behaviour: str | None, timeout: float, tmp: Path) -> tuple[str, ...]:
@@ -52,7 +42,7 @@ def run(protocol: str, behaviour: str | None, timeout: float, tmp: Path) -> tupl
     began = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp)
     done, peak = threading.Event(), [0.0]
-    threading.Thread(target=_watch, args=(proc.pid, done, peak), daemon=True).start()
+    threading.Thread(target=watch_peak, args=(proc.pid, done, peak), daemon=True).start()
     try:
         proc.communicate(timeout=900)
     finally:

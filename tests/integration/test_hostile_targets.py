@@ -17,13 +17,13 @@ import shlex
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from conformance import protocols
 from tests.support.hostile_target import BEHAVIOURS
+from tests.support.rss import watch_peak
 
 HOSTILE = Path(__file__).resolve().parents[1] / "support" / "hostile_target.py"
 PROTOCOLS = ("cursus", "iggy", "kafka", "minikafka", "v1line")
@@ -34,17 +34,6 @@ near the 64 MiB limit, and the reports hold every case's wire log)."""
 ONE_READ = 1 << 20
 """The most one read of the client takes (a frame's limit is checked on what was read)."""
 HANG_GUARD_S = 400
-
-
-def peak_rss_mb(pid: int, done: threading.Event, seen: list[float]) -> None:
-    while not done.is_set():
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    seen.append(int(line.split()[1]) / 1024)
-        except (OSError, ValueError):
-            return
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:
@@ -78,7 +67,7 @@ def test_a_hostile_target_ends_the_run_cleanly(
     cmd += ["--timeout", "1", "--target-start-timeout", "10"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     done, rss = threading.Event(), [0.0]
-    watcher = threading.Thread(target=peak_rss_mb, args=(proc.pid, done, rss), daemon=True)
+    watcher = threading.Thread(target=watch_peak, args=(proc.pid, done, rss), daemon=True)
     watcher.start()
     try:
         out, err = proc.communicate(timeout=HANG_GUARD_S)
@@ -90,7 +79,7 @@ def test_a_hostile_target_ends_the_run_cleanly(
     stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     said = stdout[-2000:] + stderr[-2000:]
     assert "Traceback" not in stderr, said
-    assert max(rss) < PEAK_RSS_MB, (max(rss), said)
+    assert rss[0] < PEAK_RSS_MB, (rss[0], said)
     started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     assert started, "the hostile target never started"
     left = [p for p in started if alive(p)]
