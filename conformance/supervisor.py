@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import select
 import shlex
 import signal
 import subprocess
@@ -33,10 +32,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
 
 from conformance import ports
 from conformance.ports import free_port
+from conformance.target_output import OutputPipe
 
 PLACEHOLDER = "{port}"
 TARGET_START_TIMEOUT_S = 30.0
@@ -51,10 +50,6 @@ POLL_S = 0.1
 FIRST_POLL_S = 0.01
 """A start is looked at after 0.01 s, then twice as long each time up to POLL_S (a JVM
 serves in about 0.05 s: a fixed 0.1 s poll made every restart cost 0.1 s more)."""
-WAIT_S = 0.5
-"""How often the reader thread looks whether its pipe was closed under it."""
-LINE_CAP = 64 * 1024
-"""Output bytes without a line end kept before they are taken as a line of their own."""
 SHOWN_LINES = 10
 """Output lines quoted when a start fails."""
 PORT_TRIES = 3
@@ -138,7 +133,7 @@ class Supervisor:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
-        self.pipe: _Pipe | None = None
+        self.pipe: OutputPipe | None = None
         self.port_taken = False
         """Whether, in the last start, an older process answered on the target's port."""
         self.lines: collections.deque[tuple[int, float, str]] = collections.deque(maxlen=KEPT_LINES)
@@ -193,7 +188,7 @@ class Supervisor:
             ) from None
         self.starts += 1
         assert self.proc.stdout is not None
-        self.pipe = _Pipe(self.proc.stdout, self.log_path)
+        self.pipe = OutputPipe(self.proc.stdout, self.log_path)
         self.reader = threading.Thread(target=self._read, args=(self.pipe,), daemon=True)
         self.reader.start()
         try:
@@ -207,7 +202,7 @@ class Supervisor:
         self.close()
         self.start()
 
-    def _read(self, pipe: _Pipe) -> None:
+    def _read(self, pipe: OutputPipe) -> None:
         """The reader thread: whenever the pipe has bytes, drain it (under the lock, as
         :meth:`window` does), until end of file or the pipe is closed at stop."""
         try:
@@ -340,74 +335,6 @@ class Supervisor:
     def describe(self) -> str:
         pid = f" (pid {self.proc.pid})" if self.proc is not None else ""
         return f"{self.flag} {self.words[0]}{pid} on {self.address}"
-
-
-class _Pipe:
-    """One start's merged stdout and stderr, read without blocking by whoever holds the
-    supervisor's lock: its reader thread when bytes arrive, and :meth:`Supervisor.window`
-    before it answers, so that a line the target wrote before a case's reply was read is
-    in the window of that case however late the reader thread is scheduled (on a loaded
-    machine it can be late by more than a probe's round trip).  Lines go to the log file
-    as they are read; a line cut at end of file is kept."""
-
-    def __init__(self, stream: IO[bytes], log_path: Path | None) -> None:
-        self.stream, self.fd = stream, stream.fileno()
-        os.set_blocking(self.fd, False)
-        self.log = log_path.open("a", errors="replace") if log_path else None
-        self.partial = b""
-        self.ended = False
-
-    def wait(self) -> bool:
-        """Block until the pipe has bytes (or ends); False once it is closed or ended."""
-        if self.ended:
-            return False
-        try:
-            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
-        except (OSError, ValueError):  # closed under us at stop
-            return False
-        return bool(ready) or not self.stream.closed
-
-    def drain(self, take: Callable[[str], None]) -> bool:
-        """Read every byte waiting, hand each whole line to ``take``; False at end of file."""
-        while not self.ended and not self.stream.closed:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return True
-            except (OSError, ValueError):
-                chunk = b""
-            if not chunk:
-                self.ended = True
-                if self.partial:
-                    self._line(self.partial, take)
-                    self.partial = b""
-                return False
-            *whole, self.partial = (self.partial + chunk).split(b"\n")
-            if len(self.partial) > LINE_CAP:  # output that never ends a line is cut in lines
-                whole.append(self.partial)
-                self.partial = b""
-            for raw in whole:
-                self._line(raw, take)
-        return False
-
-    def _line(self, raw: bytes, take: Callable[[str], None]) -> None:
-        line = raw.decode(errors="replace").rstrip("\r")
-        take(line)
-        if self.log is not None:
-            self.log.write(line + "\n")
-            self.log.flush()
-
-    def finish(self) -> None:
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-    def close(self) -> None:
-        """Close the pipe (with the supervisor's lock held: a closed descriptor's number
-        may be reused at once, and must never be read again)."""
-        self.ended = True
-        self.stream.close()
-        self.finish()
 
 
 def interrupted(signum: int, frame: object) -> None:

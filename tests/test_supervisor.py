@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import ports, supervisor
+from conformance import ports, supervisor, target_output
 from conformance.supervisor import Supervisor
 
 TARGET = """
@@ -73,14 +73,14 @@ def started(tmp_path: Path):
 def test_a_line_printed_before_the_answer_is_in_the_window_at_once(
     started: Supervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    waited = supervisor._Pipe.wait
+    waited = target_output.OutputPipe.wait
 
-    def late(self: supervisor._Pipe) -> bool:  # a reader thread the scheduler leaves waiting
+    def late(self: target_output.OutputPipe) -> bool:  # a reader thread left waiting
         time.sleep(3)
         return waited(self)
 
-    monkeypatch.setattr(supervisor._Pipe, "wait", late)
-    time.sleep(supervisor.WAIT_S * 2)  # the reader thread is now in the late wait
+    monkeypatch.setattr(target_output.OutputPipe, "wait", late)
+    time.sleep(target_output.WAIT_S * 2)  # the reader thread is now in the late wait
     mark = started.mark()
     assert ask(started) == b"ok"
     end, lines = started.window(mark, settle=False)
@@ -155,7 +155,7 @@ def test_output_that_never_ends_a_line_is_cut_in_lines(tmp_path: Path) -> None:
         while sum(map(len, sup.output())) < 200000 and time.monotonic() < deadline:
             time.sleep(0.05)
         lines = sup.output()
-        assert sum(map(len, lines)) >= 200000 - supervisor.LINE_CAP
-        assert max(map(len, lines)) <= supervisor.LINE_CAP + 65536
+        assert sum(map(len, lines)) >= 200000 - target_output.LINE_CAP
+        assert max(map(len, lines)) <= target_output.LINE_CAP + 65536
     finally:
         sup.close()
