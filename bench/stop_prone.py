@@ -74,10 +74,12 @@ class Clock:
 
 
 @contextlib.contextmanager
-def target(classes: Path, deadline: float, log: Path) -> Iterator[owned_module.Owned]:
+def target(
+    classes: Path, deadline: float, log: Path, spare: bool
+) -> Iterator[owned_module.Owned]:
     proto = fuzz.protocol("minikafka", {}, "real")
     command = shlex.join(javastyle_minikafka.broker_command(classes, "{port}"))
-    owned = owned_module.Owned(command, proto, 30.0, deadline, log)
+    owned = owned_module.Owned(command, proto, 30.0, deadline, log, spare=spare)
     try:
         yield owned
     finally:
@@ -90,6 +92,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deadline", type=float, default=0.5)
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--spare", action="store_true")
     args = parser.parse_args()
     clock = Clock()
     clock.wrap(harness, "probe", "look after a case (probe)")
@@ -100,7 +103,7 @@ def main() -> None:
     proto = fuzz.protocol("minikafka", {}, "real")
     with tempfile.TemporaryDirectory(prefix="stop-prone-") as tmp:
         classes = javastyle_minikafka.compile_into(Path(tmp))
-        with target(classes, args.deadline, Path(tmp) / "target.log") as owned:
+        with target(classes, args.deadline, Path(tmp) / "target.log", args.spare) as owned:
             options = Options(deadline=args.deadline, connections=args.connections)
             campaign.setup(proto, owned, args.deadline)
             began = time.perf_counter()

@@ -388,6 +388,22 @@ def _add_fuzz(
         f"up one of them, not the campaign (default {DEFAULT_CONNECTIONS})",
     )
     p.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --target-cmd: run N copies of your broker, each on its own {port}, and "
+        "fuzz them at once (a copy is restarted while the others go on: for a broker that "
+        "crashes or stops often); the copies must not share a data folder or a fixed port "
+        "(default 1)",
+    )
+    p.add_argument(
+        "--spare",
+        action="store_true",
+        help="with --target-cmd: keep one more copy of your broker started ahead, so that a "
+        "restart takes a copy that already serves (same condition as --instances)",
+    )
+    p.add_argument(
         "--max-time",
         type=float,
         metavar="S",

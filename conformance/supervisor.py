@@ -30,35 +30,27 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from conformance import ports
 from conformance.ports import free_port
-from conformance.target_output import OutputPipe
+from conformance.spare import FIRST_POLL_S, POLL_S, STOP_GRACE_S, Serving, Spare, end_group, launch
+from conformance.target_output import OutputPipe, read_lines
 
 PLACEHOLDER = "{port}"
 TARGET_START_TIMEOUT_S = 30.0
 """``--target-start-timeout``'s default."""
 KEPT_LINES = 400
 """Output lines kept in memory (the log file has every line)."""
-STOP_GRACE_S = 3.0
 SETTLE_S = 0.1
 SETTLE_CAP_S = 0.5
 """A target that printed within SETTLE_S may still be printing: wait (at most SETTLE_CAP_S)."""
-POLL_S = 0.1
-FIRST_POLL_S = 0.01
-"""A start is looked at after 0.01 s, then twice as long each time up to POLL_S (a JVM
-serves in about 0.05 s: a fixed 0.1 s poll made every restart cost 0.1 s more)."""
 SHOWN_LINES = 10
 """Output lines quoted when a start fails."""
 PORT_TRIES = 3
 NO_CONNECT = "cannot connect"
 """How a serving check's answer begins when nothing accepted the connection."""
-
-Serving = Callable[[str, int, float], "bool | str"]
-"""``serving(host, port, timeout)``: whether the target answers a probe on a fresh
-connection: True, or False or what the look saw instead (``'closed before replying'``)."""
 
 
 class TargetFailed(Exception):
@@ -125,6 +117,7 @@ class Supervisor:
         deadline: float,
         log_path: Path | None = None,
         flag: str = "--target-cmd",
+        spare: bool = False,
     ) -> None:
         self.words = split(command, flag)
         self.command, self.flag = command, flag
@@ -147,6 +140,11 @@ class Supervisor:
         self.starts = 0
         self.start_s = 0.0
         """How long the last start took to serve."""
+        self.spare = spare
+        """Keep the next copy started ahead (:mod:`conformance.spare`)."""
+        self._spare: Spare | None = None
+        self.spare_failed = ""
+        """Why spares were given up ('' while they serve, or none is made)."""
 
     @property
     def address(self) -> str:
@@ -162,10 +160,11 @@ class Supervisor:
         for left in range(PORT_TRIES - 1, -1, -1):
             try:
                 self._start_once()
-                return
+                break
             except TargetFailed:
                 if not (self.port_taken and left):
                     raise
+        self._start_spare()
 
     def _start_once(self) -> None:
         self.port, self.port_taken = free_port(), False
@@ -174,13 +173,7 @@ class Supervisor:
             self.first_of_start = self.count
         began = time.monotonic()
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = launch(argv)
         except OSError as exc:
             raise TargetFailed(
                 f"cannot run {self.flag} {argv[0]!r}: {exc.strerror or exc} (it runs "
@@ -189,7 +182,9 @@ class Supervisor:
         self.starts += 1
         assert self.proc.stdout is not None
         self.pipe = OutputPipe(self.proc.stdout, self.log_path)
-        self.reader = threading.Thread(target=self._read, args=(self.pipe,), daemon=True)
+        self.reader = threading.Thread(
+            target=read_lines, args=(self.pipe, self._take, self.lock), daemon=True
+        )
         self.reader.start()
         try:
             self._wait_serving()
@@ -199,20 +194,41 @@ class Supervisor:
         self.start_s = time.monotonic() - began
 
     def restart(self) -> None:
-        self.close()
-        self.start()
+        """Stop the current copy and start one: the spare, if it serves (see
+        :mod:`conformance.spare`), else a new start."""
+        self._stop()
+        spare, self._spare = self._spare, None
+        if spare is None or not self._take_over(spare):
+            self.start()
+        else:
+            self._start_spare()
 
-    def _read(self, pipe: OutputPipe) -> None:
-        """The reader thread: whenever the pipe has bytes, drain it (under the lock, as
-        :meth:`window` does), until end of file or the pipe is closed at stop."""
+    def _start_spare(self) -> None:
+        """Start the next copy now, while this one serves (with ``spare`` only)."""
+        if not self.spare or self.spare_failed or self._spare is not None:
+            return
+        port = free_port()
+        argv = [w.replace(PLACEHOLDER, str(port)) for w in self.words]
         try:
-            while pipe.wait():
-                with self.lock:
-                    if not pipe.drain(self._take):
-                        return
-        finally:
-            with self.lock:
-                pipe.finish()
+            self._spare = Spare(
+                argv, port, self.serving, (self.start_timeout, self.deadline), self.lock, KEPT_LINES
+            )
+        except OSError as exc:
+            self.spare_failed = f"the spare copy could not be run: {exc.strerror or exc}"
+
+    def _take_over(self, spare: Spare) -> bool:
+        """Make ``spare`` the current copy if it serves; else end it and make no more."""
+        if not spare.wait():
+            self.spare_failed = spare.why or "the spare copy did not serve"
+            spare.close()
+            return False
+        with self.lock:
+            self.first_of_start = self.count
+            spare.take_over(self._take, self.log_path)
+        self.proc, self.pipe, self.reader = spare.proc, spare.pipe, spare.reader
+        self.port = spare.port
+        self.port_taken, self.starts, self.start_s = False, self.starts + 1, spare.start_s
+        return True
 
     def _take(self, line: str) -> None:
         """One output line read (the lock is held)."""
@@ -268,18 +284,17 @@ class Supervisor:
             self.reader.join(STOP_GRACE_S)
 
     def close(self) -> None:
+        """Stop the current copy, and the spare if there is one."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.close()
+        self._stop()
+
+    def _stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(STOP_GRACE_S)
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # the rest of its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_GRACE_S)
+        end_group(proc)
         self._join_reader()
         with self.lock:  # the reader thread, if still there, sees it closed before it reads
             if self.pipe is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -70,6 +71,14 @@ class OutputPipe:
     def _line(self, raw: bytes, take: Callable[[str], None]) -> None:
         line = raw.decode(errors="replace").rstrip("\r")
         take(line)
+        self.log_line(line)
+
+    def open_log(self, log_path: Path | None) -> None:
+        """Append what is read from now on to ``log_path`` (a spare's pipe, taken over)."""
+        if log_path is not None and self.log is None:
+            self.log = log_path.open("a", errors="replace")
+
+    def log_line(self, line: str) -> None:
         if self.log is not None:
             self.log.write(line + "\n")
             self.log.flush()
@@ -85,3 +94,16 @@ class OutputPipe:
         self.ended = True
         self.stream.close()
         self.finish()
+
+
+def read_lines(pipe: OutputPipe, take: Callable[[str], None], lock: threading.Lock) -> None:
+    """A reader thread: whenever the pipe has bytes, drain it with ``lock`` held (as the
+    supervisor's ``window`` does), until end of file or the pipe is closed at stop."""
+    try:
+        while pipe.wait():
+            with lock:
+                if not pipe.drain(take):
+                    return
+    finally:
+        with lock:
+            pipe.finish()

@@ -30,6 +30,7 @@ from conformance.fuzz import campaign, harness
 from conformance.fuzz import protocol as fuzz_protocol
 from conformance.fuzz.campaign import Options, Row
 from conformance.fuzz.case import FuzzCase, FuzzProtocol
+from conformance.fuzz.copies import run_copies
 from conformance.fuzz.events import Event, events
 from conformance.fuzz.findings import (
     Reproducer,
@@ -41,6 +42,7 @@ from conformance.fuzz.target import Target
 from conformance.fuzz.targeting import (
     check_targets,
     make_target,
+    owned,
     seconds,
     target_flags,
 )
@@ -55,6 +57,7 @@ PROGRESS_EVERY_S = 10.0
 
 
 MAX_CONNECTIONS = 512
+MAX_INSTANCES = 32
 
 
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
@@ -71,6 +74,14 @@ def _check(args: argparse.Namespace, plugin: Plugin) -> None:
     if args.max_time is not None and args.spark_master:
         raise UsageError("--max-time is for campaigns in this process; drop it or --spark-master")
     check_targets(args)
+    if not 1 <= args.instances <= MAX_INSTANCES:
+        raise UsageError(f"--instances must be from 1 to {MAX_INSTANCES}")
+    if (args.instances > 1 or args.spare) and not args.target_cmd:
+        flag = "--spare" if args.spare else "--instances"
+        raise UsageError(
+            f"{flag} is for a broker the fuzzer starts: give --target-cmd (the embedded "
+            "broker and a --target are one process each)"
+        )
     if args.target_cmd and args.spark_master:
         raise UsageError(
             "--target-cmd is for campaigns in this process (Spark tasks cannot restart the "
@@ -144,30 +155,40 @@ def _fuzz(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)  # a path is never cut in two
     made_with = (args.protocol, list(args.quirk), revision, values)
     target = make_target(args, plugin, proto, made_with, args.deadline, out / "target.log")
+    copies = [target]
     try:
-        try:
-            campaign.setup(proto, target, args.deadline)
-        except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
-            raise UsageError(
-                f"{target.describe()} did not answer the set-up requests: {exc}"
-            ) from None
+        for n in range(2, args.instances + 1):  # --instances: more copies of --target-cmd
+            copies.append(owned(args, proto, args.deadline, out / f"target.{n}.log"))
+        for one in copies:
+            try:
+                campaign.setup(proto, one, args.deadline)
+            except (OSError, TimeoutError, ProtocolError, SessionRefused) as exc:
+                raise UsageError(
+                    f"{one.describe()} did not answer the set-up requests: {exc}"
+                ) from None
         if args.spark_master:
             start_spark(args.spark_master)
         console.print(
-            f"fuzzing {target.describe()}: {args.cases} cases, seed {args.seed}, "
-            f"{args.connections} connection(s)"
+            f"fuzzing {target.describe()}"
+            + (f" and {len(copies) - 1} more copies" if len(copies) > 1 else "")
+            + f": {args.cases} cases, seed {args.seed}, {args.connections} connection(s)"
+            + (" per copy" if len(copies) > 1 else "")
             + (f", Spark {args.spark_master}" if args.spark_master else ", in this process")
         )
         saver = _Saver(
             args, proto, target, findings_dir, console, (public(plugin.options, values), revision)
         )
         start = time.monotonic()
-        rows = _run(args, proto, target, options, console, values, revision, saver)
+        rows = _run(args, proto, copies, options, console, values, revision, saver)
         elapsed = time.monotonic() - start
+        target.lost = next((one.lost for one in copies if one.lost), "")
+        for one in copies[1:]:  # minimizing needs one copy
+            one.close()
         parquet = _write_rows(args, rows, out)
         return _report(args, proto, target, rows, elapsed, parquet, saver, console)
     finally:
-        target.close()
+        for one in copies:
+            one.close()
 
 
 class _Saver:
@@ -187,12 +208,16 @@ class _Saver:
         self.console, (self.public, self.revision) = console, made_with
         self.pool = proto.pool(args.seed)
         self.rows: list[Row] = []
+        self.source = target
         self.drafts: dict[str, Reproducer] = {}
         self.saved: dict[str, Path] = {}
         self.counts: collections.Counter[str] = collections.Counter()
 
-    def add(self, batch: list[Row]) -> None:
+    def add(self, batch: list[Row], source: Target | None = None) -> None:
+        """Take a batch of rows; ``source``: the copy of the target that ran them (the
+        first one by default), whose output a CRASH's or STOPPED's reproducer quotes."""
         self.rows += batch
+        self.source = source or self.target
         for r in batch:
             for name in _classes(r):
                 self.counts[name] += 1
@@ -215,9 +240,9 @@ class _Saver:
             self.revision,
         )
         if event.finding == "PANIC":  # it lives on: what it prints now holds the panic
-            repro.target_output = self.target.output()
+            repro.target_output = self.source.output()
         elif event.finding in ("CRASH", "STOPPED"):
-            repro.target_output = self.target.down_output or self.target.output()
+            repro.target_output = self.source.down_output or self.source.output()
         repro.note = "not minimized yet: the campaign minimizes it when it ends"
         self.drafts[event.signature] = repro
         self._save(event.signature, repro)
@@ -302,7 +327,7 @@ def _classes(row: Row) -> list[str]:
 def _run(
     args: argparse.Namespace,
     proto: FuzzProtocol,
-    target: Target,
+    copies: list[Target],
     options: Options,
     console: Console,
     values: dict[str, Any],
@@ -334,16 +359,21 @@ def _run(
             ticker.done += count
             show()
 
-        def advance(batch: list[Row]) -> None:
-            saver.add(batch)
+        def advance(batch: list[Row], source: Target | None = None) -> None:
+            saver.add(batch, source)
             ticker.done = max(ticker.done, len(saver.rows))
             show()
 
+        target = copies[0]
+        until = None if args.max_time is None else t0 + args.max_time
+        if len(copies) > 1:
+            got = run_copies(proto, copies, args.seed, args.cases, options, advance, until, ended)
+            ticker.tick(final=True)
+            return got
         if args.spark_master:
             got = run_on_spark(args, target, options, advance, values, revision)
             ticker.tick(final=True)
             return got
-        until = None if args.max_time is None else t0 + args.max_time
         rows: list[Row] = []
         for start, stop in campaign.seed_ranges(args.cases, options):
             got = campaign.run_range(

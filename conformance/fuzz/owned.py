@@ -41,6 +41,7 @@ class Owned(Target):
         deadline: float,
         log_path: Path | None = None,
         patterns: Sequence[re.Pattern[str]] = (),
+        spare: bool = False,
     ) -> None:
         super().__init__("127.0.0.1", 0)
         self.patterns = tuple(patterns)
@@ -49,12 +50,19 @@ class Owned(Target):
             return harness.probe(proto, host, port, timeout) == harness.SERVING
 
         self.proto, self.deadline = proto, deadline
-        self.supervisor = Supervisor(command, serving, start_timeout, deadline, log_path)
+        self.supervisor = Supervisor(
+            command, serving, start_timeout, deadline, log_path, spare=spare
+        )
         self.words = self.supervisor.words
-        self._start()
-
-    def _start(self) -> None:
         self.supervisor.start()
+        self._started()
+
+    def restart(self) -> None:
+        """Stop it and start it again: its warm spare if it has one that serves."""
+        self.supervisor.restart()
+        self._started()
+
+    def _started(self) -> None:
         self.port = self.supervisor.port
         self.looks = harness.Looks(0, self._look_timeout(), harness.SILENT_LOOKS)
 

@@ -51,7 +51,10 @@ def check_targets(args: argparse.Namespace) -> None:
 def owned(args: argparse.Namespace, proto: FuzzProtocol, deadline: float, log: Path) -> Owned:
     try:
         patterns = compile_patterns(args.panic_pattern)
-        return Owned(args.target_cmd, proto, args.target_start_timeout, deadline, log, patterns)
+        spare = getattr(args, "spare", False)
+        return Owned(
+            args.target_cmd, proto, args.target_start_timeout, deadline, log, patterns, spare
+        )
     except (ValueError, TargetFailed) as exc:
         raise UsageError(str(exc)) from None
 

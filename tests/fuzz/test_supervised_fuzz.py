@@ -43,6 +43,25 @@ FINDING = {"crash": "CRASH", "stop": "STOPPED", "panic": "PANIC"}
 def test_each_fault_is_found_minimized_and_replayed(
     tmp_path: Path, protocol: str, fault: str
 ) -> None:
+    found_minimized_replayed(tmp_path, protocol, fault)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("protocol", "fault"), [("v1line", "crash"), ("minikafka", "stop"), ("iggy", "panic")]
+)
+def test_with_three_copies_and_spares_each_fault_is_found_the_same(
+    tmp_path: Path, protocol: str, fault: str
+) -> None:
+    """``--instances 3 --spare``: the cases are shared by three copies, each with a spare;
+    the finding, its minimization and its replay are as with one copy, and each copy
+    kept its own log."""
+    found_minimized_replayed(tmp_path, protocol, fault, "--instances", "3", "--spare")
+    logs = sorted(p.name for p in (tmp_path / "reports" / "fuzz").glob("target*.log"))
+    assert logs == ["target.2.log", "target.3.log", "target.log"], logs
+
+
+def found_minimized_replayed(tmp_path: Path, protocol: str, fault: str, *extra: str) -> None:
     trigger, cases = TRIGGER[protocol]
     revision = ("--revision", "apache") if protocol == "kafka" else ()
     words = [sys.executable, str(PROXY), "--port", "{port}", "--trigger", trigger]
@@ -50,7 +69,7 @@ def test_each_fault_is_found_minimized_and_replayed(
     target = ("--target-cmd", command)
     done = conformance(
         tmp_path, "fuzz", "--protocol", protocol, *revision, *target, "--cases", str(cases),
-        "--seed", "1", "--connections", "4", "--deadline", "0.5", timeout=600,
+        "--seed", "1", "--connections", "4", "--deadline", "0.5", *extra, timeout=600,
     )  # fmt: skip
     said = done.stdout[-3000:] + done.stderr[-2000:]
     assert done.returncode == 1, said

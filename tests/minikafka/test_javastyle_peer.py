@@ -251,6 +251,38 @@ def test_the_fuzzer_finds_the_stop_and_replay_reproduces_it(classes: Path, tmp_p
     assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout + replay.stderr
 
 
+def test_copies_and_spares_fuzz_the_stop_prone_peer_through(classes: Path, tmp_path: Path) -> None:
+    """``fuzz --target-cmd --instances 3 --spare`` against the peer, which stops serving
+    after many of its inputs: every case gets its row (the copies are restarted, from their
+    spares, while the others go on), the stops are found and minimized to a case that stops
+    a fresh copy, each copy keeps its log, and no JVM is left when the command ends."""
+    command = shlex.join(javastyle_minikafka.broker_command(classes, "{port}"))
+    proc = conformance(
+        "fuzz", "--protocol", "minikafka", "--revision", "real", "--target-cmd", command,
+        "--cases", "120", "--seed", "0", "--connections", "1", "--deadline", "1",
+        "--instances", "3", "--spare", "--quiet", cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    said = proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert proc.returncode == 1, said
+    assert "120 cases in" in said and "not run" not in said, said
+    out = tmp_path / "reports" / "fuzz"
+    assert {p.name for p in out.glob("target*.log")} == {
+        "target.log",
+        "target.2.log",
+        "target.3.log",
+    }, said
+    for log in out.glob("target*.log"):  # each copy was stopped, and restarted
+        assert 'Exception in thread "tcp-server"' in log.read_text(), log
+    findings = [yaml.safe_load(f.read_text()) for f in (tmp_path / "fuzz" / "findings").glob("*")]
+    stopped = [f for f in findings if f["finding"] == "STOPPED"]
+    assert stopped and all(f["minimized"] for f in stopped), said
+    assert all(f["requirement"].startswith("MK-ROBUST-") for f in stopped), said
+    left = subprocess.run(
+        ["pgrep", "-f", "--", f"-cp {classes} JavaStyleBroker"], capture_output=True
+    )
+    assert left.returncode == 1, f"JVMs left behind: {left.stdout!r}"
+
+
 # ------------------------------------------------------- the Java client, our broker
 
 
