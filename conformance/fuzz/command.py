@@ -58,6 +58,8 @@ PROGRESS_EVERY_S = 10.0
 
 MAX_CONNECTIONS = 512
 MAX_INSTANCES = 32
+RESTART_HINT = 10
+"""Starts of a --target-cmd target after which the campaign suggests --spare/--instances."""
 
 
 def _check(args: argparse.Namespace, plugin: Plugin) -> None:
@@ -464,6 +466,13 @@ def _report(
         + (f"; {not_run} cases not run ({reason})" if not_run else "")
     )
     where = target_flags(args)
+    starts = getattr(target, "starts", 0)
+    if starts >= RESTART_HINT and args.instances == 1 and not args.spare:
+        console.print(
+            f"the target was started {starts} times: if two copies of it can run at once, "
+            "--spare (a copy started ahead) and --instances N (N copies fuzzed at once) make "
+            "its restarts cheaper"
+        )
     if gone:
         console.print(f"the campaign stopped: {gone}")
         for path in saver.saved.values():
