@@ -89,7 +89,7 @@ def kill(served: iggy_serve.Served) -> None:
 
 def test_everything_reads_back_identically_after_kill_9(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
-    first = iggy_serve.start("--data-dir", data)
+    first = iggy_serve.start("--data-dir", data, directory=tmp_path / "first")
     try:
         with connect(first) as c:
             durable_history(c)
@@ -100,8 +100,9 @@ def test_everything_reads_back_identically_after_kill_9(tmp_path: Path) -> None:
     finally:
         first.stop()
     groups[0]["members_count"] = 0  # the member's connection did not survive
-    for _ in range(2):  # a restart, then one more from what the first may have compacted
-        with iggy_serve.running("--data-dir", data) as again, connect(again) as c:
+    for n in range(2):  # a restart, then one more from what the first may have compacted
+        logs = tmp_path / f"again-{n}"
+        with iggy_serve.running("--data-dir", data, directory=logs) as again, connect(again) as c:
             assert read_everything(c) == before, again.log()
             kill(again)
 
@@ -158,12 +159,15 @@ def test_nothing_acknowledged_is_lost_over_repeated_kill_9(tmp_path: Path) -> No
     data = str(tmp_path / "data")
     acked: dict[int, bytes] = {}
     stored: list[int] = []
-    with iggy_serve.running("--data-dir", data) as served, connect(served) as c:
+    with (
+        iggy_serve.running("--data-dir", data, directory=tmp_path / "set-up") as served,
+        connect(served) as c,
+    ):
         c.ok("create_stream", {"name": "s"})
         topic = {"stream": S0, "partitions_count": 1, "compression": 1, "message_expiry": 0}
         c.ok("create_topic", {**topic, "max_topic_size": 0, "replication_factor": 1, "name": "t"})
     for round_ in range(KILL_ROUNDS + 1):
-        served = iggy_serve.start("--data-dir", data)
+        served = iggy_serve.start("--data-dir", data, directory=tmp_path / f"round-{round_}")
         try:
             with connect(served) as c:
                 _check(c, round_, acked, stored)

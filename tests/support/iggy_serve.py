@@ -15,7 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,10 +59,12 @@ class Served:
                 self.proc.wait(STOP_DEADLINE_S)
 
 
-def start(*args: str, directory: Path | None = None) -> Served:
-    """Start the broker with ``args`` (e.g. ``--revision classic``); raise if it does not say
-    where it serves within START_DEADLINE_S."""
-    where = directory or Path(tempfile.mkdtemp(prefix="iggy-serve-"))
+def start(*args: str, directory: Path) -> Served:
+    """Start the broker with ``args`` (e.g. ``--revision classic``), its output in files under
+    ``directory`` (a test's own temporary folder: nothing is left in /tmp); raise if it does
+    not say where it serves within START_DEADLINE_S."""
+    where = directory
+    where.mkdir(parents=True, exist_ok=True)
     out, err = where / "stdout.txt", where / "stderr.txt"
     with out.open("wb") as out_f, err.open("wb") as err_f:
         proc = subprocess.Popen(
@@ -86,8 +87,8 @@ def start(*args: str, directory: Path | None = None) -> Served:
 
 
 @contextmanager
-def running(*args: str) -> Iterator[Served]:
-    served = start(*args)
+def running(*args: str, directory: Path) -> Iterator[Served]:
+    served = start(*args, directory=directory)
     try:
         yield served
     finally:
