@@ -184,6 +184,9 @@ def _fuzz(args: argparse.Namespace) -> int:
         rows = _run(args, proto, copies, options, console, values, revision, saver)
         elapsed = time.monotonic() - start
         target.lost = next((one.lost for one in copies if one.lost), "")
+        gave_up = next((w for one in copies if (w := _spare_failed(one))), "")
+        if gave_up:
+            console.print(f"--spare was given up ({gave_up}): restarts waited for a start")
         for one in copies[1:]:  # minimizing needs one copy
             one.close()
         parquet = _write_rows(args, rows, out)
@@ -191,6 +194,12 @@ def _fuzz(args: argparse.Namespace) -> int:
     finally:
         for one in copies:
             one.close()
+
+
+def _spare_failed(target: Target) -> str:
+    """Why a --target-cmd target's spares were given up ('' if they were not)."""
+    supervisor = getattr(target, "supervisor", None)
+    return "" if supervisor is None else str(supervisor.spare_failed)
 
 
 class _Saver:

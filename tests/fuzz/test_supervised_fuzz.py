@@ -61,10 +61,15 @@ def test_with_three_copies_and_spares_each_fault_is_found_the_same(
     assert logs == ["target.2.log", "target.3.log", "target.log"], logs
 
 
-def found_minimized_replayed(tmp_path: Path, protocol: str, fault: str, *extra: str) -> None:
+def found_minimized_replayed(
+    tmp_path: Path, protocol: str, fault: str, *extra: str, wrap: tuple[str, ...] = ()
+) -> None:
+    """``extra``: more fuzz options; ``wrap``: a command that runs the broker's command given
+    after it.  What the fuzz command said is left in said.txt."""
     trigger, cases = TRIGGER[protocol]
     revision = ("--revision", "apache") if protocol == "kafka" else ()
     words = [sys.executable, str(PROXY), "--port", "{port}", "--trigger", trigger]
+    words = [*wrap, *words]
     command = shlex.join([*words, "--fault", fault, "--", "--protocol", protocol, *revision])
     target = ("--target-cmd", command)
     done = conformance(
@@ -72,6 +77,7 @@ def found_minimized_replayed(tmp_path: Path, protocol: str, fault: str, *extra: 
         "--seed", "1", "--connections", "4", "--deadline", "0.5", *extra, timeout=600,
     )  # fmt: skip
     said = done.stdout[-3000:] + done.stderr[-2000:]
+    (tmp_path / "said.txt").write_text(done.stdout + done.stderr)
     assert done.returncode == 1, said
     finding = FINDING[fault]
     files = sorted((tmp_path / "fuzz" / "findings").glob("*.yaml"))
@@ -91,3 +97,32 @@ def found_minimized_replayed(tmp_path: Path, protocol: str, fault: str, *extra: 
         assert any("panicked at" in line for line in repro["target_output"])
     replay = conformance(tmp_path, "replay", str(path), *target, timeout=300)
     assert replay.returncode == 1 and "REPRODUCES" in replay.stdout, replay.stdout + replay.stderr
+
+
+ONCE = """
+import fcntl, os, sys
+held = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY)
+try:
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError:
+    print("another copy holds", sys.argv[1], flush=True)
+    sys.exit(4)
+os.set_inheritable(held, True)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+"""Runs a command only while no other copy runs (a broker that locks its data folder)."""
+
+
+@pytest.mark.slow
+def test_a_broker_that_cannot_run_twice_gives_spare_up_and_is_fuzzed_all_the_same(
+    tmp_path: Path,
+) -> None:
+    """``--spare`` with a command that exits when another copy of it runs: the spare is given
+    up (said once, with why), each restart waits for a start instead, and the crash is found,
+    minimized and replayed as without ``--spare``."""
+    once = tmp_path / "once.py"
+    once.write_text(ONCE)
+    lock = (sys.executable, str(once), str(tmp_path / "data.lock"))
+    found_minimized_replayed(tmp_path, "minikafka", "crash", "--spare", wrap=lock)
+    said = (tmp_path / "said.txt").read_text()
+    assert "--spare was given up (the spare copy exited with code 4" in said, said
