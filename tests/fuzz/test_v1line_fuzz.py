@@ -1,7 +1,8 @@
-"""The V1 line fuzzing part: its pool parses in its revision and covers every command, its
-mutators change what they say, its frame mutators break lines, acks=all owes no reply,
-its requirements, its canary, and campaigns against the reference broker: clean ones
-find nothing, each fault quirk is found, minimized and replayed."""
+"""The V1 line fuzzing part: its pool parses in its revision and covers every command of
+that revision (no PING in real), its mutators change what they say, its frame mutators
+break lines, acks=all owes no reply, its requirements, its canary, and campaigns against
+the reference broker: clean ones find nothing, each fault quirk is found, minimized and
+replayed."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from conformance.fuzz.case import FuzzCase, Pool
 from conformance.fuzz.mutators import generate
 from conformance.fuzz.target import External
 from conformance.protocols.v1line import codec
-from conformance.protocols.v1line.commands import COMMANDS, REVISIONS, Request, Revision
+from conformance.protocols.v1line.commands import (
+    COMMANDS,
+    REVISIONS,
+    Request,
+    Revision,
+    commands_of,
+)
 from conformance.protocols.v1line.errors import V1LineError
 from conformance.protocols.v1line.fuzz_mutators import (
     LIMIT,
@@ -63,7 +70,9 @@ def test_every_pool_line_parses_in_its_revision_and_every_command_is_there(
     for line, request in zip(one.payloads, one.requests, strict=True):
         assert b"\n" not in line
         assert parses(line, revision) == request, line
-    assert {r.command for r in one.requests} == set(COMMANDS)
+    drawn = {r.command for r in one.requests}
+    assert drawn == set(commands_of(revision))
+    assert drawn == (set(COMMANDS) if revision == "doc" else set(COMMANDS) - {"PING"})  # PING-3
 
 
 def test_the_real_pool_holds_lines_only_real_reads() -> None:
@@ -320,7 +329,10 @@ def test_requirements_of_findings() -> None:
     assert proto.requirement("STOPPED", case(b"V1|1|PING|")) == "V1L-ENV-1"
     real = fuzz.protocol("v1line", {}, "real")
     assert real.requirement("CRASH", case(b"V1|1|PING|")) == "V1L-ENV-12"
-    assert real.requirement("HANG", case(b"V1|1|PING||")) == "V1L-ENV-15"  # PING's args
+    assert real.requirement("HANG", case(b"V1|1|OFFSET||")) == "V1L-ENV-15"  # '|': one arg
+    # real has no PING (V1L-PING-3): an unknown command, owed UNKNOWN_COMMAND (V1L-ENV-14)
+    assert real.requirement("HANG", case(b"V1|1|PING|")) == "V1L-ENV-14"
+    assert real.requirement("HANG", case(b"V1|1|PING||")) == "V1L-ENV-14"
     assert proto.requirement("CORRUPTION", case(b"V1|1|PING|")) == "V1L-CONS-4"
     assert proto.requirement("BAD_REPLY", case(b"V1|1|PING|")) == "V1L-ENV-1"
     over = FuzzCase(0, "t", "frame", (b"x" * (LIMIT + 1),))

@@ -4,9 +4,10 @@ it was decided on and the fields it judged, by the annotator's names (``status``
 arg by its name in a request).
 
 Each run is ``conformance run --protocol v1line`` against the embedded reference broker
-with one spec quirk and only the cases that quirk breaks (each run starts a broker: keep
-them few).  Over every spec quirk, every FAIL or WARN names entries that exist, opens with
-a request that was sent, and judges fields the entries hold.
+with one spec quirk and only the cases that quirk breaks, in ``doc`` unless the quirk
+applies in ``real`` only (each run starts a broker: keep them few).  Over every spec quirk,
+every FAIL or WARN names entries that exist, opens with a request that was sent, and judges
+fields the entries hold.
 
 Verdict truth, last: the reference broker with one behaviour changed that the document (or,
 in ``real``, the real broker) allows gets no FAIL from the cases that once failed it.
@@ -32,6 +33,7 @@ from tests.support.evidence_runs import QuirkRuns, evidence_problems, judged, re
 
 RUNS: dict[str, tuple[str, ...]] = {
     "parse-error-echoes-cid": ("v1line/envelope/6", "v1line/envelope/11"),
+    "answers-ping": ("v1line/ping/3",),
     "unknown-command-bad-request": ("v1line/envelope/14",),
     "acks-all-no-wait": ("v1line/replication/8", "v1line/replication/9"),
     "consume-past-hw": ("v1line/consume/2",),
@@ -41,8 +43,18 @@ RUNS: dict[str, tuple[str, ...]] = {
     "isr-never-shrinks": ("v1line/replication/11", "v1line/replication/17"),
 }
 """Each spec quirk and the cases it makes FAIL."""
+REVISION_OF = {"answers-ping": "real"}
+"""The revision a spec quirk runs in when not ``doc`` (the default): ``answers-ping`` breaks
+V1L-PING-3, a requirement of ``real`` only (in ``doc`` PING is answered OK anyway)."""
 
-RUNNER = QuirkRuns("v1line", RUNS, timeout=2)
+RUNNER = QuirkRuns(
+    "v1line",
+    {
+        quirk: (*(("--revision", REVISION_OF[quirk]) if quirk in REVISION_OF else ()), *cases)
+        for quirk, cases in RUNS.items()
+    },  # (the run's arguments: its revision, then its cases)
+    timeout=2,
+)
 run, case = RUNNER.run, RUNNER.case
 tmp = reports_dir("v1line-evidence")
 
@@ -61,6 +73,15 @@ def test_a_parse_error_echoing_the_cid_names_the_correlation_ids(tmp: Path) -> N
     assert value(request, "correlation_id") == "7" and value(request, "version") == "V2"
     assert reply["dir"] == "recv" and fields == ["correlation_id"]
     assert value(reply, "correlation_id") == "7"
+
+
+def test_a_ping_answered_in_real_names_the_status(tmp: Path) -> None:
+    c = case("answers-ping", tmp, "v1line/ping/3")
+    assert c["verdict"] == "FAIL" and c["violated"] == "V1L-PING-3"
+    assert "expected ERR UNKNOWN_COMMAND" in c["message"], c["message"]
+    (request, _), (reply, fields) = judged(c)
+    assert request["dir"] == "send" and value(request, "command") == "PING"
+    assert fields == ["status"] and value(reply, "status") == "OK"
 
 
 def test_an_unknown_command_answered_bad_request_names_the_code(tmp: Path) -> None:
@@ -164,10 +185,13 @@ def test_the_evidence_check_catches_what_it_is_for() -> None:
 
 def test_each_revision_runs_its_own_cases_and_passes_the_reference_broker(tmp: Path) -> None:
     for revision, own, others in (
-        ("doc", {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13"},
-         {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16"}),
-        ("real", {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16"},
-         {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13"}),
+        ("doc", {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13",
+                 "v1line/ping/1", "v1line/ping/2"},
+         {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16", "v1line/ping/3"}),
+        ("real", {"v1line/envelope/13", "v1line/groups/2", "v1line/replication/16",
+                  "v1line/ping/3"},
+         {"v1line/envelope/10", "v1line/groups/3", "v1line/replication/13", "v1line/ping/1",
+          "v1line/ping/2"}),
     ):  # fmt: skip
         cases = run(revision, tmp, "--revision", revision)["cases"]
         ids = {c["case_id"] for c in cases}

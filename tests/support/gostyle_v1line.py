@@ -11,8 +11,8 @@ MAY or a flaw:
   split on runs of whitespace; every parse error is ``V1|0|ERR|BAD_REQUEST|...``; a line of
   65536 bytes or more ends the connection (a Go scanner's 64 KiB buffer must hold the line
   and its newline);
-* there is no PING: it is ``UNKNOWN_COMMAND`` (DESIGN.md overrides this fact, so the suite's
-  ``real`` revision requires PING: V1L-PING-1 is the one MUST this broker is expected to fail);
+* there is no PING: it is ``UNKNOWN_COMMAND`` with the request's correlation id (the suite's
+  ``real`` revision, like the real broker, has no PING either: V1L-PING-3);
 * the ISR is printed in an arbitrary order (Go map order), the leader first;
 * a follower is in the ISR only while it is fully caught up and has reported within the lag
   timeout (max lag 0), so hw is always the leader's last offset;

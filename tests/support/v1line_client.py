@@ -11,9 +11,11 @@ reply": tests compare reply lines as text.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,9 +70,24 @@ class Served:
         return Client(self.host, self.port, timeout)
 
 
+_OUTPUTS: list[Path] = []
+"""The folders :func:`start` made for brokers' output, removed when the test process ends."""
+
+
+@atexit.register
+def _remove_outputs() -> None:
+    for folder in _OUTPUTS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def start(*args: str, revision: str = "doc", directory: Path | None = None) -> Served:
-    """Start the broker with ``args`` (v1line or generic serve options)."""
-    where = directory or Path(tempfile.mkdtemp(prefix="v1line-serve-"))
+    """Start the broker with ``args`` (v1line or generic serve options), its output in files
+    under ``directory`` (by default a folder of its own, removed when the test process ends:
+    nothing is left in /tmp)."""
+    if directory is None:
+        directory = Path(tempfile.mkdtemp(prefix="v1line-serve-"))
+        _OUTPUTS.append(directory)
+    where = directory
     where.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="out-", suffix=".txt", dir=where)
     os.close(fd)

@@ -133,10 +133,10 @@ def test_a_payload_less_ok_and_an_empty_messages_field() -> None:
 
 def test_the_plugin_annotates_through_the_generic_entry_point() -> None:
     plugin = get("v1line")
-    request = annotate_payload(plugin, b"V1|7|PING|", "request")
-    assert request.summary.startswith("PING")
-    reply = annotate_payload(plugin, b"V1|7|OK\n", "reply", [b"V1|7|PING|"])
-    assert [f.name for f in reply.fields] == ["version", "correlation_id", "status"]
+    request = annotate_payload(plugin, b"V1|7|OFFSET|g t 0", "request")
+    assert request.summary.startswith("OFFSET")
+    reply = annotate_payload(plugin, b"V1|7|OK|offset=0\n", "reply", [b"V1|7|OFFSET|g t 0"])
+    assert [f.name for f in reply.fields] == ["version", "correlation_id", "status", "offset"]
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

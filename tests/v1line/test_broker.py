@@ -1,8 +1,9 @@
 """The V1 line reference broker over TCP (``conformance serve --protocol v1line``), both
 revisions, against SPEC.md: the envelope (parse errors, unknown commands, argument errors,
-the 64 KiB line limit, pipelining, the doc/real differences), consumer groups (both
-assignors against their definitions for 1..5 members and 1, 2, 3, 7 partitions, first
-generation, GENERATION_MISMATCH, session expiry) and offsets.  Every reply is compared whole.
+the 64 KiB line limit, pipelining, the doc/real differences), PING (doc's only: real answers
+it UNKNOWN_COMMAND), consumer groups (both assignors against their definitions for 1..5
+members and 1, 2, 3, 7 partitions, first generation, GENERATION_MISMATCH, session expiry)
+and offsets.  Every reply is compared whole.
 At the end, each quirk of quirks.py, in-process: each one changes what it says it does."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.engine import Engine
+from conformance.protocols.v1line.commands import Revision
 from conformance.protocols.v1line.handler import V1Config, V1Frontend, V1Session
 from conformance.protocols.v1line.quirks import CRASH_EXIT_CODE, QUIRKS, Quirks
 from tests.support import v1line_client
@@ -31,6 +33,11 @@ REVISIONS = ("doc", "real")
 FIRST_GENERATION = {"doc": 1, "real": 2}  # V1L-GRP-3 (doc), V1L-GRP-2 (real)
 ACK_MS = 300
 ENVELOPE = "expected format V1|<correlation_id>|<command>|<args>"
+UNKNOWN = "ERR|UNKNOWN_COMMAND|unsupported command"  # V1L-ENV-14
+IDLE = "idle idle 0"
+"""OFFSET's args for a request both revisions answer alike, ``V1|<cid>|OK|offset=0``: OFFSET
+needs no membership (V1L-OFF-5) and no test here uses that group.  Not PING, which only
+``doc`` has (V1L-PING-3: the real broker answers it UNKNOWN_COMMAND)."""
 _names = itertools.count()
 
 
@@ -67,22 +74,49 @@ PARSE_ERRORS = [
 
 
 def test_parse_errors_answer_correlation_id_0_and_keep_the_connection(c: Client) -> None:
-    """V1L-ENV-5..9, -11, -12, -19: each parse error on one connection, a PING after each."""
+    """V1L-ENV-5..9, -11, -12, -19: each parse error on one connection, an OFFSET after each."""
     for n, (line, message) in enumerate(PARSE_ERRORS):
         assert c.raw(line) == f"V1|0|ERR|BAD_REQUEST|{message}", line
-        assert c.call(f"p{n}", "PING") == f"V1|p{n}|OK", f"after {line!r}"
+        assert c.call(f"p{n}", "OFFSET", IDLE) == f"V1|p{n}|OK|offset=0", f"after {line!r}"
 
 
-def test_unknown_command_echoes_the_correlation_id_and_keeps_the_connection(c: Client) -> None:
-    """V1L-ENV-14."""
-    assert c.call("41", "FETCH", "orders 0 0") == "V1|41|ERR|UNKNOWN_COMMAND|unsupported command"
-    assert c.call("x-42", "PING") == "V1|x-42|OK"  # V1L-ENV-3, PING-1, -2: any id, echoed
+def test_unknown_command_echoes_the_correlation_id_and_keeps_the_connection(
+    served: Served, c: Client
+) -> None:
+    """V1L-ENV-14; V1L-ENV-3: any correlation id, echoed; PING is served in doc (V1L-PING-1,
+    -2) and, as in the real broker, an unknown command in real (V1L-PING-3)."""
+    assert c.call("41", "FETCH", "orders 0 0") == f"V1|41|{UNKNOWN}"
+    ping = "V1|x-42|OK" if served.revision == "doc" else f"V1|x-42|{UNKNOWN}"
+    assert c.call("x-42", "PING") == ping
+    assert c.call("x-43", "OFFSET", IDLE) == "V1|x-43|OK|offset=0"
+
+
+PINGS = [
+    # (line, doc's reply, real's reply): real has no PING, whatever its case, spaces or args
+    (b"V1|5|PING|", "V1|5|OK", f"V1|5|{UNKNOWN}"),  # V1L-PING-1, -2 / V1L-PING-3
+    (b"V1|5|ping|", f"V1|5|{UNKNOWN}", f"V1|5|{UNKNOWN}"),  # V1L-ENV-14 / V1L-ENV-18, PING-3
+    (b"V1|5| PING |", f"V1|5|{UNKNOWN}", f"V1|5|{UNKNOWN}"),
+    (b"V1|5|PING|\r", "V1|5|ERR|BAD_REQUEST|PING requires: no args", f"V1|5|{UNKNOWN}"),
+    (b"V1|5|PING|x", "V1|5|ERR|BAD_REQUEST|PING requires: no args", f"V1|5|{UNKNOWN}"),
+    (b"V1|5|PING||", f"V1|0|ERR|BAD_REQUEST|{ENVELOPE}", f"V1|5|{UNKNOWN}"),  # V1L-ENV-10 / 18
+]
+
+
+@pytest.mark.parametrize(("line", "doc", "real"), PINGS)
+def test_ping_is_answered_in_doc_and_an_unknown_command_in_real(
+    served: Served, line: bytes, doc: str, real: str
+) -> None:
+    """V1L-PING-1, -2 (doc) against V1L-PING-3 (real: the real broker has no PING, so it is
+    answered UNKNOWN_COMMAND with the request's correlation id); the connection stays open."""
+    with served.connect() as c:
+        assert c.raw(line) == (doc if served.revision == "doc" else real)
+        assert c.call(6, "OFFSET", IDLE) == "V1|6|OK|offset=0"
 
 
 ARG_ERRORS = [
     ("CONSUME", "t 0", "CONSUME requires: <topic> <partition> <offset>"),  # V1L-ENV-15
     ("OFFSET", "g t", "OFFSET requires: <group> <topic> <partition>"),
-    ("PING", "x", "PING requires: no args"),
+    ("PING", "x", "PING requires: no args"),  # doc only: real has no PING (V1L-PING-3)
     ("CONSUME", "t 0 1.5", "invalid offset"),  # V1L-ENV-16
     ("CONSUME", "t x1 0", "invalid partition"),
     ("SYNC", "g t c abc", "invalid generation"),
@@ -103,12 +137,18 @@ ARG_ERRORS = [
 ]
 
 
-def test_argument_errors_echo_the_correlation_id_and_append_nothing(c: Client) -> None:
-    """V1L-ENV-15, -16, PROD-3, -5, -7, REPL-2, -7, GRP-7: BAD_REQUEST with the request's id."""
+def test_argument_errors_echo_the_correlation_id_and_append_nothing(
+    served: Served, c: Client
+) -> None:
+    """V1L-ENV-15, -16, PROD-3, -5, -7, REPL-2, -7, GRP-7: BAD_REQUEST with the request's id
+    (PING with an arg, in real: UNKNOWN_COMMAND, V1L-PING-3)."""
     topic = fresh("args")
     for n, (command, args, message) in enumerate(ARG_ERRORS):
         reply = c.call(f"a{n}", command, args.replace("t ", f"{topic} ", 1))
-        assert reply == f"V1|a{n}|ERR|BAD_REQUEST|{message}", (command, args)
+        expected = f"ERR|BAD_REQUEST|{message}"
+        if command == "PING" and served.revision == "real":
+            expected = UNKNOWN
+        assert reply == f"V1|a{n}|{expected}", (command, args)
     for p in range(3):
         reply = c.call(f"c{p}", "CONSUME", f"{topic} {p} 0")
         assert reply == f"V1|c{p}|OK|messages= hw=-1", "a refused PRODUCE appended"
@@ -124,15 +164,15 @@ def test_a_line_over_64_kib_closes_that_connection_only(served: Served) -> None:
     and the broker goes on serving an open connection and new ones."""
     topic = fresh("big")
     with served.connect() as other, served.connect() as big:
-        assert other.call("o1", "PING") == "V1|o1|OK"
+        assert other.call("o1", "OFFSET", IDLE) == "V1|o1|OK|offset=0"
         at_limit = big.raw(_line_of(64 * 1024, topic))
         assert at_limit == f"V1|1|OK|partition={partition_of('k')} offset=0 hw=0"
         big.send(_line_of(64 * 1024 + 1, topic) + b"\n")
         assert big.closed_within(v1line_client.DEADLINE_S), "a 65537-byte line left it open"
         assert big.buf == b"", f"a reply to an oversized line: {big.buf[:80]!r}"
-        assert other.call("o2", "PING") == "V1|o2|OK"
+        assert other.call("o2", "OFFSET", IDLE) == "V1|o2|OK|offset=0"
         with served.connect() as new:
-            assert new.call("n1", "PING") == "V1|n1|OK"
+            assert new.call("n1", "OFFSET", IDLE) == "V1|n1|OK|offset=0"
             hw = messages(new.call("n2", "CONSUME", f"{topic} {partition_of('k')} 0"))[1]
             assert hw == 0, "the oversized line was applied"
     with served.connect() as endless:  # no newline at all: closed once past the limit
@@ -144,9 +184,10 @@ def test_a_request_before_an_oversized_line_in_one_write_is_answered(served: Ser
     """V1L-ENV-1, -13: every complete request is answered, then the long line closes."""
     for attempt in range(3):
         with served.connect() as c:
-            c.send(b"V1|1|PING|\n" + _line_of(64 * 1024 + 100, fresh("big")) + b"\n")
+            first = f"V1|1|OFFSET|{IDLE}\n".encode()
+            c.send(first + _line_of(64 * 1024 + 100, fresh("big")) + b"\n")
             assert c.closed_within(v1line_client.DEADLINE_S)
-            assert c.buf == b"V1|1|OK\n", f"attempt {attempt}: {c.buf!r}"
+            assert c.buf == b"V1|1|OK|offset=0\n", f"attempt {attempt}: {c.buf!r}"
 
 
 def test_pipelined_requests_in_one_write_are_answered_in_order(c: Client) -> None:
@@ -154,7 +195,7 @@ def test_pipelined_requests_in_one_write_are_answered_in_order(c: Client) -> Non
     acks=all that waits (no follower: REPLICATION_TIMEOUT) holds back the ones after it."""
     t, p = fresh("pipe"), partition_of("k")
     lines = [
-        b"V1|1|PING|",
+        f"V1|1|OFFSET|{IDLE}".encode(),
         f"V1|2|PRODUCE|{t} k:a".encode(),
         b"V2|3|PING|",
         f"V1|4|PRODUCE|{t} k:b acks=all".encode(),
@@ -167,7 +208,7 @@ def test_pipelined_requests_in_one_write_are_answered_in_order(c: Client) -> Non
     c.send(b"".join(line + b"\n" for line in lines))
     replies = [c.line() for _ in lines]
     assert replies == [
-        "V1|1|OK",
+        "V1|1|OK|offset=0",
         f"V1|2|OK|partition={p} offset=0 hw=0",
         "V1|0|ERR|BAD_REQUEST|unsupported version",
         "V1|4|ERR|REPLICATION_TIMEOUT|acks=all timeout",
@@ -186,7 +227,9 @@ def test_requests_written_before_a_half_close_are_all_answered(served: Served, a
     ``printf ... | nc -N`` does) gets every reply, in order, then the end of the stream."""
     t, p = fresh("half"), partition_of("k")
     with served.connect() as c:
-        c.send(f"V1|1|PING|\nV1|2|PRODUCE|{t} k:v acks={acks}\nV1|3|PING|\n".encode())
+        c.send(
+            f"V1|1|OFFSET|{IDLE}\nV1|2|PRODUCE|{t} k:v acks={acks}\nV1|3|OFFSET|{IDLE}\n".encode()
+        )
         c.sock.shutdown(socket.SHUT_WR)
         assert c.closed_within(ACK_MS / 1000 + v1line_client.DEADLINE_S)
         second = (
@@ -194,16 +237,21 @@ def test_requests_written_before_a_half_close_are_all_answered(served: Served, a
             if acks == "1"
             else "V1|2|ERR|REPLICATION_TIMEOUT|acks=all timeout"
         )
-        assert c.buf.decode().split("\n") == ["V1|1|OK", second, "V1|3|OK", ""]
+        idle = "OK|offset=0"
+        assert c.buf.decode().split("\n") == [f"V1|1|{idle}", second, f"V1|3|{idle}", ""]
 
 
 DIFFERENCES = [
     # (line, doc's reply, real's reply): V1L-ENV-18 and the MUSTs of doc it relaxes
-    (b"  V1|5|PING|  ", "V1|0|ERR|BAD_REQUEST|unsupported version", "V1|5|OK"),
-    (b"V1| 5 |PING|", "V1| 5 |OK", "V1|5|OK"),
-    (b"V1|5|ping|", "V1|5|ERR|UNKNOWN_COMMAND|unsupported command", "V1|5|OK"),
-    (b"V1|5|Ping|", "V1|5|ERR|UNKNOWN_COMMAND|unsupported command", "V1|5|OK"),
-    (b"V1|5|PING|\r", "V1|5|ERR|BAD_REQUEST|PING requires: no args", "V1|5|OK"),
+    (b"  V1|5|OFFSET|{t} {t} 0  ", "V1|0|ERR|BAD_REQUEST|unsupported version",
+     "V1|5|OK|offset=0"),
+    (b"V1| 5 |OFFSET|{t} {t} 0", "V1| 5 |OK|offset=0", "V1|5|OK|offset=0"),
+    (b"V1|5|offset|{t} {t} 0", "V1|5|ERR|UNKNOWN_COMMAND|unsupported command",
+     "V1|5|OK|offset=0"),
+    (b"V1|5|Offset|{t} {t} 0", "V1|5|ERR|UNKNOWN_COMMAND|unsupported command",
+     "V1|5|OK|offset=0"),
+    (b"V1|5|OFFSET|{t} {t} 0\r", "V1|5|ERR|BAD_REQUEST|invalid partition",
+     "V1|5|OK|offset=0"),  # doc: the \r is a byte of the partition (V1L-ENV-16)
     (b"V1|5|PRODUCE|{t} k:v ACKS=1", "V1|5|ERR|BAD_REQUEST|invalid ack mode; expected "
      "acks=0|1|all", "V1|5|OK|partition={p} offset=0 hw=0"),  # V1L-PROD-6, -10
     (b"V1|5|PRODUCE|{t}  k:v", "V1|5|ERR|BAD_REQUEST|PRODUCE requires: <topic> <key>:<value> "
@@ -467,8 +515,10 @@ CLOCK_MS = 1e12
 tests/v1line/test_stateful.py)."""
 
 
-def _session(quirks: tuple[str, ...], partitions: int = 1) -> tuple[V1Frontend, V1Session]:
-    config = V1Config(partitions=partitions, quirks=Quirks.of(quirks))
+def _session(
+    quirks: tuple[str, ...], partitions: int = 1, revision: Revision = "doc"
+) -> tuple[V1Frontend, V1Session]:
+    config = V1Config(revision=revision, partitions=partitions, quirks=Quirks.of(quirks))
     fe = V1Frontend(Engine(), config)
     fe.clock = lambda: CLOCK_MS
     return fe, fe.new_session("127.0.0.1:1")
@@ -486,6 +536,11 @@ def _reply(s: V1Session, line: str) -> str:
 
 def _parse_error(q: tuple[str, ...]) -> str:
     return _reply(_session(q)[1], "V2|7|PING|")
+
+
+def _ping_in_real(q: tuple[str, ...]) -> str:
+    s = _session(q, revision="real")[1]
+    return _reply(s, "V1|3|PING|") + " / " + _reply(s, "V1|4|ping|")
 
 
 def _unknown_command(q: tuple[str, ...]) -> str:
@@ -541,6 +596,11 @@ QUIRK_CASES = {
         "V1|0|ERR|BAD_REQUEST|unsupported version",
         "V1|7|ERR|BAD_REQUEST|unsupported version",
     ),
+    "answers-ping": (
+        _ping_in_real,
+        f"V1|3|{UNKNOWN} / V1|4|{UNKNOWN}",
+        "V1|3|OK / V1|4|OK",
+    ),
     "unknown-command-bad-request": (
         _unknown_command,
         "V1|4|ERR|UNKNOWN_COMMAND|unsupported command",
@@ -588,6 +648,20 @@ def test_a_spec_quirk_changes_what_it_says(name: str) -> None:
     scenario, conformant, quirked = QUIRK_CASES[name]
     assert scenario(()) == conformant
     assert scenario((name,)) == quirked
+
+
+def test_answers_ping_changes_nothing_in_doc() -> None:
+    """``answers-ping`` only gives real the PING doc has (quirks.py: a no-op in doc)."""
+    for quirks in ((), ("answers-ping",)):
+        s = _session(quirks)[1]
+        assert _reply(s, "V1|3|PING|") == "V1|3|OK"
+        assert _reply(s, "V1|5|PING|x") == "V1|5|ERR|BAD_REQUEST|PING requires: no args"
+
+
+def test_answers_ping_leaves_a_lower_case_ping_unknown_in_doc() -> None:
+    """doc matches commands exactly (V1L-ENV-14, -18): ``ping`` stays UNKNOWN_COMMAND."""
+    for quirks in ((), ("answers-ping",)):
+        assert _reply(_session(quirks)[1], "V1|4|ping|") == f"V1|4|{UNKNOWN}", quirks
 
 
 def test_crash_on_negative_offset_ends_the_broker() -> None:

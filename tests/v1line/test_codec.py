@@ -1,6 +1,7 @@
-"""The V1 line codec against SPEC.md: every command both ways in both revisions, every
-BAD_REQUEST of the validation list (with the correlation id it is answered with), each
-difference between ``doc`` and ``real``, reply lines and payloads, Hypothesis round trips."""
+"""The V1 line codec against SPEC.md: every command both ways in each revision that has it
+(PING is ``doc``'s: ``real`` reads it as an unknown command, V1L-PING-3), every BAD_REQUEST of
+the validation list (with the correlation id it is answered with), each difference between
+``doc`` and ``real``, reply lines and payloads, Hypothesis round trips."""
 
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ REQUESTS: list[tuple[bytes, Request]] = [
     (b"V1|x-1|PRODUCE|t k:a:b:c", Request("x-1", "PRODUCE", ("t", KeyValue("k", "a:b:c"), None))),
     (b"V1|1|PRODUCE|t :", Request("1", "PRODUCE", ("t", KeyValue("", ""), None))),
     (b"V1|1|PRODUCE|t k:acks=all", Request("1", "PRODUCE", ("t", KeyValue("k", "acks=all"), None))),
-    (b"V1|-1|PING|", Request("-1", "PING", ())),
-    (b"V1|caf\xc3\xa9|PING|", Request("café", "PING", ())),
+    (b"V1|-1|OFFSET|g orders 1", Request("-1", "OFFSET", ("g", "orders", 1))),
+    (b"V1|caf\xc3\xa9|OFFSET|g orders 1", Request("café", "OFFSET", ("g", "orders", 1))),
 ]
 
 
@@ -90,8 +91,17 @@ def test_every_command_has_a_golden_request() -> None:
 def test_a_request_line_parses_and_encodes_back(
     line: bytes, request_: Request, revision: Revision
 ) -> None:
-    assert parse_request(line, revision=revision) == request_
-    assert parse_request(line + b"\n", revision=revision) == request_
+    """PING, in real, is an unknown command with its correlation id (V1L-PING-3)."""
+    for sent in (line, line + b"\n"):
+        if request_.command == "PING" and revision == "real":
+            with pytest.raises(UnknownCommand) as info:
+                parse_request(sent, revision=revision)
+            assert (info.value.command, info.value.correlation_id) == (
+                "PING",
+                request_.correlation_id,
+            )
+        else:
+            assert parse_request(sent, revision=revision) == request_
     assert encode(request_) == line + b"\n"
 
 
@@ -187,7 +197,6 @@ BAD: list[tuple[bytes, str, str, str]] = [
     (b"V1|7|JOIN|g t c strategy=range", "args", "invalid assignor", "7"),
     (b"V1|7|JOIN|g t", "args", "JOIN requires: <group> <topic> <consumer_id> [assignor=", "7"),
     (b"V1|7|CONSUME|", "args", "CONSUME requires: <topic> <partition> <offset>", "7"),
-    (b"V1|7|PING|x", "args", "PING requires: no args", "7"),
 ]
 
 
@@ -254,15 +263,15 @@ DIFFERENCES: list[tuple[str, bytes, Outcome, Outcome]] = [
     ),
     (
         "V1L-ENV-10/18 five sections",
-        b"V1|7|PING||",
+        b"V1|7|OFFSET||",
         ("envelope", ENVELOPE, "0"),
-        ("args", "PING requires: no args", "7"),
+        ("args", "OFFSET requires: <group> <topic> <partition>", "7"),
     ),
     (
         "V1L-ENV-18 command in any case",
-        b"V1|7|ping|",
-        ("unknown", "ping", "7"),
-        Request("7", "PING"),
+        b"V1|7|offset|g t 1",
+        ("unknown", "offset", "7"),
+        Request("7", "OFFSET", ("g", "t", 1)),
     ),
     (
         "V1L-ENV-18 command in any case, args",
@@ -272,9 +281,9 @@ DIFFERENCES: list[tuple[str, bytes, Outcome, Outcome]] = [
     ),
     (
         "V1L-ENV-18 \\r before \\n",
-        b"V1|7|PING|\r",
-        ("args", "PING requires: no args", "7"),
-        Request("7", "PING"),
+        b"V1|7|OFFSET|g t 1\r",
+        ("args", "invalid partition", "7"),
+        Request("7", "OFFSET", ("g", "t", 1)),
     ),
     (
         "V1L-ENV-18 \\r after args",
@@ -284,9 +293,9 @@ DIFFERENCES: list[tuple[str, bytes, Outcome, Outcome]] = [
     ),
     (
         "V1L-ENV-18 sections trimmed",
-        b" V1 | 7 | PING | ",
+        b" V1 | 7 | OFFSET | g t 1 ",
         ("envelope", "unsupported version", "0"),
-        Request("7", "PING"),
+        Request("7", "OFFSET", ("g", "t", 1)),
     ),
     (
         "V1L-ENV-18 a blank correlation id",
@@ -313,10 +322,28 @@ DIFFERENCES: list[tuple[str, bytes, Outcome, Outcome]] = [
         Request("7", "LEAVE", ("g", "t", "c", 1)),
     ),
     (
-        "V1L-ENV-18 a space as PING's args",
+        "V1L-PING-1/3 PING",
+        b"V1|7|PING|",
+        Request("7", "PING"),
+        ("unknown", "PING", "7"),
+    ),
+    (
+        "V1L-PING-3 PING with an arg",
+        b"V1|7|PING|x",
+        ("args", "PING requires: no args", "7"),
+        ("unknown", "PING", "7"),
+    ),
+    (
+        "V1L-PING-3 a space as PING's args",
         b"V1|7|PING| ",
         ("args", "PING requires: no args", "7"),
-        Request("7", "PING"),
+        ("unknown", "PING", "7"),
+    ),
+    (
+        "V1L-PING-3 PING's five sections",
+        b"V1|7|PING||",
+        ("envelope", ENVELOPE, "0"),
+        ("unknown", "PING", "7"),
     ),
     (
         "V1L-PROD-6/10 acks=ALL",
@@ -383,9 +410,21 @@ def test_doc_and_real_read_a_line_differently(
     _check(line, "real", real)
 
 
+@pytest.mark.parametrize(
+    "line", [b"V1|7|ping|", b"V1|7|Ping|", b" V1 | 7 | PING | ", b"V1|7|PING|\r", b"V1|7|PING|\t"]
+)
+def test_real_has_no_ping_in_any_case_or_spacing(line: bytes) -> None:
+    """V1L-PING-3 through V1L-ENV-18: real reads each of these as PING, and has no PING."""
+    with pytest.raises(UnknownCommand) as info:
+        parse_request(line, revision="real")
+    assert info.value.correlation_id == "7"
+    assert info.value.command.strip().upper() == "PING"
+
+
 def test_real_echoes_the_correlation_id_trimmed_and_keeps_inner_spaces() -> None:
-    assert parse_request(b"V1| a b |PING|", revision="real") == Request("a b", "PING")
-    assert parse_request(b"V1| a b |PING|", revision="doc") == Request(" a b ", "PING")
+    line, args = b"V1| a b |OFFSET|g t 1", ("g", "t", 1)
+    assert parse_request(line, revision="real") == Request("a b", "OFFSET", args)
+    assert parse_request(line, revision="doc") == Request(" a b ", "OFFSET", args)
 
 
 @pytest.mark.parametrize(
@@ -604,11 +643,19 @@ def requests(draw: st.DrawFn) -> Request:
 
 
 @given(requests())
-def test_encode_then_parse_gives_the_same_request_in_both_revisions(request_: Request) -> None:
+def test_encode_then_parse_gives_the_same_request_in_each_revision_that_has_it(
+    request_: Request,
+) -> None:
+    """A PING, in real, is an unknown command with its correlation id (V1L-PING-3)."""
     line = encode(request_)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     for revision in REVISIONS:
-        assert parse_request(line, revision=revision) == request_
+        if request_.command == "PING" and revision == "real":
+            with pytest.raises(UnknownCommand) as info:
+                parse_request(line, revision=revision)
+            assert info.value.correlation_id == request_.correlation_id
+        else:
+            assert parse_request(line, revision=revision) == request_
 
 
 def _writable(req: Request) -> bool:

@@ -56,7 +56,7 @@ def test_a_broken_client_is_reported_with_exactly_what_it_broke(
 ) -> None:
     with validating("v1line", tmp_path, "--revision", revision) as seen:
         alice, bob = RawClient(_address(seen)), RawClient(_address(seen))
-        assert alice.send("V1|1|PING|") == "V1|1|OK"
+        assert alice.send("V1|1|OFFSET|other orders 0") == "V1|1|OK|offset=0"
         assert alice.send("V1|2|PING").startswith("V1|0|ERR|BAD_REQUEST|")  # no trailing |
         assert alice.send("V1|3|FETCH|orders 0 0").startswith("V1|3|ERR|UNKNOWN_COMMAND|")
         assert alice.send("V1|4|CONSUME|orders 0 -5").startswith("V1|4|ERR|BAD_REQUEST|")
@@ -69,7 +69,7 @@ def test_a_broken_client_is_reported_with_exactly_what_it_broke(
         assert int(fields(alice.send("V1|7|JOIN|grp orders alice"))["generation"]) == second
         # now she was given the new one, and sends the old one: stale
         assert "GENERATION_MISMATCH" in alice.send(f"V1|8|HEARTBEAT|grp orders alice {first}")
-        assert alice.send("V1|x9|PING|") == "V1|x9|OK"
+        assert alice.send("V1|x9|OFFSET|other orders 0") == "V1|x9|OK|offset=0"
         alice.close()
         bob.close()
     assert seen.code == 1, seen.stderr
@@ -116,7 +116,10 @@ def test_a_well_behaved_client_breaks_nothing(tmp_path: Path, revision: str) -> 
             assert "|OK|" in follower.call(2, "REPLICA_FETCH", "orders 0 1 0")
             assert "|OK|" in follower.call(3, "REPLICA_FETCH", "orders 0 1 2")
             assert "role=leader" in follower.call(4, "SET_PARTITION_ROLE", "orders 1 leader")
-            assert follower.call(5, "PING") == "V1|5|OK"
+            if revision == "doc":
+                assert follower.call(5, "PING") == "V1|5|OK"
+            else:  # real has no PING (V1L-PING-3): a well-behaved client sends none
+                assert follower.call(5, "OFFSET", "nobody orders 0") == "V1|5|OK|offset=0"
         conn.close()
         consumer.conn.close()
     assert seen.code == 0, seen.stdout[-2000:]
@@ -133,6 +136,29 @@ def test_a_well_behaved_client_breaks_nothing(tmp_path: Path, revision: str) -> 
     # the reactions are judged only after faults: none fired, none exercised
     for req in ("V1L-CLI-18", "V1L-CLI-19", "V1L-CLI-20"):
         assert verdicts[req] == "UNSUPPORTED"
+
+
+@pytest.mark.parametrize("revision", ["doc", "real"])
+def test_a_ping_breaks_the_command_requirement_in_real_only(tmp_path: Path, revision: str) -> None:
+    """V1L-CLI-6: PING is a command of doc; the real broker has none and answers it
+    UNKNOWN_COMMAND (V1L-PING-3), so a client that sends it to real breaks the requirement."""
+    with validating("v1line", tmp_path, "--revision", revision) as seen:
+        client = RawClient(_address(seen))
+        answer = "V1|1|OK" if revision == "doc" else "V1|1|ERR|UNKNOWN_COMMAND|unsupported command"
+        assert client.send("V1|1|PING|") == answer
+        assert client.send("V1|2|OFFSET|other orders 0") == "V1|2|OK|offset=0"
+        client.close()
+    if revision == "doc":
+        assert seen.code == 0, seen.stdout[-2000:]
+        assert seen.broken() == set()
+        assert _case(seen, "V1L-CLI-6")["verdict"] == "PASS"
+        return
+    assert seen.code == 1, seen.stderr
+    assert seen.broken() == {"V1L-CLI-6"}
+    case = _case(seen, "V1L-CLI-6")
+    assert case["verdict"] == "FAIL", case["message"]
+    assert "broken once (connection 1)" in case["message"], case["message"]
+    assert "'PING' is a command of the document only" in case["message"], case["message"]
 
 
 def test_a_line_over_64_kib_breaks_the_line_limit_and_ends_the_connection(

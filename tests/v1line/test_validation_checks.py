@@ -26,8 +26,10 @@ ENV, EXACT, CID, CMD, ARGS, INT, NONNEG, VALUES = (
 BOTH = ("doc", "real")
 
 LINES = [
-    # (line, revisions, the requirements it breaks there)
-    (b"V1|1|PING|", BOTH, set()),
+    # (line, revisions, the requirements it breaks there); real has no PING (V1L-PING-3)
+    (b"V1|1|PING|", ("doc",), set()),
+    (b"V1|1|PING|", ("real",), {CMD}),
+    (b"V1|1|OFFSET|g t 0", BOTH, set()),
     (b"V1|42|PRODUCE|orders user1:created acks=all", BOTH, set()),
     (b"V1|7|COMMIT|g t c 2 0 15", BOTH, set()),
     (b"V1|1|PING", BOTH, {ENV}),
@@ -37,16 +39,22 @@ LINES = [
     (b"V1|1||", BOTH, {ENV}),
     (b"V1|1|PING|\xff", BOTH, {ENV}),
     (b"V1|1|PING|\r", ("doc",), {EXACT}),
-    (b"V1|1|PING|\r", ("real",), set()),
+    (b"V1|1|PING|\r", ("real",), {CMD}),
+    (b"V1|1|OFFSET|g t 0\r", ("doc",), {EXACT}),
+    (b"V1|1|OFFSET|g t 0\r", ("real",), set()),
     (b"V1|1|PRODUCE|t k:a|b", ("doc",), {EXACT}),
     (b"V1|1|PRODUCE|t k:a|b", ("real",), set()),
-    (b"V1|0|PING|", BOTH, {CID}),
-    (b"V1|abc|PING|", BOTH, {CID}),
-    (b"V1|1|ping|", ("doc",), {CMD}),
-    (b"V1|1|ping|", ("real",), set()),
+    (b"V1|0|OFFSET|g t 0", BOTH, {CID}),
+    (b"V1|abc|OFFSET|g t 0", BOTH, {CID}),
+    (b"V1|0|PING|", ("doc",), {CID}),
+    (b"V1|0|PING|", ("real",), {CID, CMD}),
+    (b"V1|1|ping|", BOTH, {CMD}),  # doc: not in capitals; real: PING
+    (b"V1|1|offset|g t 0", ("doc",), {CMD}),
+    (b"V1|1|offset|g t 0", ("real",), set()),
     (b"V1|1|FETCH|t 0 0", BOTH, {CMD}),
     (b"V1|1|PRODUCE|t", BOTH, {ARGS}),
-    (b"V1|1|PING|x", BOTH, {ARGS}),
+    (b"V1|1|PING|x", ("doc",), {ARGS}),
+    (b"V1|1|PING|x", ("real",), {CMD}),
     (b"V1|1|PRODUCE|t  k:v", ("doc",), {ARGS}),
     (b"V1|1|PRODUCE|t  k:v", ("real",), set()),
     (b"V1|1|CONSUME|t x 0", BOTH, {INT}),
@@ -82,6 +90,14 @@ def test_each_line_breaks_exactly_its_requirements(
     read = read_line(line, "real" if revision == "real" else "doc", 3)
     assert {v.requirement for v in read.violations} == broken, read.violations
     assert {v.requirement for v in read.violations} <= set(read.checked)
+
+
+@pytest.mark.parametrize("line", [b"V1|1|PING|", b"V1|1|ping|", b"V1|1|PING|x"])
+def test_a_ping_in_real_is_told_the_real_broker_has_none(line: bytes) -> None:
+    (violation,) = read_line(line, "real", 3).violations
+    assert violation.requirement == CMD and violation.fields == ("command",)
+    assert "command of the document only" in violation.message, violation.message
+    assert "the real broker answers it UNKNOWN_COMMAND" in violation.message, violation.message
 
 
 def _checker(session_timeout_s: float = 10.0) -> tuple[V1Validation, V1Checker]:

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from conformance.plugin import Annotation, FieldSpan
 from conformance.protocols.v1line import codec
-from conformance.protocols.v1line.commands import COMMANDS
-from conformance.protocols.v1line.errors import BadRequest, V1LineError
+from conformance.protocols.v1line.commands import COMMANDS, DOC_ONLY
+from conformance.protocols.v1line.errors import BadRequest, UnknownCommand, V1LineError
 
 
 def _summary(text: str, limit: int = 120) -> str:
@@ -100,6 +100,12 @@ def annotate_request(line: bytes) -> Annotation:
         else:  # a well-formed line whose args the reference broker refuses: name it as sent
             command = str(sections[2].value).strip().upper()
             summary = f"{command} {_summary(text)} (reference broker: {exc.message})"
+    except UnknownCommand as exc:
+        command = exc.command.strip().upper()
+        if command in DOC_ONLY:  # (read as real, which has none: it is doc's)
+            summary = f"{command} {_summary(text)} (doc only: the real broker has no {command})"
+        else:
+            summary = f"{exc.code} {_summary(text)}"
     except V1LineError as exc:
         summary = f"{exc.code} {_summary(text)}"
     return Annotation(summary, fields)

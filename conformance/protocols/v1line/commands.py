@@ -216,6 +216,24 @@ COMMANDS: dict[str, CommandSpec] = {
 }
 """Every command of the document, in its order, PING last."""
 
+DOC_ONLY = frozenset({"PING"})
+"""Commands the document shows that the real broker does not have: its dispatch has no PING
+branch and answers it UNKNOWN_COMMAND (FACTS.md, H; V1L-PING-3).  Known in ``doc`` only."""
+
+
+def commands_of(revision: Revision | None) -> list[str]:
+    """The commands ``revision`` has, in the document's order (None: those every revision
+    has, which are ``real``'s)."""
+    return [n for n in COMMANDS if revision == "doc" or n not in DOC_ONLY]
+
+
+def command_spec(name: str, revision: Revision) -> CommandSpec | None:
+    """The command named ``name`` (already upper-cased in ``real``) if ``revision`` has it."""
+    spec = COMMANDS.get(name)
+    if spec is None or (revision == "real" and spec.name in DOC_ONLY):
+        return None
+    return spec
+
 
 # ------------------------------------------------------- what the codec produces
 

@@ -12,14 +12,15 @@ Layout, as the real broker writes it (FACTS.md, "Offsets and durability", O and 
   ``assignments`` maps consumer id -> list of partitions and ``members`` is a list of
   ``{"consumer_id", "last_heartbeat_unix_ms"}``.
 
-Where it differs from the real broker: atomicity (V1L-DUR-4, -5).  The real broker truncates
-each file in place and then encodes into it, with no fsync, so a kill between the two leaves an
-empty or partial file.  Here every save writes a temporary file in the same directory, fsyncs
-it, ``os.replace``-s it over the target and fsyncs the directory (as the engine journal's
-``rewrite`` does, conformance/engine/store.py).  A reader therefore sees either the previous
-complete file or the new one, and once ``save_*`` returns the new one survives kill -9 and power
-loss.  A kill mid-save can leave a stray ``.groups.json.*.tmp`` / ``.offsets.json.*.tmp``;
-:meth:`GroupFiles.load` ignores them.  One writer per data directory (the broker) is assumed.
+Where it differs from the real broker: atomicity (V1L-DUR-4, -5; the real broker keeps only
+V1L-DUR-7). The real broker truncates each file in place and then encodes into it, with no
+fsync, so a kill between the two leaves an empty or partial file. Here every save writes a
+temporary file in the same directory, fsyncs it, ``os.replace``-s it over the target and fsyncs
+the directory (as the engine journal's ``rewrite`` does, conformance/engine/store.py). A reader
+therefore sees either the previous complete file or the new one, and once ``save_*`` returns
+the new one survives kill -9 and power loss. A kill mid-save can leave a stray
+``.groups.json.*.tmp`` / ``.offsets.json.*.tmp``; :meth:`GroupFiles.load` ignores them. One
+writer per data directory (the broker) is assumed.
 
 Loading: a missing file is empty state.  A damaged file (not UTF-8, not JSON, or the wrong
 shape) raises :class:`DurableStateError`, whose message is one line naming the file and what is

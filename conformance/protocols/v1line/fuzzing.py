@@ -49,7 +49,13 @@ from typing import Any
 from conformance.fuzz.case import Blame, FrameMutator, Pool, StructureMutator
 from conformance.fuzz.draw import draw
 from conformance.protocols.v1line import codec, strategies
-from conformance.protocols.v1line.commands import COMMANDS, KeyValue, OkReply, Request, Revision
+from conformance.protocols.v1line.commands import (
+    KeyValue,
+    OkReply,
+    Request,
+    Revision,
+    commands_of,
+)
 from conformance.protocols.v1line.errors import BadReply, BadRequest, V1LineError
 from conformance.protocols.v1line.fuzz_frames import FRAME_MUTATORS_V1
 from conformance.protocols.v1line.fuzz_mutators import (
@@ -126,7 +132,9 @@ def pool(revision: Revision, seed: int, acks_all: bool = False) -> Pool:
     """The pool of ``revision`` for the campaign ``seed`` (see the module doc);
     ``acks_all``: some PRODUCEs ask acks=all."""
     drawn = [
-        _drawn(revision, seed, c, n, acks_all) for c in COMMANDS for n in range(DRAWS.get(c, 2))
+        _drawn(revision, seed, c, n, acks_all)
+        for c in commands_of(revision)  # (real: no PING, the real broker has none)
+        for n in range(DRAWS.get(c, 2))
     ]
     written = {r.arg("topic") for _, r in drawn if r.command == "PRODUCE"}
     kept = [

@@ -1,7 +1,8 @@
 """Deliberate misbehaviour of the V1 line reference broker, switched on by ``--quirk NAME``.
 
 ``spec`` quirks break exactly the MUST requirements they name (in revision ``doc``, the
-default, where every one of them applies), and nothing else; ``fault`` quirks crash the
+default, where every one of them applies but ``answers-ping``, which is ``real``'s), and
+nothing else; ``fault`` quirks crash the
 broker or stop it serving everyone, for the fuzzer to find (they stay out of that
 exactness check).  The front-end asks a :class:`Quirks` at each point a quirk bends a
 rule; with none active every answer is the conformant one.
@@ -36,6 +37,13 @@ QUIRKS: dict[str, QuirkSpec] = {
             "V1L-ENV-6,V1L-ENV-11",
             "answers a line with a version other than V1 with the line's correlation id "
             "instead of 0",
+        ),
+        _spec(
+            "answers-ping",
+            "ping",
+            "V1L-PING-3",
+            "in revision real, answers PING with V1|<cid>|OK as the document shows, though the "
+            "real broker has no PING (a no-op in doc, where PING is answered so anyway)",
         ),
         _spec(
             "unknown-command-bad-request",

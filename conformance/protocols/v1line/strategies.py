@@ -33,6 +33,7 @@ from conformance.protocols.v1line.commands import (
     ReplyField,
     Request,
     Revision,
+    commands_of,
 )
 from conformance.protocols.v1line.errors import ERROR_CODES
 
@@ -100,9 +101,12 @@ def arg_values(command: str, name: str) -> st.SearchStrategy[ArgValue]:
 
 
 @st.composite
-def requests(draw: st.DrawFn, command: str | None = None) -> Request:
-    """A request of ``command`` (any command when None)."""
-    name = command if command is not None else draw(st.sampled_from(list(COMMANDS)))
+def requests(
+    draw: st.DrawFn, command: str | None = None, revision: Revision | None = None
+) -> Request:
+    """A request of ``command`` (when None, any command ``revision`` has; any command every
+    revision has when that is None too: PING is ``doc``'s only)."""
+    name = command if command is not None else draw(st.sampled_from(commands_of(revision)))
     args = tuple(draw(arg_values(name, a)) for a in COMMANDS[name].arg_names)
     return Request(draw(correlation_ids()), name, args)
 
@@ -156,7 +160,7 @@ def request_lines(
     draw: st.DrawFn, revision: Revision, command: str | None = None
 ) -> tuple[bytes, Request]:
     """A line (without its ``\\n``) of ``revision`` and the request it parses to."""
-    return draw(written(draw(requests(command)), revision))
+    return draw(written(draw(requests(command, revision)), revision))
 
 
 # ------------------------------------------------------------------ replies

@@ -32,7 +32,14 @@ import re
 from dataclasses import dataclass, field
 
 from conformance.protocols.v1line.codec import VERSION, integer
-from conformance.protocols.v1line.commands import COMMANDS, ArgValue, KeyValue, Revision
+from conformance.protocols.v1line.commands import (
+    COMMANDS,
+    DOC_ONLY,
+    ArgValue,
+    KeyValue,
+    Revision,
+    command_spec,
+)
 from conformance.validate.contract import Violation
 
 ENVELOPE = "V1L-CLI-1"
@@ -241,9 +248,14 @@ def read_line(payload: bytes, revision: Revision, replication_factor: int) -> Li
     command, args = sections[2], sections[3]
     name = command.upper() if revision == "real" else command
     line.check(COMMAND)
-    spec = COMMANDS.get(name)
+    spec = command_spec(name, revision)
     if spec is None:
-        line.broke(COMMAND, f"{shown(command)} is not a command of the V1 protocol", "command")
+        said = (
+            "is a command of the document only: the real broker answers it UNKNOWN_COMMAND"
+            if name in DOC_ONLY
+            else "is not a command of the V1 protocol"
+        )
+        line.broke(COMMAND, f"{shown(command)} {said}", "command")
         return line
     line.command = spec.name
     line.check(ARGUMENTS)

@@ -111,7 +111,8 @@ def test_a_success_echoes_a_non_numeric_correlation_id(target: CaseContext) -> N
     """A success reply is V1|<cid>|OK|<payload> with the request's non-numeric correlation id.
 
     V1L-ENV-3: "a success reply is `V1|<cid>|OK` or `V1|<cid>|OK|<payload>`, where `<cid>` is
-    the request's correlation id byte for byte (it need not be numeric)."
+    the request's correlation id byte for byte (it need not be numeric; in `real`, as trimmed
+    by V1L-ENV-18)."
     """
     with target.connect() as conn:
         topic = target.name("cid")

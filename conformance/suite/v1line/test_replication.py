@@ -25,6 +25,7 @@ from conformance.suite.v1line.verify import (
     evidence_of,
     expect_error,
     read,
+    real,
     send,
 )
 
@@ -126,6 +127,14 @@ def produce_to_follower(
     )
 
 
+REAL_ROLE_TRIES = 2
+"""``real``: the newest real broker sets every partition its controller metadata names it
+leader of back to leader once a second (FACTS.md, SET_PARTITION_ROLE), and its
+SET_PARTITION_ROLE names it leader even for a follower: a PRODUCE sent a round trip after
+the role was set can meet that tick.  A PRODUCE accepted there is tried once more, on a
+new topic; accepted twice, it is a FAIL."""
+
+
 def expect_or_any(ctx: CaseContext, conn: Connection, args: str, requirement: str) -> Reply:
     send(conn, "PRODUCE", args)
     return read(ctx, conn, requirement, f"PRODUCE {args}", command="PRODUCE")
@@ -141,10 +150,13 @@ def test_produce_to_a_follower_partition_is_not_leader_and_appends_nothing(
     nothing (a later CONSUME and hw show no new record)."
     """
     with target.connect() as conn:
-        topic = target.name("notleader")
-        (first,) = produce_committed(target, conn, topic, "k", ["kept"], "V1L-REPL-4")
-        followed: list[int] = []
-        reply = produce_to_follower(target, conn, topic, first, followed, "V1L-REPL-4")
+        for attempt in range(REAL_ROLE_TRIES if real(target) else 1):
+            topic = target.name(f"notleader{attempt}")
+            (first,) = produce_committed(target, conn, topic, "k", ["kept"], "V1L-REPL-4")
+            followed: list[int] = []
+            reply = produce_to_follower(target, conn, topic, first, followed, "V1L-REPL-4")
+            if not reply.ok:
+                break
         require(
             not reply.ok and reply.code == NOT_LEADER,
             "V1L-REPL-4",
