@@ -341,7 +341,7 @@ def _blame(
 
     pos = next((i for i, row in enumerate(suspects) if brings_down(row)), None)
     if pos is None:
-        return held  # none of them, in the order they ran, brought it down
+        return _unconfirmed(target, held, shown, options)  # none of them brought it down
     for n, row in enumerate((suspects[pos], *suspects[max(pos - 1, 0) : pos])):
         _restart_if_down(proto, target, options, known=n == 0)  # (the sweep left it down)
         case = generate(proto, pool, seed, row.index)
@@ -360,7 +360,21 @@ def _blame(
         )
         aborted = replace(shown, outcome=harness.ABORTED, finding="", requirement="")
         return [culprit if r is row else aborted if r is shown else r for r in held]
-    return held
+    return _unconfirmed(target, held, shown, options)
+
+
+def _unconfirmed(target: Target, held: list[Row], shown: Row, options: Options) -> list[Row]:
+    """``held`` after a culprit search that found none.  A CRASH stays (a process that
+    exited crashed, reproducible or not); a STOPPED judged in a short look (a target the
+    fuzzer restarts, :class:`harness.Looks`) that no replay shows again was a slow target,
+    not a stopped one: the row becomes SLOW, no finding, and the target's looks wait longer
+    from now on (:meth:`Target.looked_too_soon`)."""
+    short = target.looks.timeout is not None and target.looks.timeout < options.deadline
+    if shown.outcome != harness.STOPPED or not short:
+        return held
+    target.looked_too_soon()
+    slow = replace(shown, outcome=harness.SLOW, finding="", requirement="")
+    return [slow if r is shown else r for r in held]
 
 
 def _suspects(held: list[Row], options: Options) -> list[Row]:

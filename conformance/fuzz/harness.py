@@ -66,6 +66,10 @@ STOPPED = "stopped"
 DROPPED = "dropped"
 ABORTED = "aborted"
 """Ran while the target died or stopped: judged by the finding of the case that showed it."""
+SLOW = "slow"
+"""Showed a target the fuzzer restarts silent for a short look's time, but neither it nor a
+case in flight with it stops a fresh start when replayed alone: taken for a slow target (a
+loaded machine), not a stop, and no finding (:func:`.campaign._blame`)."""
 
 FINDING_OF = {
     HANG: "HANG",

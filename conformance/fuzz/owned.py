@@ -50,6 +50,8 @@ class Owned(Target):
             return harness.probe(proto, host, port, timeout) == harness.SERVING
 
         self.proto, self.deadline = proto, deadline
+        self.floor = LOOK_FLOOR_S
+        """The shortest look; doubled each time a look took a slow target for stopped."""
         self.supervisor = Supervisor(
             command, serving, start_timeout, deadline, log_path, spare=spare
         )
@@ -66,10 +68,18 @@ class Owned(Target):
         self.port = self.supervisor.port
         self.looks = harness.Looks(0, self._look_timeout(), harness.SILENT_LOOKS)
 
+    def looked_too_soon(self) -> None:
+        """A look was silent, but no replay stops a fresh start: the target was slow (a
+        loaded machine).  Its looks wait twice as long from now on, this start and the next
+        ones, up to the deadline."""
+        self.floor = min(self.deadline, max(self.floor, self.looks.timeout or 0.0) * 2)
+        self.looks = harness.Looks(0, self.floor, harness.SILENT_LOOKS)
+
     def _look_timeout(self) -> float:
         """How long one look waits for this start's answer: :data:`LOOK_FACTOR` times the
         median of :data:`LOOK_SAMPLES` probe round trips (the first answers of a JVM are
-        slow), at least :data:`LOOK_FLOOR_S`
+        slow), at least :data:`LOOK_FLOOR_S` (more once a look took a slow target for
+        stopped: :meth:`looked_too_soon`)
         and at most the deadline.  A stop is then judged in one short look on
         :data:`~conformance.fuzz.harness.SILENT_LOOKS` fresh connections at once, every one
         of them silent, not in three deadlines: a target that stalls one connection at
@@ -81,7 +91,7 @@ class Owned(Target):
             if harness.probe(self.proto, self.host, self.port, self.deadline) != harness.SERVING:
                 return self.deadline
             took.append(time.monotonic() - began)
-        return min(self.deadline, max(LOOK_FLOOR_S, LOOK_FACTOR * statistics.median(took)))
+        return min(self.deadline, max(self.floor, LOOK_FACTOR * statistics.median(took)))
 
     @property
     def starts(self) -> int:

@@ -80,6 +80,9 @@ class Target:
                 )
             time.sleep(BACK_POLL_S)
 
+    def looked_too_soon(self) -> None:
+        """A silence its looks took for a stop was not one (it was slow): look longer."""
+
     def output(self) -> list[str]:
         """The last lines the target printed (only a target the fuzzer started has any)."""
         return []

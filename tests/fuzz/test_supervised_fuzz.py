@@ -17,6 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -126,3 +127,25 @@ def test_a_broker_that_cannot_run_twice_gives_spare_up_and_is_fuzzed_all_the_sam
     found_minimized_replayed(tmp_path, "minikafka", "crash", "--spare", wrap=lock)
     said = (tmp_path / "said.txt").read_text()
     assert "--spare was given up (the spare copy exited with code 4" in said, said
+
+
+@pytest.mark.slow
+def test_a_broker_that_is_slow_for_a_moment_is_not_taken_for_stopped(tmp_path: Path) -> None:
+    """A --target-cmd broker whose replies all come 0.4 s late for a moment (a loaded machine)
+    is silent for longer than the short look the fuzzer gives a target it restarts; the
+    case that met it is replayed alone on a fresh start, where nothing is slow, so it is a
+    SLOW row, not a STOPPED finding: no finding, exit 0."""
+    trigger, cases = TRIGGER["minikafka"]
+    proxy = [sys.executable, str(PROXY), "--port", "{port}", "--trigger", trigger, "--fault"]
+    once = ("--once", str(tmp_path / "slowed"))
+    command = shlex.join([*proxy, "slow", *once, "--", "--protocol", "minikafka"])
+    done = conformance(
+        tmp_path, "fuzz", "--protocol", "minikafka", "--target-cmd", command,
+        "--cases", str(cases), "--seed", "1", "--connections", "4", timeout=600,
+    )  # fmt: skip
+    said = done.stdout[-3000:] + done.stderr[-2000:]
+    assert (tmp_path / "slowed").exists(), f"the trigger was never sent: {said}"
+    outcomes = pq.read_table(tmp_path / "reports" / "fuzz" / "cases.parquet")["outcome"]
+    assert "slow" in outcomes.to_pylist(), (outcomes.to_pylist(), said)
+    assert "stopped" not in outcomes.to_pylist(), said
+    assert done.returncode == 0 and "no finding" in said, said

@@ -13,7 +13,10 @@ real brokers have been seen to break:
 * ``stop``: prints a Java exception and stops serving everyone: the port still accepts,
   nothing is relayed either way again (the real mini-Kafka server after a bad type byte);
 * ``panic``: prints a Rust panic, relays the request all the same and lives on (a worker
-  thread that panicked while the process serves on, as Tansu's do).
+  thread that panicked while the process serves on, as Tansu's do);
+* ``slow``: relays everything, but for the next :data:`SLOW_FOR_S` seconds every reply, on
+  every connection, is held :data:`SLOW_BY_S` seconds first (a broker on a loaded machine:
+  slow, never stopped; with ``--once``, only the first start is slowed).
 
 ``--once FILE``: break only if FILE does not exist yet, and create it (a fault that does not
 happen again on the next start: the case cannot be convicted).  ``--fail-start FILE``: if
@@ -36,9 +39,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 SERVING = re.compile(rb"serving \S+ on (\S+):(\d+)")
+SLOW_FOR_S = 1.5
+SLOW_BY_S = 0.4
 KEEP = 4096
 """Bytes of a connection's client stream kept for matching (the trigger may span reads)."""
 
@@ -67,6 +73,7 @@ class Proxy:
         self.args, self.backend = args, backend
         self.trigger = re.compile(args.trigger.encode())
         self.stopped = threading.Event()
+        self.slow_until = 0.0
 
     def serve(self, listener: socket.socket) -> None:
         while True:
@@ -102,6 +109,8 @@ class Proxy:
                 with contextlib.suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
                 return
+            if not from_client and time.monotonic() < self.slow_until:
+                time.sleep(SLOW_BY_S)
             if from_client:
                 seen = (seen + data)[-KEEP:]
                 if self.trigger.search(seen) and self.fault():
@@ -129,6 +138,8 @@ class Proxy:
         if kind == "stop":
             print(JAVA_STOP, file=sys.stderr, flush=True)
             self.stopped.set()
+        elif kind == "slow":
+            self.slow_until = time.monotonic() + SLOW_FOR_S
         else:
             print(RUST_PANIC, file=sys.stderr, flush=True)
         return True
@@ -151,7 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--trigger", required=True)
-    parser.add_argument("--fault", choices=("crash", "stop", "panic"), required=True)
+    parser.add_argument("--fault", choices=("crash", "stop", "panic", "slow"), required=True)
     parser.add_argument("--once")
     parser.add_argument("--fail-start")
     parser.add_argument("serve", nargs=argparse.REMAINDER)
