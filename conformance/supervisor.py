@@ -105,7 +105,8 @@ def exit_status(code: int) -> str:
 
 
 class Supervisor:
-    """One target process at a time, started from ``command``; see the module's text."""
+    """One target process at a time, started from ``command`` (with ``spare``, the next one
+    is started ahead, :mod:`conformance.spare`); see the module's text."""
 
     host = "127.0.0.1"
 
