@@ -29,7 +29,7 @@ def conformance(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_refused_credentials_end_the_run_with_exit_2_and_one_line(tmp_path: Path) -> None:
-    with running("--password", "s3cret") as served:
+    with running("--password", "s3cret", directory=tmp_path / "broker") as served:
         target = f"{served.host}:{served.port}"
         refused = conformance("run", "--protocol", "iggy", "--target", target, cwd=tmp_path)
         accepted = conformance(
@@ -44,7 +44,7 @@ def test_refused_credentials_end_the_run_with_exit_2_and_one_line(tmp_path: Path
 
 
 def test_a_classic_run_against_a_doc_broker_names_the_revision_flag(tmp_path: Path) -> None:
-    with running("--revision", "doc") as served:
+    with running("--revision", "doc", directory=tmp_path / "broker") as served:
         target = f"{served.host}:{served.port}"
         proc = conformance("run", "--protocol", "iggy", "--target", target, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
