@@ -23,6 +23,7 @@ from conformance.engine.groups import (
 from conformance.engine.log import DEDUPE_ONLY, STRICT, IdempotencePolicy
 from conformance.engine.records import (
     AppendResult,
+    Batch,
     GroupInfo,
     HeartbeatStatus,
     JoinResult,
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_PARTITIONS",
     "STRICT",
     "AppendResult",
+    "Batch",
     "CommitCheck",
     "Creation",
     "Engine",

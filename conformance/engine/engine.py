@@ -64,6 +64,7 @@ from conformance.engine.ops import (
 )
 from conformance.engine.records import (
     AppendResult,
+    Batch,
     GroupInfo,
     HeartbeatStatus,
     JoinResult,
@@ -278,6 +279,8 @@ class Engine:
         producer: ProducerBatch | None = None,
         *,
         policy: IdempotencePolicy | None = None,
+        form: str = "",
+        data: bytes = b"",
     ) -> AppendResult:
         """Append ``records``; with ``producer``, idempotently under ``policy``.
 
@@ -285,7 +288,9 @@ class Engine:
         chooses the rules its document states, STRICT or DEDUPE_ONLY) and ignored without.
         An exact resend of a remembered range is acknowledged with its original offsets
         (``duplicate=True``) and not stored; ``producer_epoch`` is the highest epoch the
-        partition has seen for the producer (0 without a producer)."""
+        partition has seen for the producer (0 without a producer).  The records form one
+        :class:`Batch` (each record's ``batch``), which keeps ``form`` and ``data``: the
+        append as the front-end's protocol wrote it, journaled with it, never read here."""
         if producer is not None and policy is None:
             raise ValueError(
                 "an append with a producer needs an idempotence policy: pass "
@@ -300,16 +305,17 @@ class Engine:
             if duplicate is not None:
                 return duplicate
         base, ts = log.high_watermark, now_ms()
+        batch = Batch(base, len(records), form, data)
         if producer is None:
             stored = tuple(
-                Record(base + i, r.key, r.value, r.headers, _ts(r, ts))
+                Record(base + i, r.key, r.value, r.headers, _ts(r, ts), batch=batch)
                 for i, r in enumerate(records)
             )
         else:
             pid, epoch = producer.producer_id, producer.epoch
             seqs = _sequences(producer, len(records))
             stored = tuple(
-                Record(base + i, r.key, r.value, r.headers, _ts(r, ts), pid, epoch, seqs[i])
+                Record(base + i, r.key, r.value, r.headers, _ts(r, ts), pid, epoch, seqs[i], batch)
                 for i, r in enumerate(records)
             )
         self._write(Append(topic, partition, base, stored, producer))

@@ -15,6 +15,10 @@ AddPartitions (type 10) and RemovePartitions (type 11) grow a topic by new empty
 partitions after its last one, or drop its last ones with their records (and the offsets
 committed to them).
 
+An Append whose batch keeps the form and bytes its front-end wrote it in is type 13: type
+3's fields, then the form (string) and the bytes.  Type 3 is an append that keeps none; its
+records still form one batch (the append's boundary).
+
 A PutMeta (type 12) sets or removes one key of the front-ends' metadata store: a key
 (string) and a value (bytes; length 0xFFFFFFFF: None, the key is removed).  The engine
 does not read the values; a front-end keeps there what its protocol knows and the engine
@@ -32,7 +36,7 @@ import struct
 from dataclasses import dataclass
 
 from conformance.engine.log import SeqRange
-from conformance.engine.records import ProducerBatch, Record
+from conformance.engine.records import Batch, ProducerBatch, Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +68,18 @@ class RemovePartitions:
 
 @dataclass(frozen=True, slots=True)
 class Append:
+    """One append; its records carry ``batch`` (the form and bytes it was written in)."""
+
     topic: str
     partition: int
     base_offset: int
     records: tuple[Record, ...]
     producer: ProducerBatch | None
+
+    @property
+    def batch(self) -> Batch:
+        first = self.records[0].batch if self.records else None
+        return first if first is not None else Batch(self.base_offset, len(self.records))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +150,7 @@ _DELETE_GROUP = 9
 _ADD_PARTITIONS = 10
 _REMOVE_PARTITIONS = 11
 _PUT_META = 12
+_APPEND_WRITTEN = 13  # an Append, then its batch's form and bytes
 
 _U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
@@ -203,9 +215,10 @@ def encode(op: Op) -> bytes:
 
 
 def _encode_append(op: Append) -> bytes:
-    p = op.producer
+    p, batch = op.producer, op.batch
+    written = bool(batch.form or batch.data)
     parts = [
-        _U8.pack(_APPEND),
+        _U8.pack(_APPEND_WRITTEN if written else _APPEND),
         _text(op.topic),
         _APPEND_HEAD.pack(op.partition, op.base_offset, len(op.records), p is not None),
     ]
@@ -229,6 +242,8 @@ def _encode_append(op: Append) -> bytes:
             raw = name.encode("utf-8", "surrogatepass")
             n = _NULL if value is None else len(value)
             parts += [_HEADER_HEAD.pack(len(raw), n), raw, value or b""]
+    if written:
+        parts += [_text(batch.form), _U32.pack(len(batch.data)), batch.data]
     return b"".join(parts)
 
 
@@ -270,8 +285,8 @@ def decode(payload: bytes) -> Op:
     r = _Reader(payload)
     (kind,) = r.unpack(_U8)
     op: Op
-    if kind == _APPEND:
-        op = _decode_append(r)
+    if kind in (_APPEND, _APPEND_WRITTEN):
+        op = _decode_append(r, kind == _APPEND_WRITTEN)
     elif kind == _COMMIT:
         group, topic = r.text(), r.text()
         offsets = tuple((p, o) for p, o in (r.unpack(_PAIR) for _ in range(r.u32())))
@@ -317,15 +332,15 @@ def _seq_range(r: _Reader, kind: int, snapshot_epoch: int) -> SeqRange:
     return SeqRange(seq_start, seq_end, base, last, snapshot_epoch)
 
 
-def _decode_append(r: _Reader) -> Append:
+def _decode_append(r: _Reader, written: bool) -> Append:
     topic = r.text()
     partition, base, count, has_producer = r.unpack(_APPEND_HEAD)
     producer = None
     if has_producer:
         pid = r.text()
         producer = ProducerBatch(pid, *r.unpack(_PRODUCER_FIELDS))
-    records = []
-    for i in range(count):
+    fields = []
+    for _ in range(count):
         ts, epoch, seq, n_pid, n_key, n_value, n_headers = r.unpack(_RECORD_HEAD)
         pid = r.text(n_pid)
         key, value = r.nullable(n_key), r.nullable(n_value)
@@ -333,5 +348,13 @@ def _decode_append(r: _Reader) -> Append:
         for _ in range(n_headers):
             n_name, n_hvalue = r.unpack(_HEADER_HEAD)
             headers.append((r.text(n_name), r.nullable(n_hvalue)))
-        records.append(Record(base + i, key, value, tuple(headers), ts, pid, epoch, seq))
-    return Append(topic, partition, base, tuple(records), producer)
+        fields.append((key, value, tuple(headers), ts, pid, epoch, seq))
+    batch = Batch(base, count)
+    if written:
+        form = r.text()
+        batch = Batch(base, count, form, r.take(r.u32()))
+    records = tuple(
+        Record(base + i, key, value, headers, ts, pid, epoch, seq, batch)
+        for i, (key, value, headers, ts, pid, epoch, seq) in enumerate(fields)
+    )
+    return Append(topic, partition, base, records, producer)

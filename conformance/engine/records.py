@@ -6,7 +6,7 @@ All are frozen dataclasses, so a front-end can hold on to a Record while the log
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,10 +22,24 @@ class NewRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Batch:
+    """One append as stored: its records are offsets ``base_offset`` to ``base_offset +
+    count - 1``.  A front-end whose protocol has batches (Kafka) may keep the append as its
+    producer wrote it: ``form`` names the encoding (the front-end's own name; "" when
+    nothing is kept) and ``data`` holds the bytes.  The engine never reads them."""
+
+    base_offset: int
+    count: int
+    form: str = ""
+    data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """A stored record.  ``producer_id`` is "" , ``producer_epoch`` 0 and ``sequence`` -1
     when it was appended without idempotence data; ``sequence`` is also -1 when the
-    batch's sequence range did not number its records (see engine.append)."""
+    batch's sequence range did not number its records (see engine.append).  ``batch`` is
+    the append the record came in (the same object for all its records; not compared)."""
 
     offset: int
     key: bytes | None
@@ -35,6 +49,7 @@ class Record:
     producer_id: str = ""
     producer_epoch: int = 0
     sequence: int = -1
+    batch: Batch | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,7 @@ from conformance.engine.ops import (
     PutMeta,
     RemovePartitions,
 )
-
-COMPACT_CHUNK = 1000  # records per Append when the journal is compacted
+from conformance.engine.records import Record
 
 
 class Inconsistent(Exception):
@@ -142,9 +141,7 @@ class State:
         for t in self.topics.values():
             yield CreateTopic(t.name, len(t.logs))
             for p, log in enumerate(t.logs):
-                for base in range(0, log.high_watermark, COMPACT_CHUNK):
-                    chunk = tuple(log.records[base : base + COMPACT_CHUNK])
-                    yield Append(t.name, p, base, chunk, None)
+                yield from _appends(t.name, p, log.records)
                 for pid, state in log.producers.items():
                     yield ProducerSnapshot(t.name, p, pid, state.epoch, tuple(state.ranges))
         for g in self.groups.values():
@@ -153,3 +150,15 @@ class State:
                 yield Commit(g.name, topic, tuple(sorted(offsets.items())))
         for key, value in self.meta.items():
             yield PutMeta(key, value)
+
+
+def _appends(topic: str, partition: int, records: list[Record]) -> Iterator[Append]:
+    """``records`` as Appends for a compacted journal: one per batch, so the boundaries
+    (and a batch's written form) survive compaction as they survive replay."""
+    at, end = 0, len(records)
+    while at < end:
+        batch = records[at].batch
+        stop = batch.base_offset + batch.count if batch is not None else at + 1
+        stop = min(max(stop, at + 1), end)
+        yield Append(topic, partition, at, tuple(records[at:stop]), None)
+        at = stop
