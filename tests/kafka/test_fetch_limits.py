@@ -1,55 +1,122 @@
-"""A Fetch answer keeps to its byte limits: only a batch of one record may pass them, as
-the first of the answer (Kafka lets at most the first stored batch pass,
-``LogSegment.read``'s ``minOneMessage``; this broker keeps records, not the producer's
-batches, so it cuts a run of one producer's records where the limit falls)."""
+"""A Fetch serves the log as Kafka does: the produced batches whole, as Kafka's log keeps
+them (``LogValidator``), the first of an answer whatever its size (``LogSegment.read``'s
+``minOneMessage``), never a part of one."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.engine.records import Record
+from conformance.engine import STRICT, Engine, NewRecord
 from conformance.protocols.kafka import batches
-from conformance.protocols.kafka.records import decode_batches
+from conformance.protocols.kafka import records as rec
+from conformance.protocols.kafka.records import decode_batches, encode_batch, make_batch, peek_batch
 
 
-def _run(n: int, size: int = 40) -> list[Record]:
-    """``n`` records of one idempotent producer, sequences 0.., one batch if it fits."""
-    return [
-        Record(i, b"k%d" % i, b"v" * size, (), 1_000 + i, producer_id="7", sequence=i)
-        for i in range(n)
-    ]
+def _produce(e: Engine, batch: rec.RecordBatch, compression: str = "producer") -> bytes:
+    data = encode_batch(batch)
+    app = batches.from_request(data, 9, compression=compression)
+    e.append("t", 0, app.records, app.producer, policy=STRICT, form=app.form, data=app.written)
+    return data
 
 
-@pytest.mark.parametrize("limit", [1, 60, 100, 200, 400, 10_000])
-def test_one_producers_run_is_cut_where_the_limit_falls(limit: int) -> None:
-    records = _run(15)
-    data, count = batches.for_fetch(records, 2, limit, first=True)
-    got = [r for b in decode_batches(data, strict=True) for r in b.records]
-    assert len(got) == count and count >= 1
-    whole = len(batches.for_fetch(records, 2, 1 << 20, first=True)[0])
-    if whole <= limit:
-        assert count == 15 and len(data) == whole
-    elif count > 1:  # more than one record: within the limit
-        assert len(data) <= limit, (len(data), limit)
-    one = len(batches.for_fetch(records[:1], 2, 1 << 20, first=True)[0])
-    if one <= limit:
-        assert count > 1 or len(data) <= limit
-    # the next record would not have fitted
-    if count < 15:
-        longer = len(batches.for_fetch(records[: count + 1], 2, 1 << 20, first=True)[0])
-        assert longer > limit
+def _fetch(e: Engine, offset: int, limit: int, first: bool = True) -> tuple[bytes, int]:
+    return batches.for_fetch(
+        lambda at, n: e.read("t", 0, at, n), offset, e.high_watermark("t", 0), 2, limit, first
+    )
 
 
-def test_a_fetch_that_is_not_first_passes_no_limit() -> None:
-    data, count = batches.for_fetch(_run(15), 2, 10, first=False)
-    assert (data, count) == (b"", 0)
+def _three(**kw: object) -> rec.RecordBatch:
+    return make_batch([b"a", b"b", b"c"], timestamps=[5, 9, 7], **kw)  # type: ignore[arg-type]
 
 
-def test_a_cut_batch_keeps_its_sequences() -> None:
-    data, count = batches.for_fetch(_run(15), 2, 200, first=True)
+@pytest.fixture
+def engine() -> Engine:
+    e = Engine()
+    e.create_topic("t", 1)
+    return e
+
+
+def test_a_produced_batch_comes_back_whole_past_a_limit_of_one(engine: Engine) -> None:
+    sent = _produce(engine, _three(producer_id=7, producer_epoch=2, base_sequence=4))
+    data, at = _fetch(engine, 0, 1)
+    assert at == 3
+    assert data[16:] == sent[16:]  # magic, CRC, attributes, producer, records: as produced
     (batch,) = decode_batches(data, strict=True)
-    assert 1 < count < 15
-    assert batch.base_sequence == 0 and batch.last_offset_delta == count - 1
-    rest, more = batches.for_fetch(_run(15)[count:], 2, 1 << 20, first=True)
-    (after,) = decode_batches(rest, strict=True)
-    assert after.base_sequence == count and more == 15 - count
+    assert [r.value for r in batch.records] == [b"a", b"b", b"c"]
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 2, 4)
+    assert batch.partition_leader_epoch == 0  # what Kafka's setPartitionLeaderEpoch writes
+
+
+def test_a_batch_that_is_not_the_first_is_left_out_whole(engine: Engine) -> None:
+    _produce(engine, _three())
+    assert _fetch(engine, 0, 10, first=False) == (b"", 0)
+
+
+@pytest.mark.parametrize("limit", [1, 80, 100, 150, 200, 10_000])
+def test_batches_are_added_while_they_fit_and_never_cut(engine: Engine, limit: int) -> None:
+    sizes = [len(_produce(engine, _three())) for _ in range(3)]
+    data, at = _fetch(engine, 0, limit)
+    got = decode_batches(data)
+    assert len(data) == sum(sizes[: len(got)])  # whole batches only
+    assert at == 3 * len(got)
+    fit = max(1, max((n for n in range(4) if sum(sizes[:n]) <= limit), default=1))
+    assert len(got) == fit
+
+
+def test_a_fetch_inside_a_batch_gets_the_batch_from_its_start(engine: Engine) -> None:
+    _produce(engine, _three())
+    _produce(engine, _three())
+    data, at = _fetch(engine, 4, 1 << 20)
+    (batch,) = decode_batches(data)
+    assert (batch.base_offset, at) == (3, 6)
+
+
+def test_a_compressed_batch_is_kept_compressed_as_produced(engine: Engine) -> None:
+    sent = _produce(engine, _three(compression="gzip"))
+    data, _ = _fetch(engine, 0, 1)
+    assert data[16:] == sent[16:]
+    assert peek_batch(data).compression == 1
+
+
+def test_a_topic_codec_recompresses_keeping_the_producer(engine: Engine) -> None:
+    _produce(engine, _three(producer_id=7, producer_epoch=1, base_sequence=0), "gzip")
+    (batch,) = decode_batches(_fetch(engine, 0, 1)[0], strict=True)
+    assert batch.compression == 1
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 1, 0)
+    assert [r.value for r in batch.records] == [b"a", b"b", b"c"]
+    assert [batch.base_timestamp + r.timestamp_delta for r in batch.records] == [5, 9, 7]
+
+
+def test_a_compressed_batch_with_other_inner_offsets_is_rebuilt(engine: Engine) -> None:
+    """Kafka rewrites a compressed batch whose records are not at offsets 0, 1, 2, ..."""
+    _produce(engine, _three(compression="gzip", base_offset=40))
+    (batch,) = decode_batches(_fetch(engine, 0, 1)[0], strict=True)
+    assert batch.base_offset == 0 and [r.offset_delta for r in batch.records] == [0, 1, 2]
+
+
+def test_a_wrong_max_timestamp_is_set_right_with_a_new_crc(engine: Engine) -> None:
+    wrong = _three()
+    object.__setattr__(wrong, "max_timestamp", 3)
+    _produce(engine, wrong)
+    data, _ = _fetch(engine, 0, 1)
+    header = peek_batch(data)
+    assert header.crc_ok and header.max_timestamp == 9
+
+
+def test_another_front_ends_appends_are_one_batch_each(engine: Engine) -> None:
+    engine.append("t", 0, [NewRecord(b"", b"x"), NewRecord(b"", b"y")])
+    engine.append("t", 0, [NewRecord(b"", b"z")])
+    got = decode_batches(_fetch(engine, 0, 1 << 20)[0], strict=True)
+    assert [[r.value for r in b.records] for b in got] == [[b"x", b"y"], [b"z"]]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [("last_offset_delta", 5, "does not number"), ("base_sequence", -1, "base_sequence")],
+)
+def test_a_batch_kafka_validate_batch_refuses(field: str, value: int, why: str) -> None:
+    batch = _three(producer_id=7, producer_epoch=0, base_sequence=0)
+    object.__setattr__(batch, field, value)
+    with pytest.raises(batches.Refused, match=why) as info:
+        batches.from_request(encode_batch(batch), 9)
+    assert info.value.error == "INVALID_RECORD"

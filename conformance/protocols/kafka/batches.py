@@ -1,13 +1,14 @@
 """Between Kafka's record batches (:mod:`.records`) and the engine's records.
 
-``from_request`` reads the records of one partition of a Produce request into engine
-appends: one per batch, with the batch's producer id, epoch and sequence range for an
-idempotent producer.  ``for_fetch`` writes stored records back as batches for a Fetch
-response: consecutive records of the same producer (and epoch) form one batch, so an
-idempotent producer's sequences survive the round trip; transactional records (and
-markers, each a control batch of its own) keep their flags; a batch holds at most
-``BATCH_RECORDS`` records, and batches are added while they fit the byte limit (the
-first always, so a record larger than the limit cannot block a consumer).
+``from_request`` reads the records of one partition of a Produce request into an engine
+append: its records, the producer id, epoch and sequence range of an idempotent
+producer, and the batch as Kafka's log keeps it (:mod:`.stored_batches`); a v0-2 message
+set is one append, as Kafka converts it to one batch.  ``for_fetch`` serves a log for a
+Fetch response as Kafka does, in whole batches: a stored Kafka batch as it is kept, and
+an append no Kafka producer wrote (another front-end's, a transaction marker) as one
+batch built from its records (transactional records and markers with their flags).
+Batches are added while they fit the byte limit, the first always when asked (so a
+batch larger than the limit cannot block a consumer); a batch is never cut.
 
 Headers (docs/cross-protocol.md): an engine record's headers are Kafka's record headers,
 but for the names other front-ends reserve for their own per-message fields
@@ -15,22 +16,24 @@ but for the names other front-ends reserve for their own per-message fields
 leaves out.  So that a Kafka producer may still use any name, one of its headers whose
 name begins with a reserved prefix or with :data:`ESCAPE` is stored with ``ESCAPE`` in
 front, and a Fetch takes one ``ESCAPE`` off again: Kafka's headers read back as sent.
+(A stored Kafka batch is served as produced, its header names untouched.)
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from conformance.engine import NewRecord, ProducerBatch, Record
 from conformance.errors import ProtocolError
 from conformance.protocols.kafka import records as rec
 from conformance.protocols.kafka.compression import TooLarge
 from conformance.protocols.kafka.record_types import CONTROL_BIT, TRANSACTIONAL_BIT
+from conformance.protocols.kafka.stored_batches import FORM, as_stored, kept, served
 from conformance.protocols.kafka.transaction_index import Marker, PartitionTxns
 
-BATCH_RECORDS = 500
 MAX_BATCH_BYTES = 1 << 20
 MAX_REQUEST_BYTES = 16 << 20
 """The most record bytes (decompressed) one Produce request may carry over all its
@@ -42,7 +45,19 @@ broker decodes on its one event loop: a small compressed batch of a million empt
 records must not stall every connection for seconds."""
 _I64, _I32, _U32 = struct.Struct(">q"), struct.Struct(">i"), struct.Struct(">I")
 
-Append = tuple[list[NewRecord], ProducerBatch | None]
+
+class Append(NamedTuple):
+    """One engine append: the records, the idempotent producer's range (None without a
+    producer id), and the batch as Kafka's log keeps it (b"": a v0-2 message set)."""
+
+    records: list[NewRecord]
+    producer: ProducerBatch | None
+    written: bytes
+
+    @property
+    def form(self) -> str:
+        return FORM if self.written else ""
+
 
 RESERVED = ("iggy.", "cursus.")
 """Prefixes of the header names other front-ends keep their message fields under."""
@@ -74,11 +89,15 @@ class Refused(ProtocolError):
         self.error = error
 
 
-def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> list[Append]:
-    """The appends of one partition's ``records`` field of a Produce v``version``.
+def from_request(
+    data: bytes, version: int, budget: int = MAX_REQUEST_BYTES, compression: str = "producer"
+) -> Append:
+    """The append of one partition's ``records`` field of a Produce v``version`` to a
+    topic whose ``compression.type`` is ``compression``.
 
     Raises Refused (INVALID_RECORD: not exactly one magic-2 batch in v3+, a control
-    batch, a transactional batch without a producer id, no records) or ProtocolError
+    batch, a transactional batch without a producer id, no records, offsets that do not
+    number the records, a producer id without a sequence) or ProtocolError
     (CORRUPT_MESSAGE: a bad CRC, a count or length that disagrees with the bytes, a
     partial batch)."""
     if not data:
@@ -94,22 +113,17 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
     if version < 3:
         if any(b.magic == 2 for b in batches):
             raise Refused("INVALID_RECORD", f"Produce v{version} carries magic 0/1 messages")
-        appends: list[Append] = [(_records(b), None) for b in batches if b.records]
-        if not appends:
+        records = [r for b in batches for r in _records(b)]
+        if not records:
             raise Refused("INVALID_RECORD", "the message set holds no message")
-        return appends
+        return Append(records, None, b"")
     if len(batches) != 1 or batches[0].magic != 2:
         raise Refused(
             "INVALID_RECORD",
             f"Produce v{version} carries exactly one magic-2 batch per partition",
         )
     batch = batches[0]
-    if batch.is_control:  # Kafka's LogValidator: clients may not write control records
-        raise Refused("INVALID_RECORD", "a client may not write a control batch")
-    if batch.is_transactional and batch.producer_id < 0:
-        raise Refused("INVALID_RECORD", "a transactional batch without a producer id")
-    if not batch.records:
-        raise Refused("INVALID_RECORD", "the batch holds no record")
+    _check(batch)
     records = _records(batch)
     producer = None
     if batch.producer_id >= 0:
@@ -117,7 +131,28 @@ def from_request(data: bytes, version: int, budget: int = MAX_REQUEST_BYTES) -> 
         producer = ProducerBatch(
             str(batch.producer_id), batch.producer_epoch, first, first + len(records) - 1
         )
-    return [(records, producer)]
+    return Append(records, producer, as_stored(data, batch, compression))
+
+
+def _check(batch: rec.RecordBatch) -> None:
+    """Refused as Kafka's ``LogValidator.validateBatch`` refuses a client's batch."""
+    if batch.is_control:  # clients may not write control records
+        raise Refused("INVALID_RECORD", "a client may not write a control batch")
+    if batch.is_transactional and batch.producer_id < 0:
+        raise Refused("INVALID_RECORD", "a transactional batch without a producer id")
+    if not batch.records:
+        raise Refused("INVALID_RECORD", "the batch holds no record")
+    if batch.last_offset_delta + 1 != len(batch.records):
+        raise Refused(
+            "INVALID_RECORD",
+            f"last_offset_delta {batch.last_offset_delta} does not number the batch's "
+            f"{len(batch.records)} record(s) (it must be the count less one)",
+        )
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        raise Refused(
+            "INVALID_RECORD",
+            f"producer id {batch.producer_id} with base_sequence {batch.base_sequence}",
+        )
 
 
 def transactional(data: bytes) -> tuple[int, int] | None:
@@ -144,15 +179,14 @@ def _known_codecs(data: bytes) -> None:
             raise UnknownCodec(f"compression codec {data[start + 22] & 0x07} at byte {start}")
 
 
-def size(appends: list[Append]) -> int:
-    """The record bytes of ``appends`` (what they cost against a request's budget)."""
+def size(append: Append) -> int:
+    """The record bytes of ``append`` (what they cost against a request's budget)."""
     return sum(
         16
         + len(r.key or b"")
         + len(r.value or b"")
         + sum(len(k) + len(v or b"") for k, v in r.headers)
-        for records, _ in appends
-        for r in records
+        for r in append.records
     )
 
 
@@ -174,31 +208,11 @@ Kind = tuple[bool, Marker | None]
 _PLAIN: Kind = (False, None)
 
 
-def _runs(records: Sequence[Record], txns: PartitionTxns | None) -> list[tuple[Kind, list[Record]]]:
-    runs: list[tuple[Kind, list[Record]]] = []
-    for r in records:
-        kind = txns.attributes(r) if txns is not None else _PLAIN
-        last = runs[-1][1][-1] if runs else None
-        same = (
-            last is not None
-            and kind[1] is None  # a control record is a batch of its own
-            and runs[-1][0] == kind
-            and (last.producer_id, last.producer_epoch) == (r.producer_id, r.producer_epoch)
-            and len(runs[-1][1]) < BATCH_RECORDS
-            and (not r.producer_id or r.sequence == last.sequence + 1)
-        )
-        if same:
-            runs[-1][1].append(r)
-        else:
-            runs.append((kind, [r]))
-    return runs
-
-
 def _batch(run: list[Record], magic: int, kind: Kind = _PLAIN) -> bytes:
-    first = run[0]
     transactional, marker = kind
     if magic < 2:  # a down-converted fetch has no control records (nor their flags)
         return b"" if marker else b"".join(_legacy(r, magic) for r in run)
+    first = run[0]
     producer = int(first.producer_id) if first.producer_id.isdigit() else -1
     epoch = first.producer_epoch if producer >= 0 else -1
     sequence = first.sequence if producer >= 0 else -1
@@ -244,48 +258,44 @@ def _legacy(r: Record, magic: int) -> bytes:
 
 
 def for_fetch(
-    records: Sequence[Record],
+    read: Callable[[int, int], Sequence[Record]],
+    offset: int,
+    end: int,
     magic: int,
     limit: int,
     first: bool,
     txns: PartitionTxns | None = None,
+    max_records: int = 1 << 31,
 ) -> tuple[bytes, int]:
-    """Stored ``records`` as batches of ``magic``, up to ``limit`` bytes (``first``: the
-    first batch even if it is larger), and how many of the records they hold; ``txns``:
-    the partition's transactions, which mark transactional and control batches.
+    """Whole batches of a log for a Fetch, from the one that holds ``offset`` on, and the
+    offset after the last record they hold.
 
-    A run that does not fit what is left of ``limit`` is cut to the records that do, so
-    only a batch of one record may pass the limit (as the first of a fetch): Kafka lets
-    at most the first stored batch pass it (``LogSegment.read``'s ``minOneMessage``), and
-    this broker keeps records, not the producer's batches."""
+    ``read(at, n)`` gives the log's records from ``at``; ``end`` is where reading stops
+    (the high watermark, or the last stable offset); ``magic`` the record format (0 and 1
+    are a down-converted fetch: a batch is its records' legacy messages, but for those
+    before ``offset``, all or none);
+    batches are added while they fit ``limit`` bytes, the first whatever its size when
+    ``first`` is set (Kafka's ``minOneMessage``), and until ``max_records`` records are
+    passed; ``txns`` are the partition's transactions (flags of built batches)."""
     out: list[bytes] = []
-    size = count = 0
-    for kind, run in _runs(records, txns):
-        data = _batch(run, magic, kind)
-        if size + len(data) > limit:
-            cut = _fitting(run, magic, kind, limit - size)
-            if cut == 0 and not out and first:
-                cut = 1
-            if cut:
-                data = _batch(run[:cut], magic, kind)
-                out.append(data)
-                size += len(data)
-                count += cut
+    size, at = 0, offset
+    while at < end and at - offset < max_records:
+        (head,) = read(at, 1)
+        batch = head.batch
+        base, stop = (batch.base_offset, batch.base_offset + batch.count) if batch else (at, at + 1)
+        stop = min(max(stop, at + 1), end)
+        records = read(base, stop - base)
+        kind = txns.attributes(records[0]) if txns is not None else _PLAIN
+        stored = kept(records[0])
+        if magic < 2:  # Kafka's down-conversion leaves out the records before the offset
+            data = _batch([r for r in records if r.offset >= offset], magic, kind)
+        elif stored is not None:
+            data = served(stored)
+        else:
+            data = _batch(records, magic, kind)
+        if size + len(data) > limit and not (first and not out):
             break
         out.append(data)
         size += len(data)
-        count += len(run)
-    return b"".join(out), count
-
-
-def _fitting(run: list[Record], magic: int, kind: Kind, room: int) -> int:
-    """How many of ``run``'s first records make a batch of at most ``room`` bytes (the
-    whole run does not fit)."""
-    low, high = 0, len(run) - 1
-    while low < high:
-        mid = (low + high + 1) // 2
-        if len(_batch(run[:mid], magic, kind)) <= room:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+        at = stop
+    return b"".join(out), at

@@ -13,6 +13,9 @@ retention, compaction or replicas to apply the others to.  What is honoured:
   :func:`conformance.protocols.kafka.topic_configs.max_message_bytes`);
 * ``cleanup.policy``: DeleteRecords refuses a topic whose policy lacks ``delete`` with
   POLICY_VIOLATION, as Kafka's ``Partition.deleteRecordsOnLeader`` does.
+* ``compression.type``: Produce stores a batch in the topic's codec, recompressed
+  unless ``producer`` or the batch's own, as Kafka's ``LogValidator`` does
+  (:mod:`conformance.protocols.kafka.stored_batches`).
 
 Validation follows Kafka's ``ConfigDef``: a value is trimmed, parsed by type (a bad
 number or boolean is a ``ConfigError``, which the handlers answer INVALID_CONFIG) and
@@ -166,8 +169,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             "producer",
             one_of(*_COMPRESSION),
             "compression.type",
-            doc="The codec stored batches are given; producer keeps the producer's. Stored "
-            "and described only: batches are kept as produced.",
+            honoured="Produce stores a batch in this codec (recompressed unless producer)",
+            doc="The codec stored batches are given; producer keeps the producer's.",
         ),
         ConfigDef(
             "compression.gzip.level",

@@ -151,6 +151,11 @@ def max_message_bytes(engine: Engine, topic: str) -> int:
     return int(value(engine, topic, "max.message.bytes") or 0)
 
 
+def compression_type(engine: Engine, topic: str) -> str:
+    """The codec ``topic`` stores batches in (compression.type; ``producer``: the batch's)."""
+    return value(engine, topic, "compression.type") or "producer"
+
+
 def deletes_records(engine: Engine, topic: str) -> bool:
     """Whether ``topic``'s cleanup.policy includes delete (DeleteRecords needs it)."""
     return "delete" in (value(engine, topic, "cleanup.policy") or "").split(",")

@@ -2,9 +2,13 @@
 
 Behavior: the response is sent once at least ``min_bytes`` of records are ready or
 ``max_wait_ms`` has passed (long poll; the server re-polls on every append).  Each
-partition gives records from ``fetch_offset`` up to ``partition_max_bytes``, and the
-response up to ``max_bytes`` (v3+), but from v3 on always at least one batch when one is
-there, even past a limit of 0 (KIP-74), so a large record cannot block a consumer.  A
+partition gives whole batches as stored (:func:`..batches.for_fetch`), from the one that
+holds ``fetch_offset`` (which may begin before it, as in Kafka) up to
+``partition_max_bytes``, and the response up to ``max_bytes`` (v3+), but from v3 on the
+first batch of the response whatever its size (KIP-74; Kafka's ``minOneMessage``), so a
+large batch cannot block a consumer.  A batch that does not fit is left out whole: Kafka
+sends the slice of its log file that fits, which may end in a partial batch that
+clients drop; this broker never sends one.  A
 partition error (or a session error) is answered at once, without waiting.  An offset
 below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; an unknown topic or partition
 UNKNOWN_TOPIC_OR_PARTITION (v13+, topics by id: UNKNOWN_TOPIC_ID).  Fetch sessions
@@ -110,22 +114,18 @@ class _Fetch:
             if not start <= offset <= hwm:
                 return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"", lso, start=start)
             end = lso if committed else hwm
-            parts: list[bytes] = []
-            size, at = 0, offset
-            # read the log a batch's worth at a time, so a fetch costs what it returns,
-            # not the length of the log behind it
-            while at < end and (size < limit or (first and not parts)):
-                chunk = engine.read(topic, index, at, min(batches.BATCH_RECORDS, end - at))
-                data, count = batches.for_fetch(
-                    chunk, magic, limit - size, first and not parts, txns
-                )
-                if not count:
-                    break
-                parts.append(data)
-                size += len(data)
-                at += count
-                if count < len(chunk) or at - offset >= self.broker.config.fetch_max_records:
-                    break
+            # the log is read a batch at a time, so a fetch costs what it returns, not
+            # the length of the log behind it
+            data, at = batches.for_fetch(
+                lambda start, n: engine.read(topic, index, start, n),
+                offset,
+                end,
+                magic,
+                limit,
+                first,
+                txns,
+                self.broker.config.fetch_max_records,
+            )
         except EngineError as exc:
             return _partition(index, from_engine(exc.code), -1, b"")
         aborted = []
@@ -134,7 +134,7 @@ class _Fetch:
                 {"producer_id": s.producer_id, "first_offset": s.first}
                 for s in txns.aborted_in(offset, at)
             ]
-        return _partition(index, "NONE", hwm, b"".join(parts), lso, aborted, start=start)
+        return _partition(index, "NONE", hwm, data, lso, aborted, start=start)
 
 
 def _partition(

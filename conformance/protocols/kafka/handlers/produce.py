@@ -20,7 +20,11 @@ catch-all); nothing of a refused partition is stored.  A batch with a producer i
 idempotent under the engine's STRICT policy (Kafka's sequence rules): a resend of a
 remembered batch is acknowledged with its first offsets; a sequence gap is
 OUT_OF_ORDER_SEQUENCE_NUMBER; a lower epoch is INVALID_PRODUCER_EPOCH.  A control batch
-is INVALID_RECORD (Kafka's LogValidator: clients may not write control records).
+is INVALID_RECORD (Kafka's LogValidator: clients may not write control records), and so
+is a batch whose last_offset_delta is not its record count less one, or one with a
+producer id and a negative base sequence (``LogValidator.validateBatch``).  A v3+ batch
+is stored as Kafka's log keeps it (:mod:`..stored_batches`), so a Fetch returns it as
+produced; a v0-2 message set is stored as one batch, as Kafka converts it.
 
 Transactions (Apache Kafka's ``KafkaApis.handleProduceRequest`` and ``ReplicaManager``'s
 transaction verification): a request with a transactional batch (attribute bit 4) but no
@@ -75,8 +79,9 @@ def _append(
             (f"a {biggest}-byte batch; the topic's max.message.bytes is {limit}"),
         )
     try:
-        appends = batches.from_request(data or b"", version, budget[0])
-        budget[0] -= max(len(data or b""), batches.size(appends))
+        compression = topic_configs.compression_type(broker.engine, topic)
+        append = batches.from_request(data or b"", version, budget[0], compression)
+        budget[0] -= max(len(data or b""), batches.size(append))
     except batches.Refused as exc:
         return exc.error, -1, str(exc)
     except batches.UnknownCodec as exc:  # Kafka: CompressionType.forId's exception, caught
@@ -99,22 +104,27 @@ def _append(
         if verdict != "NONE":
             return _unverified(verdict, version), -1, f"transaction check: {verdict}"
         began = tx.index.begin(topic, index, txn[0], broker.engine.high_watermark(topic, index))
-    elif appends[0][1] is not None:
+    elif append.producer is not None:
         part = tx.index.known(topic, index)
-        if part is not None and int(appends[0][1].producer_id) in part.open:
+        if part is not None and int(append.producer.producer_id) in part.open:
             return "INVALID_TXN_STATE", -1, "a non-transactional write inside a transaction"
-    base = -1
     try:
-        for records, producer in appends:
-            result = broker.engine.append(topic, index, records, producer, policy=STRICT)
-            base = result.base_offset if base < 0 else base
-            if began and result.duplicate:
-                tx.index.undo_begin(topic, index, txn[0] if txn else -1)
+        result = broker.engine.append(
+            topic,
+            index,
+            append.records,
+            append.producer,
+            policy=STRICT,
+            form=append.form,
+            data=append.written,
+        )
     except EngineError as exc:
         if began:
             tx.index.undo_begin(topic, index, txn[0] if txn else -1)
         return from_engine(exc.code), -1, str(exc)
-    return "NONE", base, None
+    if began and result.duplicate:
+        tx.index.undo_begin(topic, index, txn[0] if txn else -1)
+    return "NONE", result.base_offset, None
 
 
 def _unverified(verdict: str, version: int) -> str:

@@ -1,0 +1,70 @@
+"""Kafka Fetch returns the batches as produced (SPEC.md, area "fetch", KAF-FETCH-9)."""
+
+from __future__ import annotations
+
+from conformance.suite.case import case, require
+from conformance.suite.kafka.steps import batch, create_topic, fetch, produce
+from conformance.suite.kafka.verify import KafkaClient, usable
+from conformance.suite.target import CaseContext
+
+REQ = "KAF-FETCH-9"
+_HEADER_FIELDS = (  # (name, first byte, end) of the batch header from the magic byte on
+    ("magic", 16, 17),
+    ("crc", 17, 21),
+    ("attributes", 21, 23),
+    ("last_offset_delta", 23, 27),
+    ("base_timestamp", 27, 35),
+    ("max_timestamp", 35, 43),
+    ("producer_id", 43, 51),
+    ("producer_epoch", 51, 53),
+    ("base_sequence", 53, 57),
+    ("record count", 57, 61),
+)
+
+
+@case("kafka/fetch/10", REQ)
+def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
+    """A gzip batch of three records, with a producer id, epoch and sequence, is fetched
+    back with the bytes it was produced with (but its offset).
+
+    KAF-FETCH-9: "a Fetch returns a produced magic-2 batch as the producer wrote it: the same
+    length and, from the magic byte on, the same bytes ..."
+    """
+    sent = batch(
+        [b"first", b"second", b"third"],
+        keys=[b"a", None, b"c"],
+        timestamps=[1_700_000_000_000, 1_700_000_000_002, 1_700_000_000_001],
+        compression="gzip",
+        producer_id=4_000_001,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    v = usable(target, "Fetch", lowest=4)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "as-produced")
+        base = int(produce(target, k, topic, sent, requirement=REQ)["base_offset"])
+        got = fetch(target, k, topic, 0, base, version=v, requirement=REQ)
+    data = got.data
+    require(
+        len(data) >= len(sent),
+        REQ,
+        f"Fetch v{v} returned {len(data)} bytes of records for a {len(sent)}-byte batch",
+        got.records_at(),
+    )
+    back = data[: len(sent)]
+    wrong = [
+        name
+        for name, start, end in (("batch_length", 8, 12), *_HEADER_FIELDS)
+        if back[start:end] != sent[start:end]
+    ]
+    offset = int.from_bytes(back[0:8], "big", signed=True)
+    require(
+        not wrong and back[61:] == sent[61:] and offset == base,
+        REQ,
+        "the fetched batch differs from the one produced: "
+        + (", ".join(wrong) or "its records")
+        + (f" (base offset {offset}, expected {base})" if offset != base else "")
+        + f"; produced {len(sent)} bytes, gzip, 3 records, producer 4000001 epoch 0 sequence 0",
+        got.records_at(*(f"batch[0].{n}" for n in wrong)) if wrong else got.records_at(),
+    )
+
