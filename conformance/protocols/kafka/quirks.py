@@ -26,9 +26,9 @@ from crc32c import crc32c
 from conformance.errors import ProtocolError
 from conformance.plugin import QuirkSpec
 from conformance.protocols.kafka import (
-    quirks_batches,
     quirks_cluster_admin,
     quirks_consumer_groups,
+    quirks_fetch,
     quirks_fetch_sessions,
     quirks_generations,
     quirks_sasl,
@@ -171,7 +171,7 @@ _FAMILIES = (
     quirks_consumer_groups,
     quirks_generations,
     quirks_fetch_sessions,
-    quirks_batches,
+    quirks_fetch,
 )
 for _family in _FAMILIES:
     for _name, _quirk in _family.QUIRKS.items():

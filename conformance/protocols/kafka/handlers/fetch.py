@@ -18,8 +18,11 @@ and shapes the answer (session id, incremental answers).  Transactions (Apache K
 offset (the first offset of its earliest open transaction, else the high watermark);
 isolation_level 1 (READ_COMMITTED, v4+) returns no record at or past it and lists the
 aborted transactions (producer id, first offset) that overlap what it returns
-(``TransactionIndex.collectAbortedTxns``); READ_UNCOMMITTED returns everything up to the
-high watermark and an empty list.  Transactional records and markers go out in batches
+(``TransactionIndex.collectAbortedTxns``; an empty list when none does); READ_UNCOMMITTED
+returns everything up to the high watermark, and in ``apache`` its aborted_transactions
+is null, as is an error partition's (``LocalLog.read`` collects them only for
+READ_COMMITTED, and ``KafkaApis.handleFetchRequest`` sends the missing list as null);
+``doc`` sends an empty list.  Transactional records and markers go out in batches
 with their flags (:func:`..batches.for_fetch`).  Record format: revision
 ``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends magic 0
 for v0-1 and magic 1 for v2-3.
@@ -91,6 +94,9 @@ class _Fetch:
                 total += len(entry["records"] or b"")
                 self.error = self.error or entry["error_code"] != 0
                 parts.append(entry)
+            if broker.config.revision == "doc":  # pgcdc: a list, empty but for aborted ones
+                for entry in parts:
+                    entry["aborted_transactions"] = entry["aborted_transactions"] or []
             responses.append({"topic": t.get("topic", ""), "topic_id": tid, "partitions": parts})
         reply = {
             "throttle_time_ms": 0,
@@ -128,12 +134,14 @@ class _Fetch:
             )
         except EngineError as exc:
             return _partition(index, from_engine(exc.code), -1, b"")
-        aborted = []
-        if committed and txns is not None and at > offset:
-            aborted = [
-                {"producer_id": s.producer_id, "first_offset": s.first}
-                for s in txns.aborted_in(offset, at)
-            ]
+        aborted = None  # READ_UNCOMMITTED: null, as Kafka's UnifiedLog.read gives no list
+        if committed:
+            aborted = []
+            if txns is not None and at > offset:
+                aborted = [
+                    {"producer_id": s.producer_id, "first_offset": s.first}
+                    for s in txns.aborted_in(offset, at)
+                ]
         return _partition(index, "NONE", hwm, data, lso, aborted, start=start)
 
 
@@ -152,7 +160,7 @@ def _partition(
         "high_watermark": hwm,
         "last_stable_offset": hwm if lso is None else lso,
         "log_start_offset": start if hwm >= 0 else -1,
-        "aborted_transactions": aborted or [],
+        "aborted_transactions": aborted,
         "preferred_read_replica": -1,
         "records": records,
     }

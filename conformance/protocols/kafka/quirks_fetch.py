@@ -1,8 +1,10 @@
-"""Spec quirks of how Fetch serves the log's batches (see :mod:`.quirks` for what a quirk
-may do).  ``fetch-rebatches`` acts out a broker that keeps records, not the producer's
-batches (this broker before it kept them): every fetched magic-2 batch is written again
-uncompressed, one record per batch, and the answer is cut at the first such batch that
-passes the fetch's byte limits (the first always).
+"""Spec quirks of Fetch answers against what Kafka's log gives (see :mod:`.quirks` for
+what a quirk may do).  ``fetch-rebatches`` acts out a broker that keeps records, not the
+producer's batches (this broker before it kept them): every fetched magic-2 batch is
+written again uncompressed, one record per batch, and the answer is cut at the first such
+batch that passes the fetch's byte limits (the first always).
+``uncommitted-aborted-listed`` answers a READ_UNCOMMITTED fetch an empty list of aborted
+transactions where Kafka sends null.
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ if TYPE_CHECKING:
 FETCH = 1
 
 QUIRKS: dict[str, QuirkSpec] = {
+    "uncommitted-aborted-listed": QuirkSpec(
+        "uncommitted-aborted-listed",
+        "spec",
+        "fetch",
+        ("KAF-FETCH-10",),
+        "answers aborted_transactions with an empty list, never null, in a Fetch (v4+) "
+        "read READ_UNCOMMITTED",
+    ),
     "fetch-rebatches": QuirkSpec(
         "fetch-rebatches",
         "spec",
@@ -36,7 +46,14 @@ def before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any
 
 
 def after(quirks: tuple[str, ...], request: Request, response: dict[str, Any]) -> dict[str, Any]:
-    if request.api_key != FETCH or "fetch-rebatches" not in quirks:
+    if request.api_key != FETCH:
+        return response
+    if "uncommitted-aborted-listed" in quirks and int(request.body.get("isolation_level", 0)) == 0:
+        for t in response.get("responses", []):
+            for p in t.get("partitions", []):
+                if p.get("aborted_transactions") is None:
+                    p["aborted_transactions"] = []
+    if "fetch-rebatches" not in quirks:
         return response
     body = request.body
     budget = int(body.get("max_bytes", 0x7FFFFFFF)) if request.api_version >= 3 else 1 << 31
