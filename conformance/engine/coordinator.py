@@ -317,7 +317,7 @@ class GroupCoordinator:
         """A commit without a member: only the offset is checked (and, under EXPLICIT
         creation, that the group exists)."""
         self.expire_members()
-        self._check_offset(topic, partition, offset)
+        self._check_offset(topic, partition, _checked(offset, policy))
         g = self._implicit(group, policy)
         if group not in self._groups and g.assignor:
             self._write(group_state(g))  # a new group keeps the policy's assignor
@@ -341,7 +341,7 @@ class GroupCoordinator:
         self._partitions(topic)
         pairs = tuple(sorted(offsets.items()))
         for partition, offset in pairs:
-            self._check_offset(topic, partition, offset)
+            self._check_offset(topic, partition, _checked(offset, policy))
         if policy.commit_check is CommitCheck.OWNERSHIP:
             owned = self._assignment(g, topic)[member_id] if topic in g.subscriptions else []
             for partition, _ in pairs:
@@ -362,6 +362,11 @@ class GroupCoordinator:
         """Every offset ``group`` committed: topic -> partition -> offset."""
         g = self._groups.get(group)
         return {} if g is None else {t: dict(p) for t, p in g.offsets.items() if p}
+
+
+def _checked(offset: int, policy: GroupPolicy) -> int:
+    """The offset a commit's check sees: one below 0 passes as 0 where the policy stores it."""
+    return 0 if offset < 0 and policy.negative_offsets else offset
 
 
 def _need_name(what: str, name: str) -> None:

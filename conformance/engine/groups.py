@@ -43,7 +43,10 @@ A policy may also say that a group reads one topic (``one_topic``: V1, whose JOI
 topic of the whole group; a join naming another switches the group and drops its other
 members), and carry ``session_timeout_s``, the session length of the members joined
 under it (V1: the plug-in's ``--session-timeout-ms``; None, the others: the engine's
-``--session-timeout``).
+``--session-timeout``), and that a commit may store an offset below 0
+(``negative_offsets``: Kafka, whose group coordinator stores any offset a client commits;
+the others refuse it with OFFSET_OUT_OF_RANGE, so no front-end that cannot say a negative
+offset is given one it wrote).
 
 Where a document is silent (a V1 member joining again, what an Iggy stored offset
 checks, Iggy's dealing order) the table holds the reference broker's choice, which the
@@ -177,6 +180,10 @@ class GroupPolicy:
     """How long a SESSION member joined under this policy may stay silent; None: the
     engine's.  Held in memory only, as session times are: a member recovered after a
     restart has the engine's until it joins again."""
+    negative_offsets: bool = False
+    """A commit may store an offset below 0 (Kafka's group coordinator stores whatever a
+    client commits); else such a commit is OFFSET_OUT_OF_RANGE.  The partition must
+    exist either way."""
 
     def __post_init__(self) -> None:
         if self.first_generation < 1:

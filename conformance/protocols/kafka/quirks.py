@@ -31,6 +31,7 @@ from conformance.protocols.kafka import (
     quirks_fetch,
     quirks_fetch_sessions,
     quirks_generations,
+    quirks_offsets,
     quirks_sasl,
     quirks_transactions,
 )
@@ -172,6 +173,7 @@ _FAMILIES = (
     quirks_generations,
     quirks_fetch_sessions,
     quirks_fetch,
+    quirks_offsets,
 )
 for _family in _FAMILIES:
     for _name, _quirk in _family.QUIRKS.items():

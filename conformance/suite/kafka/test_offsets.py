@@ -28,6 +28,7 @@ def commit(
     offset: int,
     metadata: str,
     version: int | None = None,
+    requirement: str = "KAF-OFFSET-1",
 ) -> tuple[Node, int]:
     """A simple commit (no member, generation -1) of partition 0: the partition's answer
     and the wire-log entry of the request (see :func:`committed`)."""
@@ -36,8 +37,8 @@ def commit(
     what = f"OffsetCommit v{v} {group}"
     coordinator_ready(target, k, group)  # a fresh Kafka makes its coordinator first
     corr = k.send("OffsetCommit", v, body)
-    reply = k.answer("OffsetCommit", v, corr, "KAF-OFFSET-1", what)
-    p = find_partition(reply["topics"], topic, 0, "KAF-OFFSET-1", what)
+    reply = k.answer("OffsetCommit", v, corr, requirement, what)
+    p = find_partition(reply["topics"], topic, 0, requirement, what)
     return p, k.requests[corr]
 
 
@@ -48,11 +49,16 @@ def committed(request: int, field: str) -> Evidence:
 
 
 def fetch_committed(
-    target: CaseContext, k: KafkaClient, group: str, topic: str, version: int | None = None
+    target: CaseContext,
+    k: KafkaClient,
+    group: str,
+    topic: str,
+    version: int | None = None,
+    requirement: str = "KAF-OFFSET-1",
 ) -> Node:
     """OffsetFetch of partition 0: its entry (committed_offset, metadata, error_code)."""
     v = version if version is not None else usable(target, "OffsetFetch")
-    return offset_fetch_at(k, v, group, topic, "KAF-OFFSET-1")
+    return offset_fetch_at(k, v, group, topic, requirement)
 
 
 @case("kafka/offsets/1", "KAF-OFFSET-1")
@@ -235,3 +241,25 @@ def test_list_offsets_of_an_unknown_partition_is_error_3(target: CaseContext) ->
         topic = create_topic(target, k, "lo")
         p = _list_offsets(target, k, topic, 9, -1, v, "KAF-OFFSET-5")
     expect_code(p, "error_code", "UNKNOWN_TOPIC_OR_PARTITION", "KAF-OFFSET-5", "partition 9")
+
+
+@case("kafka/offsets/7", "KAF-OFFSET-6")
+def test_an_offset_below_0_is_stored_and_fetched_back(target: CaseContext) -> None:
+    """A simple commit of offset -5 is answered error 0, and OffsetFetch returns -5.
+
+    KAF-OFFSET-6: "OffsetCommit stores any offset a client commits, one below 0 included (error 0
+    for that partition), and OffsetFetch then returns that offset as committed."
+    """
+    req = "KAF-OFFSET-6"
+    with KafkaClient(target) as k:
+        topic, group = create_topic(target, k, "below"), target.name("g")
+        answer, request = commit(target, k, group, topic, -5, "", requirement=req)
+        expect_code(answer, "error_code", "NONE", req, "OffsetCommit of offset -5")
+        got = fetch_committed(target, k, group, topic, requirement=req)
+    require(
+        got["committed_offset"] == -5,
+        req,
+        f"offset -5 was committed (error 0); OffsetFetch then answered committed_offset "
+        f"{got['committed_offset']}, expected -5",
+        committed(request, "committed_offset") + got.at("committed_offset"),
+    )

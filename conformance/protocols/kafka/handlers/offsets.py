@@ -5,8 +5,9 @@ illegal generation, a rebalance in progress: every partition gets that error); a
 with member id "" and generation -1 (and every v0 commit) is a simple commit, allowed
 while the group has no members.  A partition of a topic that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION, before the member is checked (as Kafka's KafkaApis does); an
-offset below 0 is OFFSET_OUT_OF_RANGE (the engine's rule; Kafka stores it); metadata over
-4096 characters is OFFSET_METADATA_TOO_LARGE.  The commit's metadata string is kept
+offset below 0 is stored like any other and fetched back (``OffsetMetadataManager
+.commitOffset`` checks only the metadata; the engine's policy ``negative_offsets``);
+metadata over 4096 characters is OFFSET_METADATA_TOO_LARGE.  The commit's metadata string is kept
 beside the offset (in memory).  OffsetFetch answers -1 with no
 error for a partition never committed; a null topic list (v2+) means every topic the
 group committed.  v8+ asks for several groups at once.  With require_stable (v7+), a
@@ -23,14 +24,18 @@ names a member (or an epoch) is checked the same way, its group answering the er
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from conformance.engine import EngineError
+from conformance.engine import DEFAULT_GROUP_POLICY, EngineError
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
 from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
 from conformance.protocols.kafka.transaction_coordinator import coordinator_of
+
+COMMITS = dataclasses.replace(DEFAULT_GROUP_POLICY, negative_offsets=True)
+"""Kafka's simple commits: any offset is stored, one below 0 too."""
 
 MAX_METADATA = 4096
 """Kafka's offset.metadata.max.bytes default: longer commit metadata is
@@ -85,7 +90,8 @@ def _commit(broker: Broker, group: str, topic: str, index: int, p: dict[str, Any
     if metadata is not None and len(metadata) > MAX_METADATA:
         return "OFFSET_METADATA_TOO_LARGE"
     try:
-        broker.engine.commit(group, topic, index, int(p.get("committed_offset", 0)))
+        offset = int(p.get("committed_offset", 0))
+        broker.engine.commit(group, topic, index, offset, policy=COMMITS)
     except EngineError as exc:
         return from_engine(exc.code)
     broker.commit_metadata[(group, topic, index)] = p.get("committed_metadata")
