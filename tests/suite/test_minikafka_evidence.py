@@ -182,6 +182,8 @@ class Variant(MiniKafkaSession):
             return self.frontend_stops()
         if self.variant == "close-on-malformed":
             return Outcome(close=True)
+        if self.variant == "silent-on-malformed":
+            return Outcome()  # no reply, the connection kept
         return super()._refused(frame, exc)
 
     def frontend_stops(self) -> Outcome:
@@ -428,3 +430,36 @@ def test_a_server_that_stops_as_the_real_one_passes_with_a_warning(tmp_path: Pat
     robust = [c for c in results["cases"] if c["case_id"].startswith("minikafka/robustness/")]
     assert sum(c["duration_s"] for c in robust) < TIMEOUT + 1.5
     assert "MK-ROBUST-1" in results["stdout"]
+
+
+def test_a_request_cut_short_that_stops_the_target_is_warned_as_robustness_is(
+    tmp_path: Path,
+) -> None:
+    """One behaviour, one verdict rule: the doc case for a request cut short (MK-ERR-2,
+    a SHOULD) against a server that stops serving on it, as the real one does, is a WARN
+    decided on the silence, like MK-ROBUST-3 for the same bytes, never an ERROR."""
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "whole").mkdir()
+    with serving("stops-serving", "real", True) as address:
+        alone = run_against(tmp_path / "alone", address, "doc", "minikafka/errors/2")
+    (c,) = alone["cases"]
+    assert c["verdict"] == "WARN" and c["violated"] == "MK-ERR-2", c["message"]
+    assert "the target stopped serving" in c["message"]
+    assert alone["exit_code"] == 0
+    with serving("stops-serving", "real", True) as address:
+        whole = run_against(tmp_path / "whole", address, "doc")
+    wrong = {c["case_id"]: c["message"] for c in whole["cases"]
+             if c["verdict"] in ("FAIL", "ERROR")}  # fmt: skip
+    assert not wrong and whole["exit_code"] == 0, wrong
+
+
+def test_a_target_silent_on_a_cut_request_but_serving_warns_the_error_path(
+    tmp_path: Path,
+) -> None:
+    """A target that answers nothing to a request cut short but still serves new
+    connections breaks MK-ERR-2 (WARN, decided on the silence), and only it."""
+    with serving("silent-on-malformed", "doc", False) as address:
+        results = run_against(tmp_path, address, "doc", "minikafka/errors/2")
+    (c,) = results["cases"]
+    assert c["verdict"] == "WARN" and c["violated"] == "MK-ERR-2", c["message"]
+    assert "no reply on its connection" in c["message"] and not evidence_problems(c)

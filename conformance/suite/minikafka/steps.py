@@ -217,6 +217,39 @@ STOPPED_BY = "minikafka.stopped_by"
 """The run's fact naming the robustness input that stopped the target serving."""
 
 
+def not_after_a_stop(ctx: CaseContext, requirement: str) -> None:
+    """Unsupported ("not checked") once an earlier case found the target stopped serving
+    (:data:`STOPPED_BY`): this case's input would meet a target that is gone."""
+    stopped_by = ctx.target.facts.get(STOPPED_BY)
+    if stopped_by is not None:
+        raise Unsupported(
+            f"not checked: the target stopped serving after {stopped_by}; run this case "
+            "alone against a fresh target to check it",
+            requirement,
+        )
+
+
+def serves_new_connections(ctx: CaseContext, requirement: str, what: str, sent: int) -> None:
+    """A FLUSH on a new connection must be answered after ``what`` (wire-log entry
+    ``sent``); no answer within the deadline means the target stopped serving: a
+    violation of ``requirement`` decided on that silence, and the fact :data:`STOPPED_BY`
+    recorded for the cases after this one."""
+    with ctx.connect() as fresh:
+        try:
+            answered(ctx, fresh, requirement, f"FLUSH on a new connection after {what}")
+        except Violation as exc:
+            if exc.evidence.ending != "timeout":
+                raise  # a close: the target is there, and the verdict is the plugin's
+            ctx.target.facts[STOPPED_BY] = f"{what} ({requirement})"
+            frames = (Judged(sent), *exc.evidence.frames)
+            raise Violation(
+                requirement,
+                f"{what}, then a FLUSH on a new connection: no reply within"
+                f" {ctx.timeout:g}s; the target stopped serving",
+                Evidence(frames),  # decided here, on the silence: no probe (see above)
+            ) from None
+
+
 def goes_on_serving(
     ctx: CaseContext, bad: bytes, requirement: str, what: str, summary: str = ""
 ) -> None:
@@ -232,30 +265,11 @@ def goes_on_serving(
     of these inputs, and it breaks only SHOULDs (SPEC.md), so its run must not fail on
     them.  The robustness cases run last (their file sorts last), so no MUST case meets
     the stopped target; one that did would find it gone and be an ERROR, as it should."""
-    stopped_by = ctx.target.facts.get(STOPPED_BY)
-    if stopped_by is not None:
-        raise Unsupported(
-            f"not checked: the target stopped serving after {stopped_by}; run this case "
-            "alone against a fresh target to check it",
-            requirement,
-        )
+    not_after_a_stop(ctx, requirement)
     with ctx.connect() as conn:
         answered(ctx, conn, "MK-FRAME-3", f"FLUSH before {what}")
         sent = send_raw(conn, bad, summary or what)
         # an error reply, a close or nothing: all allowed on this connection
         with contextlib.suppress(ReplyTimeout, PeerClosed, BadFraming):
             conn.recv_frame(min(GRACE_S, ctx.timeout))
-    with ctx.connect() as fresh:
-        try:
-            answered(ctx, fresh, requirement, f"FLUSH on a new connection after {what}")
-        except Violation as exc:
-            if exc.evidence.ending != "timeout":
-                raise  # a close: the target is there, and the verdict is the plugin's
-            ctx.target.facts[STOPPED_BY] = f"{what} ({requirement})"
-            frames = (Judged(sent), *exc.evidence.frames)
-            raise Violation(
-                requirement,
-                f"{what}, then a FLUSH on a new connection: no reply within"
-                f" {ctx.timeout:g}s; the target stopped serving",
-                Evidence(frames),  # decided here, on the silence: no probe (see above)
-            ) from None
+    serves_new_connections(ctx, requirement, what, sent)

@@ -1,6 +1,7 @@
-"""Mini-Kafka errors: the error path's layout, requests cut short, and topics that are not
-UTF-8, refused (``doc``) or read with U+FFFD (``real``) (SPEC.md, area "errors").  Frames
-sent raw are decoded in a comment."""
+"""Mini-Kafka errors: the error path's layout and topics that are not UTF-8, refused
+(``doc``) or read with U+FFFD (``real``) (SPEC.md, area "errors").  Requests cut short
+(minikafka/errors/2) are judged with the robustness cases, whose rule for a target that
+stops serving they share (test_robustness.py).  Frames sent raw are decoded in a comment."""
 
 from __future__ import annotations
 
@@ -10,15 +11,12 @@ from conformance.suite.case import Violation, case, require, unsupported
 from conformance.suite.minikafka.steps import consume, produce
 from conformance.suite.minikafka.verify import (
     Reply,
-    answered,
     call,
     doc,
     frame_hex,
-    read,
     require_failure,
     require_framed,
     require_type,
-    send_raw,
 )
 from conformance.suite.shown import show
 from conformance.suite.target import CaseContext
@@ -82,33 +80,6 @@ def test_an_error_reply_is_type_0_length_and_a_message(target: CaseContext) -> N
             " no error reply to judge",
             "MK-ERR-1",
         )
-
-
-def cut_short(ctx: CaseContext, bad: bytes, kind: int, what: str) -> None:
-    """``bad`` (a request of ``kind`` whose fields end too soon) on a connection of its own is
-    answered with the error path, then a FLUSH on that connection is answered (MK-ERR-2)."""
-    with ctx.connect() as conn:
-        send_raw(conn, bad, what)
-        reply = read(ctx, conn, "MK-ERR-2", what)
-        require_failure(reply, kind, "MK-ERR-2", what)
-        answered(ctx, conn, "MK-ERR-2", f"FLUSH after {what}")
-
-
-@case("minikafka/errors/2", "MK-ERR-2")
-def test_a_request_cut_short_gets_its_error_path(target: CaseContext) -> None:
-    """In doc, a PRODUCE whose topic length points past its frame, and a CONSUME without its batch
-    size, are answered with their error path, and the connection serves on.
-
-    MK-ERR-2: "a request whose type byte is known but whose fields are cut short (a length
-    pointing past the frame) is answered with that type's error path, and the connection goes
-    on serving."
-    """
-    # 0000000e 03 00000064 'topic': length 14, PRODUCE, topic length 100 with 5 bytes left
-    produce_bad = bytes.fromhex("0000000e 03 00000064") + b"topic"
-    cut_short(target, produce_bad, m.PRODUCE_REQUEST, "a PRODUCE whose topic length is 100")
-    # 00000016 01 00000005 'topic' 0000000000000000: CONSUME with no batch size
-    consume_bad = bytes.fromhex("00000016 01 00000005") + b"topic" + bytes(8)
-    cut_short(target, consume_bad, m.CONSUME_REQUEST, "a CONSUME without its batch size")
 
 
 BAD_UTF8 = b"\xff\xfe"
