@@ -197,7 +197,7 @@ def test_the_leader_is_the_first_to_join_once_the_old_leader_is_gone(
     coord: Coordinator, clock: Clock
 ) -> None:
     ra, rb, rc = stable(coord, clock, 3)
-    coord.leave("g", [ra.member_id])
+    coord.leave("g", [(ra.member_id, None)])
     c2, b2 = join(coord, rc.member_id), join(coord, rb.member_id)
     clock.advance(DELAY)
     assert done(c2).leader == done(b2).leader == rb.member_id
@@ -240,21 +240,21 @@ def test_leave_starts_a_rebalance_and_the_last_leave_empties_the_group(
     coord: Coordinator, clock: Clock
 ) -> None:
     ra, rb = stable(coord, clock, 2)
-    assert coord.leave("g", [rb.member_id, "nobody"]) == {
-        rb.member_id: "NONE",
-        "nobody": "UNKNOWN_MEMBER_ID",
-    }
+    assert coord.leave("g", [(rb.member_id, None), ("nobody", None)]) == [
+        "NONE",
+        "UNKNOWN_MEMBER_ID",
+    ]
     assert coord.describe("g").state == "PreparingRebalance"
-    assert coord.leave("g", [ra.member_id]) == {ra.member_id: "NONE"}
+    assert coord.leave("g", [(ra.member_id, None)]) == ["NONE"]
     view = coord.describe("g")
     assert (view.state, view.members) == ("Empty", ())
-    assert coord.leave("nope", ["x"]) == {"x": "UNKNOWN_MEMBER_ID"}
+    assert coord.leave("nope", [("x", None)]) == ["UNKNOWN_MEMBER_ID"]
 
 
 def test_a_waiting_sync_is_refused_when_a_member_leaves(coord: Coordinator, clock: Clock) -> None:
     _, rb, rc = form(coord, clock, 3)
     follower = coord.sync("g", rb.member_id, 1)
-    coord.leave("g", [rc.member_id])
+    coord.leave("g", [(rc.member_id, None)])
     assert done(follower).error == "REBALANCE_IN_PROGRESS"
 
 
@@ -344,7 +344,7 @@ def test_check_commit(coord: Coordinator, clock: Clock) -> None:
     assert coord.check_commit("g", ra.member_id, 1) == "NONE"
     assert coord.check_commit("g", ra.member_id, 0) == "ILLEGAL_GENERATION"
     assert coord.check_commit("g", "stranger", 1) == "UNKNOWN_MEMBER_ID"
-    coord.leave("g", [ra.member_id])
+    coord.leave("g", [(ra.member_id, None)])
     assert coord.check_commit("g", "", -1) == "NONE", "a simple commit to an Empty group"
 
 
@@ -523,7 +523,7 @@ class GroupMachine(RuleBasedStateMachine):
 
     @rule(client=st.integers(0, CLIENTS - 1))
     def leave(self, client: int) -> None:
-        self.coord.leave("g", [self.member_id[client]])
+        self.coord.leave("g", [(self.member_id[client], None)])
         self.member_id[client] = ""
         self.joined[client] = None
 

@@ -208,7 +208,7 @@ Kind = tuple[bool, Marker | None]
 _PLAIN: Kind = (False, None)
 
 
-def _batch(run: list[Record], magic: int, kind: Kind = _PLAIN) -> bytes:
+def _batch(run: Sequence[Record], magic: int, kind: Kind = _PLAIN) -> bytes:
     transactional, marker = kind
     if magic < 2:  # a down-converted fetch has no control records (nor their flags)
         return b"" if marker else b"".join(_legacy(r, magic) for r in run)

@@ -99,6 +99,9 @@ class JoinResult:
     member_id: str
     members: tuple[JoinedMember, ...]
     """Every member with its metadata for the chosen protocol, for the leader; empty else."""
+    skip_assignment: bool = False
+    """JoinGroup v9+ (KIP-814): the leader need not assign (a static leader replaced while
+    the group is Stable keeps the assignment it gave)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,26 @@ class Group:
     rebalance_deadline: float = 0.0
 
 
+def static_member_id(group: Group, instance_id: str) -> str | None:
+    """The member id a static member (its group instance id) has in the group, if any."""
+    return next(
+        (mid for mid, m in group.members.items() if m.group_instance_id == instance_id), None
+    )
+
+
+def validate_member(group: Group, member_id: str, instance_id: str | None) -> str:
+    """Kafka's ``ClassicGroup.validateMember``: a group instance id the group does not know
+    is UNKNOWN_MEMBER_ID, one held by another member id FENCED_INSTANCE_ID; then a member
+    id the group does not have is UNKNOWN_MEMBER_ID; NONE otherwise."""
+    if instance_id is not None:
+        holder = static_member_id(group, instance_id)
+        if holder is None:
+            return "UNKNOWN_MEMBER_ID"
+        if holder != member_id:
+            return "FENCED_INSTANCE_ID"
+    return "NONE" if member_id in group.members else "UNKNOWN_MEMBER_ID"
+
+
 def common_protocols(members: Iterable[Member]) -> set[str] | None:
     """The protocol names every member supports; None when there are no members."""
     common: set[str] | None = None
@@ -258,6 +281,37 @@ def sync_error(error: str) -> SyncResult:
 
 def assigned(group: Group, member: Member) -> SyncResult:
     return SyncResult("NONE", group.protocol_type, group.protocol_name, member.assignment)
+
+
+def listing(group: Group) -> tuple[JoinedMember, ...]:
+    """Every member with its metadata for the chosen protocol (what the leader gets)."""
+    return tuple(
+        JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+        for m in group.members.values()
+    )
+
+
+def replaced(
+    group: Group, member: Member, current_leader: str | None, skip_assignment: bool
+) -> JoinResult:
+    """The answer to a static member replaced in Stable, as Kafka's
+    ``updateStaticMemberThenRebalanceOrCompleteJoin`` gives it: from JoinGroup v9
+    (``skip_assignment``, ``JoinGroupRequest.supportsSkippingAssignment``) the leader is
+    named as it now is, and a replaced leader gets every member and ``skip_assignment`` (it
+    keeps the assignment it gave); before v9 the leader named is the one before the
+    replacement (a replaced leader's new id is not named: it syncs as a follower) and no
+    member is listed."""
+    leads = skip_assignment and member.member_id == group.leader
+    return JoinResult(
+        "NONE",
+        group.generation,
+        group.protocol_type,
+        group.protocol_name,
+        (group.leader if skip_assignment else current_leader) or "",
+        member.member_id,
+        listing(group) if leads else (),
+        skip_assignment=leads,
+    )
 
 
 def view(group: Group) -> GroupView:

@@ -106,9 +106,9 @@ QUIRKS: dict[str, QuirkSpec] = {
         _spec(
             "leave-without-rebalance",
             "groups",
-            ("KAF-GROUP-6", "KAF-GROUP-13"),
-            "answers every LeaveGroup with error 0 (an unknown member's too) but keeps the "
-            "member, so nothing rebalances",
+            ("KAF-GROUP-6", "KAF-GROUP-13", "KAF-GROUP-18"),
+            "answers every LeaveGroup with error 0 (an unknown or fenced member's too) but "
+            "keeps the member, so nothing rebalances",
         ),
         _spec(
             "create-existing-topic-ok",

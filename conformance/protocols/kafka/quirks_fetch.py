@@ -37,7 +37,7 @@ QUIRKS: dict[str, QuirkSpec] = {
         "writes every fetched batch again, uncompressed and one record per batch, and cuts "
         "the answer where the fetch's max_bytes or partition_max_bytes falls (the first "
         "record always), as a broker that stores records and not the producer's batches",
-    )
+    ),
 }
 
 

@@ -120,13 +120,15 @@ def join_body(
     protocol: str = "range",
     protocol_type: str = PROTOCOL_TYPE,
     metadata: bytes = b"\x00\x01",
+    instance: str | None = None,
 ) -> dict[str, Any]:
+    """A JoinGroup body (``instance``: a static member's group instance id, v5+)."""
     return {
         "group_id": group,
         "session_timeout_ms": session_ms,
         "rebalance_timeout_ms": session_ms,
         "member_id": member_id,
-        "group_instance_id": None,
+        "group_instance_id": instance,
         "protocol_type": protocol_type,
         "protocols": [{"name": protocol, "metadata": metadata}],
         "reason": None,
@@ -203,13 +205,14 @@ def sync_group(
     version: int | None = None,
     requirement: str = "KAF-GROUP-3",
     timeout: float | None = None,
+    instance: str | None = None,
 ) -> Node:
     v = version if version is not None else usable(ctx, "SyncGroup")
     body = {
         "group_id": m.group,
         "generation_id": m.generation,
         "member_id": m.member_id,
-        "group_instance_id": None,
+        "group_instance_id": instance,
         "protocol_type": PROTOCOL_TYPE,
         "protocol_name": "range",
         "assignments": [
@@ -237,6 +240,7 @@ def heartbeat(
     member_id: str | None = None,
     version: int | None = None,
     requirement: str = "KAF-GROUP-10",
+    instance: str | None = None,
 ) -> Node:
     """Heartbeat; its answer (judge its ``error_code``)."""
     v = version if version is not None else usable(ctx, "Heartbeat")
@@ -244,7 +248,7 @@ def heartbeat(
         "group_id": m.group,
         "generation_id": m.generation if generation is None else generation,
         "member_id": m.member_id if member_id is None else member_id,
-        "group_instance_id": None,
+        "group_instance_id": instance,
     }
     return k.call("Heartbeat", v, body, requirement, f"Heartbeat v{v} {m.group}")
 
@@ -257,11 +261,12 @@ def leave_group(
     *,
     version: int | None = None,
     requirement: str = "KAF-GROUP-6",
+    instance: str | None = None,
 ) -> Node:
     v = version if version is not None else usable(ctx, "LeaveGroup")
     body: dict[str, Any] = {"group_id": group}
     if v >= 3:
-        body["members"] = [{"member_id": member_id, "group_instance_id": None, "reason": None}]
+        body["members"] = [{"member_id": member_id, "group_instance_id": instance, "reason": None}]
     else:
         body["member_id"] = member_id
     return k.call("LeaveGroup", v, body, requirement, f"LeaveGroup v{v} {group}")

@@ -67,4 +67,3 @@ def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
         + f"; produced {len(sent)} bytes, gzip, 3 records, producer 4000001 epoch 0 sequence 0",
         got.records_at(*(f"batch[0].{n}" for n in wrong)) if wrong else got.records_at(),
     )
-

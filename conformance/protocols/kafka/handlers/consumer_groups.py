@@ -50,6 +50,7 @@ from conformance.protocols.kafka.consumer_group_state import (
 )
 from conformance.protocols.kafka.context import Broker, Handler
 from conformance.protocols.kafka.errors import code
+from conformance.protocols.kafka.group_store import classic_groups
 
 _GROUPS: weakref.WeakKeyDictionary[Broker, ConsumerGroups] = weakref.WeakKeyDictionary()
 CONSUMER_MEMBER = 1
@@ -57,9 +58,12 @@ CONSUMER_MEMBER = 1
 
 
 def consumer_groups(broker: Broker) -> ConsumerGroups:
-    """The broker's consumer groups (made at first use)."""
+    """The broker's consumer groups (made at first use).  A group id is a classic group's
+    or a consumer group's: the classic groups stored before a restart are taken back first
+    (:func:`..group_store.classic_groups`), so no caller sees an id free that one holds."""
     groups = _GROUPS.get(broker)
     if groups is None:
+        classic_groups(broker)
         groups = _GROUPS[broker] = ConsumerGroups(
             broker.clock,
             lambda names: _topics(broker, names),
@@ -152,10 +156,10 @@ def consumer_group_heartbeat(broker: Broker, request: Request, peer: str) -> dic
     )
 
     def take_over_classic() -> None:
-        state = broker.coordinator.describe(group_id).state
-        if state == "Dead":
+        classic = classic_groups(broker)
+        if classic.describe(group_id).state == "Dead":
             return
-        if broker.coordinator.forget_empty(group_id) != "NONE":
+        if classic.forget_empty(group_id) != "NONE":
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group")
 
     try:

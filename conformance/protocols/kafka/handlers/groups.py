@@ -19,10 +19,16 @@ admits a "consumer" one as a classic member of the consumer group; not served he
 empty consumer group gives its id up to the classic join (``classicGroupJoinToClassicGroup``).
 ListGroups lists consumer groups too (type "consumer") and honours the v5 type filter.
 
-Not served: static membership (KIP-345).  A ``group_instance_id`` is recorded and reported,
-but a member rejoining with a known instance id is treated as a new member (a rebalance,
-not a replacement), nothing is fenced with FENCED_INSTANCE_ID, and LeaveGroup names
-members by member id only.  librdkafka copes, with extra rebalances.
+Static membership (KIP-345): a JoinGroup v5+ with a group instance id and an empty member id
+takes the place of the member holding that instance id (no rebalance while the group is
+Stable and its protocol stays; from v9 a replaced leader is told ``skip_assignment``); a
+request naming a group instance id with another member id than the one holding it is
+FENCED_INSTANCE_ID (JoinGroup v5+, SyncGroup v3+, Heartbeat v3+, each member of LeaveGroup
+v3+; an empty member id with an instance id in LeaveGroup removes that static member), as
+the coordinator (:mod:`..coordinator`) says.
+
+With ``--data-dir`` the classic groups survive a restart (:mod:`..group_store`): every
+handler here reaches the coordinator through :func:`..group_store.classic_groups`.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import NODE_ID, Broker
 from conformance.protocols.kafka.coordinator import JoinResult, SyncResult
 from conformance.protocols.kafka.errors import code
+from conformance.protocols.kafka.group_store import classic_groups
 from conformance.protocols.kafka.handlers.consumer_groups import consumer_groups
 
 KEY_TYPES = (0, 1)
@@ -81,7 +88,7 @@ class _JoinWait:
             "protocol_type": result.protocol_type,
             "protocol_name": result.protocol_name or "",
             "leader": result.leader,
-            "skip_assignment": False,
+            "skip_assignment": result.skip_assignment,
             "member_id": result.member_id,
             "members": [
                 {
@@ -111,7 +118,8 @@ def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait | dict[
             "members": [],
         }
     session_ms = int(body.get("session_timeout_ms", 0))
-    ticket = broker.coordinator.join(
+    instance = body.get("group_instance_id") if version >= 5 else None
+    ticket = classic_groups(broker).join(
         body.get("group_id", ""),
         body.get("member_id", ""),
         protocol_type=body.get("protocol_type", ""),
@@ -123,9 +131,11 @@ def join_group(broker: Broker, request: Request, peer: str) -> _JoinWait | dict[
         else session_ms,
         client_id=request.client_id or "",
         client_host=_host(peer),
-        group_instance_id=body.get("group_instance_id"),
+        group_instance_id=instance,
         # Kafka's JoinGroupRequest.requiresKnownMemberId: v4+, and not for a static member
-        require_known_member_id=version >= 4 and body.get("group_instance_id") is None,
+        require_known_member_id=version >= 4 and instance is None,
+        # Kafka's JoinGroupRequest.supportsSkippingAssignment: v9+
+        skip_assignment=version >= 9,
     )
     return _JoinWait(broker, ticket, version)
 
@@ -153,21 +163,25 @@ def sync_group(broker: Broker, request: Request, peer: str) -> _SyncWait:
     assignments = {
         a.get("member_id", ""): a.get("assignment", b"") or b"" for a in body.get("assignments", [])
     }
-    ticket = broker.coordinator.sync(
+    ticket = classic_groups(broker).sync(
         body.get("group_id", ""),
         body.get("member_id", ""),
         int(body.get("generation_id", -1)),
         protocol_type=body.get("protocol_type"),
         protocol_name=body.get("protocol_name"),
         assignments=assignments,
+        group_instance_id=body.get("group_instance_id") if request.api_version >= 3 else None,
     )
     return _SyncWait(ticket)
 
 
 def heartbeat(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
-    error = broker.coordinator.heartbeat(
-        body.get("group_id", ""), body.get("member_id", ""), int(body.get("generation_id", -1))
+    error = classic_groups(broker).heartbeat(
+        body.get("group_id", ""),
+        body.get("member_id", ""),
+        int(body.get("generation_id", -1)),
+        body.get("group_instance_id") if request.api_version >= 3 else None,
     )
     return {"throttle_time_ms": 0, "error_code": code(error)}
 
@@ -175,17 +189,17 @@ def heartbeat(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
 def leave_group(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
     group_id = body.get("group_id", "")
-    if group_id and broker.coordinator.describe(group_id).state == "Dead":
+    coordinator = classic_groups(broker)
+    if group_id and coordinator.describe(group_id).state == "Dead":
         # Kafka's classicGroupLeave: a group it does not have is UNKNOWN_MEMBER_ID for the
         # whole request (no member listed), at every version
         return {"throttle_time_ms": 0, "error_code": code("UNKNOWN_MEMBER_ID"), "members": []}
     if request.api_version < 3:
-        member = body.get("member_id", "")
-        errors = broker.coordinator.leave(body.get("group_id", ""), [member])
-        return {"throttle_time_ms": 0, "error_code": code(errors.get(member, "NONE"))}
+        (error,) = coordinator.leave(group_id, [(body.get("member_id", ""), None)])
+        return {"throttle_time_ms": 0, "error_code": code(error)}
     members = body.get("members", [])
-    errors = broker.coordinator.leave(
-        body.get("group_id", ""), [m.get("member_id", "") for m in members]
+    errors = coordinator.leave(
+        group_id, [(m.get("member_id", ""), m.get("group_instance_id")) for m in members]
     )
     return {
         "throttle_time_ms": 0,
@@ -194,9 +208,9 @@ def leave_group(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
             {
                 "member_id": m.get("member_id", ""),
                 "group_instance_id": m.get("group_instance_id"),
-                "error_code": code(errors.get(m.get("member_id", ""), "NONE")),
+                "error_code": code(error),
             }
-            for m in members
+            for m, error in zip(members, errors, strict=True)
         ],
     }
 
@@ -204,7 +218,7 @@ def leave_group(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
 def describe_groups(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     groups = []
     for group_id in request.body.get("groups", []):
-        view = broker.coordinator.describe(group_id)
+        view = classic_groups(broker).describe(group_id)
         groups.append(
             {
                 "error_code": code("INVALID_GROUP_ID" if not group_id else "NONE"),
@@ -241,7 +255,7 @@ def list_groups(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
             "group_state": v.state,
             "group_type": "classic",
         }
-        for v in broker.coordinator.list_groups(states)
+        for v in classic_groups(broker).list_groups(states)
         if not types or "classic" in types
     ]
     modern = [

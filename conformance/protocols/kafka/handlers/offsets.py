@@ -59,7 +59,11 @@ def offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]
         refused = modern.check_commit(group, member, generation, request.api_version)
     else:
         refused = broker.coordinator.check_commit(
-            group, member, generation, version=request.api_version
+            group,
+            member,
+            generation,
+            version=request.api_version,
+            group_instance_id=body.get("group_instance_id") if request.api_version >= 7 else None,
         )
     topics = []
     for t in body.get("topics", []):
