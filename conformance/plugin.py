@@ -126,9 +126,9 @@ class ErrorCodes:
 class QuirkSpec:
     """A deliberate misbehaviour of the reference broker.
 
-    ``spec`` quirks break exactly the MUST requirements in ``breaks`` (the project's tests
-    check the suite fails exactly those); ``fault`` quirks crash, hang or lose data, for
-    the fuzzer to find."""
+    ``spec`` quirks break exactly the requirements in ``breaks``, MUSTs (or SHOULDs only,
+    which fail a run under ``--strict``; the project's tests check the suite fails exactly
+    those); ``fault`` quirks crash, hang or lose data, for the fuzzer to find."""
 
     name: str
     kind: str  # "spec" or "fault"

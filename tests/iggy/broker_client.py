@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.engine import Engine
 from conformance.protocols.iggy import codec
-from conformance.protocols.iggy.handler import IggyFrontend
+from conformance.protocols.iggy.handler import IggyConfig, IggyFrontend
 from conformance.protocols.iggy.messages import CODES, identifier
+from conformance.protocols.iggy.quirks import Quirks
 from conformance.server import Outcome
 
 
@@ -58,3 +60,36 @@ def ident(value: int | str) -> dict[str, Any]:
 
 def consumer(value: int | str, kind: int = 1) -> dict[str, Any]:
     return {"kind": kind, "value": identifier(value)}
+
+
+S0, T0 = identifier(0), identifier(0)
+"""The first stream and topic a fresh classic broker makes."""
+
+
+def frontend(revision: str = "classic", *quirks: str) -> IggyFrontend:
+    """A broker front-end on a fresh in-memory engine, with ``quirks``."""
+    return IggyFrontend(Engine(), IggyConfig(revision=revision, quirks=Quirks.of(quirks)))
+
+
+def logged(fe: IggyFrontend, peer: str = "127.0.0.1:40000") -> Conn:
+    """A connection, logged in when the revision has a login."""
+    c = Conn(fe, peer)
+    if fe.config.revision == "classic":
+        assert c.login() == 0
+    return c
+
+
+def setup(c: Conn, partitions: int = 3, name: str = "t") -> dict[str, Any]:
+    """Stream "s" (classic: the first, id 0) and a topic of ``partitions`` in it; the topic."""
+    if not any(s["name"] == "s" for s in c.ok("get_streams")["streams"]):
+        c.ok("create_stream", {"name": "s"})
+    body = {
+        "stream": S0,
+        "partitions_count": partitions,
+        "compression": 1,
+        "message_expiry": 0,
+        "max_topic_size": 0,
+        "replication_factor": 0,
+        "name": name,
+    }
+    return c.ok("create_topic", body)  # type: ignore[no-any-return]

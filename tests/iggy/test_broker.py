@@ -685,7 +685,7 @@ def test_what_a_crash_left_without_its_key_is_removed() -> None:
 
 def test_every_planned_quirk_is_declared() -> None:
     spec = {n for n, q in QUIRKS.items() if q.kind == "spec"}
-    assert len(spec) == 10 and {n for n, q in QUIRKS.items() if q.kind == "fault"} == {
+    assert len(spec) == 23 and {n for n, q in QUIRKS.items() if q.kind == "fault"} == {
         "crash-on-short-identifier",
         "stall-on-unknown-code",
     }

@@ -87,6 +87,8 @@ def test_cases_are_grouped_by_spec_area(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_spec_quirks_break_only_musts_of_the_revision_they_run_in(name: str) -> None:
+    """A spec quirk breaks MUSTs, or SHOULDs only (its run fails under --strict), never a
+    MAY nor a mix of the two levels."""
     plugin = protocols.get(name)
     reqs = requirements(name)
     for q in plugin.quirks.values():
@@ -94,7 +96,8 @@ def test_spec_quirks_break_only_musts_of_the_revision_they_run_in(name: str) -> 
         assert q.kind == "fault" or q.breaks, f"spec quirk {q.name} breaks nothing"
         for r in q.breaks:
             assert r in reqs, f"{q.name} breaks {r}, which SPEC.md does not define"
-            assert reqs[r].level == "MUST", f"{q.name} breaks {r}, a {reqs[r].level}"
+        levels = {reqs[r].level for r in q.breaks}
+        assert levels <= {"MUST"} or levels == {"SHOULD"}, f"{q.name} breaks {levels}"
     for q in plugin.quirks.values():  # one revision holds all a quirk breaks
         assert spec_quirk_revision(plugin, q.name) in plugin.revisions
 

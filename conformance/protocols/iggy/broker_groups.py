@@ -17,6 +17,8 @@ Behaviour (sources at apache/iggy f5350d999):
   (i mod m)-th listed member, again after every join and leave (SPEC.md IGG-GROUP-10, our
   convention: :data:`~conformance.protocols.iggy.broker_state.GROUP_POLICY`); the quirk
   group-all-partitions gives every member every partition.
+* DELETE_CONSUMER_GROUP removes the group's stored offsets with it (SV/shard/execution.rs
+  ``execute_delete_consumer_group``: ``delete_consumer_group_offsets``).
 * LEAVE_CONSUMER_GROUP by a client that is not a member is 5006
   (SV/shard/system/consumer_groups.rs ``leave_consumer_group``).  A session remembers the
   groups it joined and leaves them when its connection ends (:func:`leave_all`).
@@ -51,6 +53,9 @@ def partitions_of(
     session: IggySession, stream: StreamEntry, topic: TopicEntry, group: GroupEntry
 ) -> dict[int, list[int]]:
     """Each member's partitions (member number -> partition ids), in member order."""
+    frozen = session.frontend.frozen_lists.get(engine_group(stream.id, topic.id, group.id))
+    if frozen is not None:  # the quirk groups-not-redealt: as before the partitions changed
+        return {m: list(p) for m, p in frozen.items()}
     info = session.engine.group_info(engine_group(stream.id, topic.id, group.id))
     every = list(range(len(topic.partitions)))
     return {
@@ -59,6 +64,17 @@ def partitions_of(
         else list(m.assignment.get(engine_topic(stream.id, topic.id), []))
         for m in info.members
     }
+
+
+def freeze_lists(session: IggySession, stream: StreamEntry, topic: TopicEntry) -> None:
+    """Before the topic's partitions change: with the quirk groups-not-redealt, each group
+    keeps its members' lists as they are now until its next join or leave."""
+    if session.quirks.redeals_groups():
+        return
+    for group in topic.groups.values():
+        name = engine_group(stream.id, topic.id, group.id)
+        if name not in session.frontend.frozen_lists:
+            session.frontend.frozen_lists[name] = partitions_of(session, stream, topic, group)
 
 
 def member_partitions(
@@ -124,7 +140,12 @@ def get_consumer_groups(session: IggySession, body: dict[str, Any]) -> dict[str,
 
 def delete_consumer_group(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic, group = session.group(body)
+    kept = {k: v for k, v in topic.offsets.items() if k[:2] == (2, group.id)}
     session.registry.forget_group(stream, topic, group)
+    if not session.quirks.group_offsets_deleted():  # group-offsets-outlive-group
+        topic.offsets.update(kept)
+        for key in kept:
+            session.registry.save_offset(stream, topic, key)
     del topic.groups[group.id]
     drop_group(session, stream, topic, group)
     return {}
@@ -138,6 +159,7 @@ def drop_group(
     session.engine.delete_group(engine_group(stream.id, topic.id, group.id))
     group.members.clear()
     group.cursors.clear()
+    session.frontend.frozen_lists.pop(engine_group(stream.id, topic.id, group.id), None)
 
 
 def join_consumer_group(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +172,7 @@ def join_consumer_group(session: IggySession, body: dict[str, Any]) -> dict[str,
         name, engine_topic(stream.id, topic.id), member_key(member), policy=GROUP_POLICY
     )
     group.members[member] = session.client.id
+    session.frontend.frozen_lists.pop(name, None)
     session.joined.append((name, group))
     return {}
 
@@ -166,6 +189,7 @@ def leave_consumer_group(session: IggySession, body: dict[str, Any]) -> dict[str
 def _leave(session: IggySession, name: str, group: GroupEntry, member: int) -> None:
     del group.members[member]
     group.cursors.pop(member, None)
+    session.frontend.frozen_lists.pop(name, None)
     session.engine.leave_group(name, member_key(member))
 
 

@@ -1,29 +1,21 @@
-"""SEND_MESSAGES, POLL_MESSAGES and the consumer offsets of the Iggy front-end.
+"""POLL_MESSAGES and the consumer offsets of the Iggy front-end.
 
 Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so):
 
-* send: partition by balanced (a per-topic counter, from 0, modulo the partition count),
-  partition id (3007 if there is none such), or messages key (XXH32 seed 0 of the key,
-  modulo the count); a topic without partitions is 3008.  An empty batch is 4009
-  (InvalidMessagesCount, CM messages_batch_mut.rs ``validate``), a payload over
-  64,000,000 bytes 4022, a user-header block over 100,000 bytes 4017 (same file).  An
-  empty payload is stored: the server's batch validation has no lower bound (the 4025 of
-  FACTS.md is the client-side builder's).  A user-header block that is not a sequence of
-  whole ``kind, u32 length, bytes`` entries in pairs, kinds 1..15, lengths 1..255, is
-  refused with 4 (InvalidFormat) and nothing of the batch is stored: the rule of
-  ``validate_user_headers`` (BP/primitives/user_headers.rs), which the real server's send
-  path does not call (it stores such a block as sent); SPEC.md IGG-HDR-2 makes refusing
-  it this broker's convention (MAY).  Id 0 ->
-  a random non-zero u128; the server timestamp is µs; the reply is empty.  A balanced send
-  writes the topic's counter through after its append.
 * poll (SV/streaming/partitions/ops.rs ``poll_messages``, SV/shard/handlers.rs): offset
   (nothing past the current offset), timestamp (the first message at or after the value,
   µs), first (0), last (the last ``count``), next (the stored offset + 1, or 0 when none
-  is stored); count 0 returns nothing; with auto_commit the offset of the last message
-  returned is stored.  A consumer (kind 1) without a partition reads partition 0; a group
-  member (kind 2) without one reads its partitions in turn, one per poll; a partition not
-  its own, or none dealt to it, is the empty reply ``partition 0, offset 0, count 0``
-  (SV/shard/system/messages.rs); a non-member is 5006, an unknown group 5000.
+  is stored); count 0 returns nothing and commits nothing, only the partition and its
+  current offset (SV/shard/handlers.rs, PollMessages: ``args.count == 0``); with
+  auto_commit the offset of the last message returned is stored.  A group's Next and
+  auto-commit read and store the group's offset, one per group and partition
+  (SV/streaming/partitions/ops.rs ``consumer_group_offsets``, SV/shard/system/messages.rs
+  ``auto_commit_consumer_offset_from_local_partition``).  A consumer (kind 1) without a
+  partition reads partition 0; a group member (kind 2) without one reads its partitions
+  in turn, one per poll; a partition not its own (named, SV/metadata/reader.rs
+  ``resolve_consumer_group_partition``), or none dealt to it, is the empty reply
+  ``partition 0, offset 0, count 0`` (SV/shard/system/messages.rs ``poll_messages``); a
+  non-member is 5006, an unknown group 5000.
 * offsets: kept per (consumer kind, consumer id or group id, partition), durable (each
   store, auto-commit and delete is written through: broker_state.py).  STORE and DELETE
   resolve the partition as the real server does (``resolve_consumer_with_partition_id``
@@ -37,11 +29,12 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 4 where it says so
   empty reply for everything it cannot find, stream and topic included, and for a group
   needs no membership and reads partition given-or-0
   (SV/binary/handlers/consumer_offsets/get_consumer_offset_handler.rs).
+
+SEND_MESSAGES is broker_send.py's.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 import xxhash
@@ -57,15 +50,11 @@ from conformance.protocols.iggy.broker_state import (
     engine_topic,
     from_record,
     identifier,
-    now_us,
-    to_record,
 )
 
 if TYPE_CHECKING:
     from conformance.protocols.iggy.handler import IggySession
 
-MAX_PAYLOAD = 64_000_000
-MAX_USER_HEADERS = 100_000
 OFFSET, TIMESTAMP, FIRST, LAST, NEXT = 1, 2, 3, 4, 5
 
 
@@ -83,90 +72,6 @@ def partition_size(session: IggySession, stream: StreamEntry, topic: TopicEntry,
         offset = batch[-1].offset + 1
     topic.counted[p] = offset
     return topic.sizes[p]
-
-
-def _new_id() -> int:
-    while True:
-        value = uuid.uuid4().int
-        if value:
-            return value
-
-
-# ------------------------------------------------------------------ send
-
-
-HEADER_KINDS = range(1, 16)
-"""raw, string, bool, int8..int128, uint8..uint128, float32, float64 (FACTS.md section 4)."""
-
-
-def header_block_problem(block: bytes) -> str | None:
-    """Why ``block`` is not a well-formed user-header block, or None (an empty block is)."""
-    pos, fields = 0, 0
-    while pos < len(block):
-        kind = block[pos]
-        if kind not in HEADER_KINDS:
-            return f"kind {kind} at byte {pos} (kinds are 1..15)"
-        if len(block) - pos < 5:
-            return f"a field at byte {pos} is cut before its length"
-        length = int.from_bytes(block[pos + 1 : pos + 5], "little")
-        if not 1 <= length <= 255:
-            return f"a field of {length} bytes at byte {pos} (1..255)"
-        if pos + 5 + length > len(block):
-            return f"a field of {length} bytes at byte {pos} runs past the block"
-        pos += 5 + length
-        fields += 1
-    if fields % 2:
-        return f"{fields} fields: a key without its value"
-    return None
-
-
-def send_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
-    stream, topic = session.topic(body)
-    messages = body.get("messages") or []
-    if not messages:
-        raise Refusal(st.INVALID_MESSAGES_COUNT, "a SEND_MESSAGES without messages")
-    for m in messages:
-        if len(m.get("payload", b"")) > MAX_PAYLOAD:
-            raise Refusal(st.TOO_BIG_MESSAGE_PAYLOAD, "a payload over 64,000,000 bytes")
-        if len(m.get("headers", b"")) > MAX_USER_HEADERS:
-            raise Refusal(st.TOO_BIG_USER_HEADERS, "a user-header block over 100,000 bytes")
-        problem = header_block_problem(bytes(m.get("headers", b"")))
-        if problem is not None:
-            raise Refusal(st.INVALID_FORMAT, f"a malformed user-header block: {problem}")
-    balanced = topic.balanced
-    partition = _choose_partition(session, topic, body["partitioning"])
-    ts = now_us()
-    records = [
-        to_record(
-            int(m.get("id", 0)) or _new_id(),
-            int(m.get("origin_timestamp", 0)),
-            ts,
-            bytes(m.get("payload", b"")),
-            bytes(m.get("headers", b"")),
-        )
-        for m in messages
-    ]
-    session.engine.append(engine_topic(stream.id, topic.id), partition, records)
-    if topic.balanced != balanced:
-        session.registry.save_balanced(stream, topic)
-    return {}
-
-
-def _choose_partition(session: IggySession, topic: TopicEntry, partitioning: Any) -> int:
-    count = len(topic.partitions)
-    kind = partitioning.get("kind") if isinstance(partitioning, dict) else None
-    value = partitioning.get("value") if isinstance(partitioning, dict) else None
-    if kind == 2:
-        if not isinstance(value, int) or not 0 <= value < count:
-            raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {value}")
-        return value
-    if count == 0:
-        raise Refusal(st.NO_PARTITIONS, f"topic {topic.id} has no partitions")
-    if kind == 3:
-        return session.quirks.key_partition(bytes(value or b""), count)
-    chosen = topic.balanced % count
-    topic.balanced += 1
-    return chosen
 
 
 # ------------------------------------------------------------------ poll
@@ -200,6 +105,8 @@ def _group_partition(
     if it has none.  ``advance``: the member moves on to its next partition (POLL)."""
     member, owned = broker_groups.member_partitions(session, stream, topic, group)
     if given is not None:
+        if advance and session.quirks.polls_any_partition():
+            return given
         return given if given in owned else None
     if not owned:
         return None
@@ -219,7 +126,8 @@ def _poll_target(
     if kind == 2:
         _, _, group = session.group({**body, "group": value})
         p = _group_partition(session, stream, topic, group, given, advance=True)
-        return stream, topic, p, None if p is None else (2, group.id, p)
+        held_as = session.quirks.group_offset_kind()  # 2: the group's offset (IGG-GROUP-12)
+        return stream, topic, p, None if p is None else (held_as, group.id, p)
     p = 0 if given is None else given
     if not 0 <= p < len(topic.partitions):
         raise Refusal(st.PARTITION_NOT_FOUND, f"topic {topic.id} has no partition {p}")
@@ -233,7 +141,7 @@ def poll_messages(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     name = engine_topic(stream.id, topic.id)
     hwm = session.engine.high_watermark(name, p)
     current = max(hwm - 1, 0)
-    strategy, count = body["strategy"], int(body["count"])
+    strategy, count = body["strategy"], session.quirks.poll_count(int(body["count"]), hwm)
     kind, value = int(strategy.get("kind", 0)), int(strategy.get("value", 0))
     if kind == OFFSET:
         start = value
@@ -328,7 +236,8 @@ def store_consumer_offset(session: IggySession, body: dict[str, Any]) -> dict[st
     stream, topic, p, key = _offset_target(session, body)
     offset = int(body["offset"])
     hwm = session.engine.high_watermark(engine_topic(stream.id, topic.id), p)
-    if session.quirks.checks_stored_offset() and (hwm == 0 or offset > hwm - 1):
+    empty = hwm == 0 and session.quirks.refuses_empty_partition_offsets()
+    if session.quirks.checks_stored_offset() and (empty or offset > max(hwm - 1, 0)):
         raise Refusal(
             st.INVALID_OFFSET, f"offset {offset} is past partition {p}'s current {hwm - 1}"
         )

@@ -7,10 +7,13 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 3):
   1011, Iggy's historic StreamIdAlreadyExists (SPEC.md IGG-STREAM-6).  A topic name in use
   in its stream (doc: a topic id in use) is 2013.  An unknown stream is 1009, an unknown
   topic 2010; GET_STREAM and GET_TOPIC of an unknown one are the empty reply.
-* CREATE_TOPIC, CREATE_PARTITIONS and DELETE_PARTITIONS refuse more than 1000 partitions
-  in one request with 2015 (BP/lib.rs ``MAX_PARTITIONS_PER_REQUEST``), and the partition
-  commands a count of 0 too; deleting more partitions than the topic has is 2019.
-  Partitions are added after the last and removed from the end.
+* CREATE_TOPIC and CREATE_PARTITIONS refuse more than 1000 partitions in one request with
+  2015 (BP/lib.rs ``MAX_PARTITIONS_PER_REQUEST``), the partition commands a count of 0
+  too; CREATE_TOPIC takes 0 (a topic with no partition); DELETE_PARTITIONS has no upper
+  bound of its own: deleting more partitions than the topic has is 2019.  Partitions are
+  added after the last and removed from the end, and the topic's groups are dealt again
+  (the engine's assignor; SV/shard/execution.rs ``execute_create_partitions``,
+  ``execute_delete_partitions``: ``rebalance_consumer_groups_for_topic``).
 * deleting a stream deletes its topics, deleting a topic its groups (and their
   memberships) and stored offsets; every change is written through before the reply, in
   the order broker_state.py gives.
@@ -206,18 +209,23 @@ def drop_topic(session: IggySession, stream: StreamEntry, topic: TopicEntry) -> 
 # ------------------------------------------------------------------ partitions
 
 
-def _partition_count(body: dict[str, Any]) -> int:
+def _partition_count(session: IggySession, body: dict[str, Any], capped: bool) -> int:
+    """The count of CREATE_PARTITIONS (``capped``: 1..=1000, SV/binary/handlers/partitions/
+    create_partitions_handler.rs) or DELETE_PARTITIONS (0 refused, no upper bound:
+    delete_partitions_handler.rs; more than the topic has is 2019 later); 2015 otherwise."""
     count: int = body["partitions_count"]
-    if count > MAX_PARTITIONS_PER_REQUEST:
+    capped = capped or session.quirks.caps_partition_deletes()
+    if capped and count > MAX_PARTITIONS_PER_REQUEST:
         raise Refusal(st.TOO_MANY_PARTITIONS, f"{count} partitions: at most 1000 a request")
-    if count < 1:  # the real server's handlers: a count outside 1..=1000 (IGG-PART-1/2)
+    if count < 1:
         raise Refusal(st.TOO_MANY_PARTITIONS, "a partitions count of 0")
     return count
 
 
 def create_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic = session.topic(body)
-    count = _partition_count(body)
+    count = _partition_count(session, body, capped=True)
+    broker_groups.freeze_lists(session, stream, topic)
     session.engine.add_partitions(engine_topic(stream.id, topic.id), count)
     topic.partitions += [now_us()] * count
     topic.sizes += [0] * count
@@ -228,7 +236,7 @@ def create_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, A
 
 def delete_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     stream, topic = session.topic(body)
-    count = _partition_count(body)
+    count = _partition_count(session, body, capped=False)
     if count > len(topic.partitions):
         raise Refusal(
             st.INVALID_PARTITIONS_COUNT,
@@ -239,5 +247,6 @@ def delete_partitions(session: IggySession, body: dict[str, Any]) -> dict[str, A
     del topic.counted[len(topic.sizes) :]
     session.registry.save_topic(stream, topic)  # the key first (see broker_state.py)
     session.registry.forget_partitions_from(stream, topic, len(topic.partitions))
+    broker_groups.freeze_lists(session, stream, topic)
     session.engine.remove_partitions(engine_topic(stream.id, topic.id), count)
     return {}

@@ -14,8 +14,10 @@ Behaviour (sources at apache/iggy f5350d999; FACTS.md section 3):
 * LOGIN_USER checks the username length 3..50 (43), the password length 3..100 (44), then
   the credentials (42), in the real server's order (SV/binary/handlers/users/
   login_user_handler.rs, SV/shard/system/users.rs), and answers the root user's id; a
-  failed login leaves the connection as it was; LOGOUT_USER closes the gate again.  Doc
-  has neither (the dispatcher answers them 3).
+  failed login leaves the connection as it was, logged in or not; a login on a logged-in
+  connection ends the first login and starts the new one (``login_user_with_credentials``
+  logs the session's user out only after the credentials passed); LOGOUT_USER closes the
+  gate again.  Doc has neither (the dispatcher answers them 3).
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ def get_clients(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
 
 def login_user(session: IggySession, body: dict[str, Any]) -> dict[str, Any]:
     username, password = body["username"], body["password"]
+    if session.quirks.relogin_logs_out_first():
+        session.client.user_id = None
     if not 3 <= len(username.encode()) <= 50:
         raise Refusal(st.INVALID_USERNAME, "a username has 3..50 bytes")
     if not 3 <= len(password.encode()) <= 100:

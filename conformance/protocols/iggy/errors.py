@@ -16,6 +16,9 @@ ERROR = 1
 INVALID_COMMAND = 3
 """The status the real server answers an undecodable frame with (SV/binary/dispatch.rs)."""
 INVALID_FORMAT = 4
+INVALID_IDENTIFIER = 6
+"""A bad Identifier inside SEND_MESSAGES, which the server reads with
+``Identifier::from_raw_bytes``, not the request decoder (send_checks.py)."""
 UNAUTHENTICATED = 40
 INVALID_CREDENTIALS = 42
 INVALID_USERNAME = 43
@@ -43,6 +46,13 @@ with no partition and none dealt to it (SV/shard/system/consumer_offsets.rs)."""
 INVALID_MESSAGES_COUNT = 4009
 TOO_BIG_USER_HEADERS = 4017
 TOO_BIG_MESSAGE_PAYLOAD = 4022
+NON_ZERO_OFFSET = 4031
+NON_ZERO_TIMESTAMP = 4032
+MISSING_INDEX = 4033
+INVALID_MESSAGES_SIZE = 4036
+CANNOT_READ_INDEX_POSITION = 10011
+"""The SEND_MESSAGES batch checks (CM/types/message/messages_batch_mut.rs ``validate``;
+send_checks.py)."""
 INVALID_HEADER_KIND = 4040
 INVALID_OFFSET = 4100
 CONSUMER_GROUP_ID_NOT_FOUND = 5000

@@ -11,7 +11,9 @@ with classic's reply framing and records):
   gate (40 for everything but PING and LOGIN_USER before a successful login on this
   connection).  SEND_MESSAGES is the one exception: the real server checks the login
   before it reads its payload (SV/binary/handlers/messages/send_messages_handler.rs), so
-  a SEND_MESSAGES before login is answered 40 whatever its payload;
+  a SEND_MESSAGES before login is answered 40 whatever its payload; in classic its
+  payload is then judged on its raw bytes as that handler reads it (send_checks.py: a
+  bad Identifier is 6, the batch checks come before the stream and topic lookups);
 * doc has no login (LOGIN_USER and LOGOUT_USER are not in its table: 3);
 * an exception a handler does not expect is logged and answered 1 (ERROR): no request
   ends the connection or the broker (but the fault quirks, on purpose).
@@ -19,8 +21,9 @@ with classic's reply framing and records):
 This module is the dispatcher: the front-end, the session, the order of checks above and
 the lookups every command shares (stream, topic, group by Identifier).  The commands
 live by area: broker_system.py (ping, stats, clients, login, cluster), broker_streams.py
-(streams, topics, partitions), broker_groups.py (consumer groups) and broker_messages.py
-(send, poll, consumer offsets); each is a function ``(session, body) -> reply``.
+(streams, topics, partitions), broker_groups.py (consumer groups), broker_send.py (send;
+its classic batch checks in send_checks.py) and broker_messages.py (poll, consumer
+offsets); each is a function ``(session, body) -> reply``.
 
 State is the registry of broker_state.py, durable on the engine: every change a command
 makes is written through (``registry.save_*`` / ``forget_*``, in the order broker_state.py
@@ -43,9 +46,11 @@ from conformance.errors import ProtocolError
 from conformance.protocols.iggy import (
     broker_groups,
     broker_messages,
+    broker_send,
     broker_streams,
     broker_system,
     codec,
+    send_checks,
 )
 from conformance.protocols.iggy import errors as st
 from conformance.protocols.iggy.broker_state import (
@@ -106,6 +111,9 @@ class IggyFrontend:
         self.registry = Registry(engine)
         self.registry.recover()
         self.stalled = False  # stall-on-unknown-code has fired: nothing is served any more
+        self.frozen_lists: dict[str, dict[int, list[int]]] = {}
+        """The quirk groups-not-redealt: by engine group name, the members' lists as they
+        were before the topic's partitions changed, until the group's next join or leave."""
         self.address = ""
         self.host, self.port = "127.0.0.1", 0
 
@@ -186,6 +194,8 @@ class IggySession:
             _crash("crash-on-short-identifier", f"{name}: a string Identifier runs past it")
         if name == "send_messages":
             self._gate(name)
+            if self.classic:
+                frame = self._send_checked(frame, payload)
         try:
             name, body = self._decode(frame)
         except UnknownCommand:
@@ -206,6 +216,16 @@ class IggySession:
         return Outcome(
             [codec.frame_reply(0, codec.encode_reply(name, reply, self.config.revision))]
         )
+
+    def _send_checked(self, frame: bytes, payload: bytes) -> bytes:
+        """A classic SEND_MESSAGES judged on its raw bytes as the real server reads it,
+        before any lookup (send_checks.py: 6 for a bad Identifier, the batch checks 4009,
+        4031, 4032, 4017, 4022, 4036 ...); the frame with the index table the decoder
+        expects when it passes."""
+        refused = send_checks.refusal(payload, not self.quirks.send_index_unchecked())
+        if refused is not None:
+            raise Refusal(self.quirks.send_status(refused.status), str(refused))
+        return frame[:4] + send_checks.as_decoded(payload)
 
     def _decode(self, frame: bytes) -> tuple[str, dict[str, Any]]:
         """Trailing bytes are accepted: the real server only logs them (FACTS.md section 1)."""
@@ -301,7 +321,7 @@ _COMMANDS: dict[str, Handler] = {
     "delete_consumer_group": broker_groups.delete_consumer_group,
     "join_consumer_group": broker_groups.join_consumer_group,
     "leave_consumer_group": broker_groups.leave_consumer_group,
-    "send_messages": broker_messages.send_messages,
+    "send_messages": broker_send.send_messages,
     "poll_messages": broker_messages.poll_messages,
     "get_consumer_offset": broker_messages.get_consumer_offset,
     "store_consumer_offset": broker_messages.store_consumer_offset,

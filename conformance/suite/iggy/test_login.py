@@ -167,3 +167,39 @@ def test_a_malformed_payload_before_login_is_3_or_4(target: CaseContext) -> None
     """
     with target.connect(open_session=False) as conn:
         refuse_malformed(target, conn, "IGG-LOGIN-7")
+
+
+@case("iggy/login/8", "IGG-LOGIN-8")
+def test_a_login_on_a_logged_in_connection_replaces_the_first(target: CaseContext) -> None:
+    """A second valid LOGIN_USER is answered 0 with the same user id and the connection is
+    still served; after a wrong password (42) and a username of 2 bytes (43) it is too.
+
+    IGG-LOGIN-8: "LOGIN_USER on a connection that is already logged in is served as a first
+    login is: with valid credentials it is answered with status 0 and the user id, and the
+    connection is from then on logged in as that user (the first login ends); refused (42, 43
+    or 44) it leaves the connection logged in as it was."
+    """
+    req = "IGG-LOGIN-8"
+    user, password = credentials(target)
+    with target.connect(open_session=False) as conn:
+        first = login(target, conn, user, password, "IGG-LOGIN-3", f"LOGIN_USER {user}")
+        require_status(first, 0, "IGG-LOGIN-3", f"LOGIN_USER {user} with its password")
+        again = login(target, conn, user, password, req, f"a second LOGIN_USER {user}")
+        require_status(again, 0, req, f"a second LOGIN_USER {user} on the logged-in connection")
+        want = first.body["user_id"] if first.body is not None else None
+        have = again.body["user_id"] if again.body is not None else None
+        require(
+            have == want,
+            req,
+            f"the second LOGIN_USER {user} answered user id {have}, the first {want}",
+            first.at("user_id") + again.at("user_id"),
+        )
+        expect_ok(target, conn, "get_streams", {}, req, "GET_STREAMS after the second login")
+        refusals = (  # each refusal is its own requirement's; what follows is this one's
+            (user, password + "-wrong", 42, "IGG-LOGIN-4", f"LOGIN_USER {user}, wrong password"),
+            ("ab", password, 43, "IGG-LOGIN-6", "LOGIN_USER of a 2-byte username"),
+        )
+        for name, secret, status, rule, what in refusals:
+            reply = login(target, conn, name, secret, rule, f"{what}, logged in")
+            require_status(reply, status, rule, f"{what} on a logged-in connection")
+            expect_ok(target, conn, "get_streams", {}, req, f"GET_STREAMS after {what}")

@@ -219,3 +219,26 @@ def test_a_group_offset_needs_a_member_that_holds_the_partition(target: CaseCont
             " other",
             both(*statuses),
         )
+
+
+@case("iggy/offsets/7", "IGG-OFF-3")
+def test_an_offset_on_a_partition_never_written_is_answered_4100(target: CaseContext) -> None:
+    """STORE_CONSUMER_OFFSET 0 on partition 0, empty while partition 1 holds a message, is
+    answered 4100 and stores nothing.
+
+    IGG-OFF-3: "STORE_CONSUMER_OFFSET with an offset greater than the partition's current
+    offset, or with any offset on a partition that has never held a message, is answered with
+    status 4100 (InvalidOffset) and stores nothing."
+    """
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "neverwritten", 2)
+        send_messages(target, conn, sid, tid, to_partition(1), [message(target, b"one")])
+        body = offset_body(target, sid, tid, 0, cid=14)
+        expect_status(
+            target, conn, "store_consumer_offset", {**body, "offset": 0}, 4100, "IGG-OFF-3",
+            "STORE 0 on partition 0, never written",
+        )  # fmt: skip
+        expect_empty(
+            target, conn, "get_consumer_offset", body, "IGG-OFF-3",
+            "GET_CONSUMER_OFFSET of partition 0 after the refused store",
+        )  # fmt: skip

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from conformance.client import Connection
 from conformance.suite.case import case, require
-from conformance.suite.iggy.steps import ident, stream, stream_topic
+from conformance.suite.iggy.steps import (
+    create_group,
+    get_group,
+    ident,
+    join,
+    members,
+    partitions_held,
+    stream,
+    stream_topic,
+)
 from conformance.suite.iggy.verify import Reply, classic, expect_empty, expect_found, expect_status
 from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
@@ -62,12 +71,14 @@ def test_create_partitions_adds_them_after_the_existing_ones(target: CaseContext
 
 @case("iggy/partitions/2", "IGG-PART-2")
 def test_delete_partitions_removes_the_last_ones(target: CaseContext) -> None:
-    """DELETE_PARTITIONS of 2 on 4 partitions leaves 0 and 1; deleting 5 is answered 2019.
+    """DELETE_PARTITIONS of 2 on 4 partitions leaves 0 and 1; deleting 5 or 1001 is answered
+    2019.
 
     IGG-PART-2: "DELETE_PARTITIONS (403; stream, topic, u32 count) is answered with status 0 and
     an empty payload and removes the count highest-numbered partitions with their messages; a
     count larger than the number of partitions is answered with status 2019
-    (InvalidPartitionsCount) and removes nothing. In classic a count of 0 is answered 2015."
+    (InvalidPartitionsCount) and removes nothing, however large (the limit of 1000 is
+    CREATE_PARTITIONS', not DELETE_PARTITIONS'). In classic a count of 0 is answered 2015."
     """
     with target.connect() as conn:
         sid, tid = stream_topic(target, conn, "delparts", 4)
@@ -87,10 +98,11 @@ def test_delete_partitions_removes_the_last_ones(target: CaseContext) -> None:
             " expected 0, 1",
             got.at("partitions"),
         )
-        expect_status(
-            target, conn, "delete_partitions", change(sid, tid, 5), 2019, "IGG-PART-2",
-            "DELETE_PARTITIONS 5 of 2",
-        )  # fmt: skip
+        for count in (5, 1001):  # no limit of 1000 of its own: 2019, not 2015
+            expect_status(
+                target, conn, "delete_partitions", change(sid, tid, count), 2019, "IGG-PART-2",
+                f"DELETE_PARTITIONS {count} of 2",
+            )  # fmt: skip
         if classic(target):
             expect_status(
                 target, conn, "delete_partitions", change(sid, tid, 0), 2015, "IGG-PART-2",
@@ -116,3 +128,54 @@ def test_partitions_of_an_unknown_topic_or_stream_are_refused(target: CaseContex
                 target, conn, name, change(UNKNOWN, 0, 1), 1009, "IGG-PART-3",
                 f"{name.upper()} on stream {UNKNOWN}",
             )  # fmt: skip
+
+
+def dealt(
+    ctx: CaseContext, conn: Connection, sid: int, tid: int, gid: int, n: int, when: str
+) -> None:
+    """The group lists every partition 0..n-1 once, and its partitions count is n."""
+    got = get_group(ctx, conn, sid, tid, gid, "IGG-PART-4")
+    held = partitions_held(got)
+    lists = "; ".join(show_all(parts) if parts else "none" for _, parts in members(got))
+    require(  # a partition in two lists is IGG-GROUP-4's rule broken, whatever the change
+        len(held) == len(set(held)),
+        "IGG-GROUP-4",
+        f"{when}, the group's two members hold {lists}: a partition in two lists",
+        got.at("members"),
+    )
+    require(
+        held == list(range(n)) and got.body["partitions_count"] == n,
+        "IGG-PART-4",
+        f"{when}, the group's two members hold {lists} (partitions_count"
+        f" {got.body['partitions_count']}), expected partitions {show_all(list(range(n)))} each"
+        f" in exactly one list, and {n}",
+        got.at("partitions_count", "members"),
+    )
+
+
+@case("iggy/partitions/4", "IGG-PART-4")
+def test_a_partitions_change_deals_the_groups_again(target: CaseContext) -> None:
+    """A group of two members on 1 partition holds 0, 1, 2 once each after CREATE_PARTITIONS
+    2, and 0 alone after DELETE_PARTITIONS 2.
+
+    IGG-PART-4: "CREATE_PARTITIONS and DELETE_PARTITIONS deal the partitions of every group of
+    the topic again: afterwards, while the topic has partitions and the group has members, each
+    partition of the topic is in exactly one member's list, no list holds a partition the topic
+    no longer has, and the Group record's partitions count is the topic's."
+    """
+    with target.connect() as one, target.connect() as two:
+        sid, tid = stream_topic(target, one, "redeal", 1)
+        gid, _ = create_group(target, one, sid, tid, "redeal")
+        join(target, one, sid, tid, gid, "IGG-PART-4")
+        join(target, two, sid, tid, gid, "IGG-PART-4")
+        dealt(target, one, sid, tid, gid, 1, "with 1 partition")
+        expect_empty(
+            target, one, "create_partitions", change(sid, tid, 2), "IGG-PART-1",
+            "CREATE_PARTITIONS 2",
+        )  # fmt: skip
+        dealt(target, one, sid, tid, gid, 3, "after CREATE_PARTITIONS 2 on 1 partition")
+        expect_empty(
+            target, one, "delete_partitions", change(sid, tid, 2), "IGG-PART-2",
+            "DELETE_PARTITIONS 2",
+        )  # fmt: skip
+        dealt(target, one, sid, tid, gid, 1, "after DELETE_PARTITIONS 2 of 3")

@@ -24,7 +24,7 @@ from conformance.suite.iggy.steps import (
     stream_topic,
     to_partition,
 )
-from conformance.suite.iggy.verify import both, classic, expect_found, expect_ok
+from conformance.suite.iggy.verify import both, classic, expect_empty, expect_found, expect_ok
 from conformance.suite.shown import show_all
 from conformance.suite.target import CaseContext
 
@@ -279,3 +279,33 @@ def test_a_polled_message_carries_what_was_sent(target: CaseContext) -> None:
                 got.at(f"messages[0].{name}"),
             )
         _ = both
+
+
+@case("iggy/poll/10", "IGG-POLL-10")
+def test_count_zero_answers_the_current_offset_and_no_message(target: CaseContext) -> None:
+    """A poll of count 0 (first, then next with auto_commit) of a partition of five answers
+    that partition, current offset 4 and no message, and stores no offset.
+
+    IGG-POLL-10: "POLL_MESSAGES with count 0 is answered with status 0, the partition polled,
+    that partition's current offset (IGG-POLL-8) and no message, whatever the strategy; with
+    auto_commit set it stores nothing."
+    """
+    req = "IGG-POLL-10"
+    with target.connect() as conn:
+        sid, tid = stream_topic(target, conn, "countzero", 2)
+        send_messages(target, conn, sid, tid, to_partition(1), [message(target, p) for p in FIVE])
+        for strategy in (FIRST, NEXT):
+            body = poll_body(target, sid, tid, 1, strategy, 0, 0, auto_commit=True, cid=41)
+            got = poll(target, conn, body, req)
+            have = (got.body["partition_id"], got.body["current_offset"], len(polled(got)))
+            require(
+                have == (1, 4, 0),
+                req,
+                f"a poll of count 0 of partition 1 (offsets 0..4) answered partition {have[0]},"
+                f" current offset {have[1]} and {have[2]} message(s), expected 1, 4 and none",
+                got.at("partition_id", "current_offset", "messages count", asked=("count",)),
+            )
+        expect_empty(
+            target, conn, "get_consumer_offset", offset_body(target, sid, tid, 1, cid=41), req,
+            "GET_CONSUMER_OFFSET after polls of count 0 with auto_commit",
+        )  # fmt: skip

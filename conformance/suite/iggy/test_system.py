@@ -7,7 +7,18 @@ import time
 
 from conformance.client import Connection
 from conformance.suite.case import case, require
-from conformance.suite.iggy.steps import create_group, create_topic, stream
+from conformance.suite.iggy.steps import (
+    create_group,
+    create_topic,
+    get_group,
+    join,
+    members,
+    message,
+    send_messages,
+    stream,
+    stream_topic,
+    to_partition,
+)
 from conformance.suite.iggy.verify import (
     Reply,
     classic,
@@ -212,4 +223,71 @@ def test_cluster_metadata_names_this_node_as_leader(target: CaseContext) -> None
             f"the node on port {target.target.port} has role {node['role']} and status"
             f" {node['status']}, expected 0 (leader) and 0 (healthy) on a single node",
             got.at("nodes"),
+        )
+
+
+PARTITIONS = 4
+
+
+def groups_of(me: Reply) -> list[tuple[int, int, int]]:
+    return sorted(
+        (int(g["stream_id"]), int(g["topic_id"]), int(g["group_id"]))
+        for g in me.body["consumer_groups"]
+    )
+
+
+@case("iggy/system/7", "IGG-SYS-6")
+def test_a_connection_keeps_its_identity_after_sending_to_a_partition(
+    target: CaseContext,
+) -> None:
+    """A member sends to each of 4 partitions by id; GET_ME still answers its client id, user
+    id and group, and once it closes the group lists no member.
+
+    IGG-SYS-6: "a connection keeps its identity after a SEND_MESSAGES with partition-id
+    partitioning: GET_ME then answers the client id, the user id and the groups it answered
+    before that send, and when the connection ends it leaves its groups (IGG-GROUP-9)."
+    """
+    req = "IGG-SYS-6"
+    with target.connect() as watcher:
+        sid, tid = stream_topic(target, watcher, "moved", PARTITIONS)
+        gid, _ = create_group(target, watcher, sid, tid, "moved")
+        with target.connect() as conn:  # the member, closed at the end of the block
+            join(target, conn, sid, tid, gid, req)
+            before = expect_found(target, conn, "get_me", {}, "IGG-SYS-3", "GET_ME of a member")
+            require(
+                (sid, tid, gid) in groups_of(before),
+                "IGG-SYS-3",
+                f"GET_ME of a member of group {gid} lists groups {groups_of(before)}",
+                before.at("consumer_groups"),
+            )
+            for pid in range(PARTITIONS):  # one of them may live on another shard
+                msg = [message(target, f"to {pid}".encode())]
+                send_messages(target, conn, sid, tid, to_partition(pid), msg)
+                after = expect_found(
+                    target, conn, "get_me", {}, req, f"GET_ME after a send to partition {pid}"
+                )
+                for name, was, now in (
+                    ("client_id", before.body["client_id"], after.body["client_id"]),
+                    ("user_id", before.body["user_id"], after.body["user_id"]),
+                    ("consumer_groups", groups_of(before), groups_of(after)),
+                ):
+                    require(
+                        was == now,
+                        req,
+                        f"after a SEND_MESSAGES to partition {pid} GET_ME answers {name} {now},"
+                        f" before it {was}",
+                        before.at(name) + after.at(name),
+                    )
+        deadline = time.monotonic() + target.timeout
+        while True:
+            got = get_group(target, watcher, sid, tid, gid, req)
+            if not members(got) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        require(
+            not members(got),
+            req,
+            f"{target.timeout:g}s after its only member, which had sent to its partitions,"
+            f" closed its connection, group {gid} lists {len(members(got))} member(s)",
+            got.at("members_count", "members"),
         )

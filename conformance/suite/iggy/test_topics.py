@@ -4,7 +4,15 @@
 from __future__ import annotations
 
 from conformance.suite.case import case, require
-from conformance.suite.iggy.steps import create_topic, fresh_id, ident, stream, topic_body
+from conformance.suite.iggy.steps import (
+    balanced,
+    create_topic,
+    fresh_id,
+    ident,
+    message,
+    stream,
+    topic_body,
+)
 from conformance.suite.iggy.verify import (
     classic,
     expect_empty,
@@ -221,3 +229,43 @@ def test_doc_create_topic_takes_the_id_given(target: CaseContext) -> None:
             got.at("name"),
         )
         _ = classic
+
+
+@case("iggy/topics/9", "IGG-TOPIC-9")
+def test_a_topic_of_no_partition_is_made_and_refuses_a_balanced_send(target: CaseContext) -> None:
+    """CREATE_TOPIC of 0 partitions answers a topic of none; a balanced send to it is 2010.
+
+    IGG-TOPIC-9: "CREATE_TOPIC with a partitions count of 0 creates a topic with no partition
+    (its Topic record counts 0 partitions and no Partition record follows), and SEND_MESSAGES
+    with balanced partitioning to it is answered with status 2010 (TopicIdNotFound) and stores
+    nothing."
+    """
+    req = "IGG-TOPIC-9"
+    with target.connect() as conn:
+        sid = stream(target, conn, "nopart")
+        tid, made = create_topic(target, conn, sid, "nopart", 0, req)
+        ref = {"stream": ident(sid), "topic": ident(tid)}
+        got = expect_found(target, conn, "get_topic", ref, req, f"GET_TOPIC {sid}/{tid}")
+        for reply, what in ((made, "CREATE_TOPIC"), (got, "GET_TOPIC")):
+            body = reply.body
+            require(
+                body is not None and body["partitions_count"] == 0 and not body["partitions"],
+                req,
+                f"{what} of a topic made with 0 partitions answered partitions_count"
+                f" {body['partitions_count'] if body else None} and"
+                f" {len(body['partitions']) if body else 0} Partition record(s), expected 0, none",
+                reply.at("partitions_count", "partitions"),
+            )
+        send = {**ref, "partitioning": balanced(), "messages": [message(target, b"nowhere")]}
+        expect_status(
+            target, conn, "send_messages", send, 2010, req,
+            "SEND_MESSAGES, balanced, to a topic of 0 partitions",
+        )  # fmt: skip
+        after = expect_found(target, conn, "get_topic", ref, req, f"GET_TOPIC {sid}/{tid} again")
+        require(
+            after.body["messages_count"] == 0,
+            req,
+            f"after the refused send the topic counts {after.body['messages_count']} messages,"
+            " expected 0",
+            after.at("messages_count"),
+        )
