@@ -113,7 +113,8 @@ def fetch(broker: Broker, isolation: int, offset: int = 0, partition: int = 0) -
 
 def values(part: dict[str, Any], committed: bool = False) -> list[bytes]:
     """Record values as a READ_COMMITTED consumer keeps them (aborted ones dropped)."""
-    aborted = {a["producer_id"]: a["first_offset"] for a in part["aborted_transactions"]}
+    listed = part["aborted_transactions"] or []  # null for READ_UNCOMMITTED, as Kafka
+    aborted = {a["producer_id"]: a["first_offset"] for a in listed}
     out = []
     for b in rec.decode_batches(part["records"]):
         if b.is_control:

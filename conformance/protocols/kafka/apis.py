@@ -3,7 +3,8 @@
 go with a body version.
 
 Versions are Kafka 3.9's, each API from v0, capped where a newer version needs what a
-toy broker cannot serve (Fetch stops at 16, FindCoordinator at 5).  A request travels
+toy broker cannot serve (Fetch stops at 16, FindCoordinator at 5), plus Kafka 4.0's EndTxn
+v5 and TxnOffsetCommit v5 (transactions V2, KIP-890 part 2).  A request travels
 with request header v2 in its API's flexible versions and v1 otherwise; a response with
 response header v1 in the flexible versions and v0 otherwise, except ApiVersions, whose
 response header is always v0: a client that does not yet know what the broker speaks

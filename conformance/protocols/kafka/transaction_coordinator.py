@@ -24,6 +24,13 @@ The rules, each as Kafka's coordinator applies it (``TransactionCoordinator.scal
 * The timeout: a transaction Ongoing for longer than its timeout is fenced (epoch bumped)
   and aborted by the broker (``abortTimedOutTransactions``), checked whenever a request
   that reads or writes transactional state comes (:meth:`expire`).
+* Transactions V2 (KIP-890 part 2, Kafka 4.0; ``TransactionVersion.TV_2``, which Kafka
+  takes from the request version alone: ``transactionVersionForEndTxn`` is EndTxn v5+):
+  EndTxn v5 bumps the epoch at every end (:meth:`end_txn_v2`, the markers carry the new
+  epoch) and answers the producer id and new epoch; a client of V2 sends no
+  AddPartitionsToTxn or AddOffsetsToTxn, the broker adds the partition at a Produce v12+
+  and the group at a TxnOffsetCommit v5+ (``AddPartitionsToTxnManager``'s
+  ``ADD_PARTITION``: an AddPartitionsToTxn that is not verify-only).
 
 State lives in the engine's metadata store (``kafka.txn.id/<transactional id>``), so it
 survives a restart with ``--data-dir``; an Ongoing transaction's timeout starts again then.
@@ -166,26 +173,31 @@ class TransactionCoordinator:
             return {p: "CONCURRENT_TRANSACTIONS" for p in parts}
         return {p: "NONE" if p in meta.partitions else "TRANSACTION_ABORTABLE" for p in parts}
 
-    def store_offsets(
-        self,
-        tid: str,
-        group: str,
-        pid: int,
-        epoch: int,
-        offsets: dict[Partition, tuple[int, str | None]],
-    ) -> str:
-        """TxnOffsetCommit: the offsets wait for the transaction's end (error for all)."""
+    def offsets_check(self, tid: str, group: str, pid: int, epoch: int, add: bool) -> str:
+        """The coordinator's verdict before a TxnOffsetCommit writes ``group``'s offsets:
+        verified (the group added by AddOffsetsToTxn, else TRANSACTION_ABORTABLE), or, with
+        ``add`` (TxnOffsetCommit v5+, transactions V2), the group added now as
+        AddOffsetsToTxn would."""
+        if add:
+            return self.add_offsets(tid, pid, epoch, group)
         error, meta = self._current(tid, pid, epoch)
-        if meta is None:  # the transactional write of the offsets fails Kafka's epoch check
-            return "INVALID_PRODUCER_EPOCH" if error == "PRODUCER_FENCED" else error
-        if meta.state != ts.ONGOING or group not in meta.groups:
-            return "INVALID_TXN_STATE"  # AddOffsetsToTxn did not add the group
+        if meta is None:
+            return error
+        if meta.state in (ts.PREPARE_COMMIT, ts.PREPARE_ABORT):
+            return "CONCURRENT_TRANSACTIONS"
+        return "NONE" if group in meta.groups else "TRANSACTION_ABORTABLE"
+
+    def store_offsets(
+        self, tid: str, group: str, offsets: dict[Partition, tuple[int, str | None]]
+    ) -> None:
+        """TxnOffsetCommit, once :meth:`offsets_check` said NONE: the offsets wait for the
+        transaction's end."""
+        meta = self.txns[tid]
         meta.offsets.setdefault(group, {}).update(offsets)
         self._save(meta)
-        return "NONE"
 
     def end_txn(self, tid: str, pid: int, epoch: int, committed: bool) -> str:
-        """EndTxn: commit or abort, markers written before the answer."""
+        """EndTxn v0-4: commit or abort, markers written before the answer."""
         error, meta = self._current(tid, pid, epoch)
         if meta is None:
             return error
@@ -195,9 +207,51 @@ class TransactionCoordinator:
         self._complete(meta, committed)
         return "NONE"
 
-    def produce_check(self, tid: str, pid: int, epoch: int, partition: Partition) -> str:
+    def end_txn_v2(self, tid: str, pid: int, epoch: int, committed: bool) -> tuple[str, int, int]:
+        """EndTxn v5 (transactions V2): (error, producer id, epoch).  The epoch goes up by
+        one at every end, an abort with nothing under way included, before the markers are
+        written (they carry it); a retry of the last end (at the epoch below) answers the
+        current id and epoch.  An exhausted epoch gives a new producer id at epoch 0 once
+        the markers are written (Kafka's ``prepareComplete``); the answer, as Kafka's
+        ``endTransaction`` gives it after PrepareCommit/PrepareAbort, is the bumped epoch."""
+        if tid == "":
+            return "INVALID_REQUEST", -1, -1
+        self.expire()
+        meta = self.txns.get(tid)
+        if meta is None:
+            return "INVALID_PRODUCER_ID_MAPPING", -1, -1
+        overflow = (
+            meta.previous_producer_id == pid
+            and epoch == ts.MAX_EPOCH - 1
+            and meta.producer_epoch == 0
+        )
+        if meta.producer_id != pid and not overflow:
+            return "INVALID_PRODUCER_ID_MAPPING", -1, -1
+        retry = overflow or meta.producer_epoch == epoch + 1
+        answer = ts.end_v2_answer(meta.state, committed, epoch == meta.producer_epoch, retry)
+        if answer == "NONE":
+            return "NONE", meta.producer_id, meta.producer_epoch
+        if answer != ts.BUMP:
+            return answer, -1, -1
+        rotate = ts.epoch_exhausted(meta.producer_epoch)
+        meta.last_producer_epoch, meta.producer_epoch = meta.producer_epoch, meta.producer_epoch + 1
+        answered = ("NONE", meta.producer_id, meta.producer_epoch)
+        self._complete(meta, committed)
+        if rotate:
+            meta.previous_producer_id = meta.producer_id
+            meta.producer_id, meta.producer_epoch = self.broker.new_producer_id(), 0
+            self._save(meta)
+        return answered
+
+    def produce_check(
+        self, tid: str, pid: int, epoch: int, partition: Partition, add: bool = False
+    ) -> str:
         """The coordinator's verdict on a transactional write to ``partition``, as Kafka's
-        verification gives it (TRANSACTION_ABORTABLE: not added to the transaction)."""
+        verification gives it (TRANSACTION_ABORTABLE: not added to the transaction); with
+        ``add`` (Produce v12+, transactions V2) the partition is added to the transaction
+        first, as AddPartitionsToTxn would (``AddPartitionsToTxnManager.ADD_PARTITION``)."""
+        if add:
+            return self.add_partitions(tid, pid, epoch, [partition])
         return self.verify(tid, pid, epoch, [partition])[partition]
 
     def pending(self, group: str, topic: str, partition: int) -> bool:

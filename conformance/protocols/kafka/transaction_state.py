@@ -12,17 +12,20 @@ epoch (PrepareEpochFence) and aborts it.  The events:
 * ``init``: InitProducerId bumps the epoch (or rotates the producer id) of a transactional
   id with no transaction under way;
 * ``end_commit`` / ``end_abort``: EndTxn, or the broker's own abort (``end_abort`` also
-  from PrepareEpochFence);
+  from PrepareEpochFence, and, for an EndTxn v5 of transactions V2 (KIP-890 part 2), from
+  Empty, CompleteCommit and CompleteAbort: an abort with nothing under way);
 * ``fence``: a new producer with the same transactional id, or the timeout, fences the
   ongoing transaction;
 * ``markers_written``: every partition of the transaction has its marker.
 
-Valid previous states are Kafka's ``validPreviousStates``.  :data:`TRANSITIONS` is the
-whole machine; an event not in it for the current state raises :class:`InvalidTransition`
-naming transactional id, state and event (a coordinator bug: requests are answered with an
-error code, from :data:`INIT_ANSWERS`, :data:`ADD_ANSWERS` and :data:`END_ANSWERS`, before
-any event fires).  This broker writes markers at once, so a Prepare state lasts only
-within one request; the answers for Prepare states are kept for the table's sake.
+Valid previous states are Kafka's ``validPreviousStates`` (4.x: ``TransactionState.java``
+in ``transaction-coordinator``, PrepareAbort from Empty and the Complete states too).
+:data:`TRANSITIONS` is the whole machine; an event not in it for the current state raises
+:class:`InvalidTransition` naming transactional id, state and event (a coordinator bug:
+requests are answered with an error code, from :data:`INIT_ANSWERS`, :data:`ADD_ANSWERS`,
+:data:`END_ANSWERS` and :data:`END_V2_ANSWERS`, before any event fires).  This broker
+writes markers at once, so a Prepare state lasts only within one request; the answers for
+Prepare states are kept for the table's sake.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (ONGOING, END_COMMIT): PREPARE_COMMIT,
     (ONGOING, END_ABORT): PREPARE_ABORT,
     (PREPARE_EPOCH_FENCE, END_ABORT): PREPARE_ABORT,
+    **{(s, END_ABORT): PREPARE_ABORT for s in _DONE},  # EndTxn v5: an abort of nothing
     (ONGOING, FENCE): PREPARE_EPOCH_FENCE,
     (PREPARE_COMMIT, MARKERS_WRITTEN): COMPLETE_COMMIT,
     (PREPARE_ABORT, MARKERS_WRITTEN): COMPLETE_ABORT,
@@ -102,6 +106,44 @@ END_ANSWERS: dict[tuple[str, bool], str] = {
     (EMPTY, False): "INVALID_TXN_STATE",
 }
 """What EndTxn (committed?) gets in each state (``TransactionCoordinator.endTransaction``)."""
+
+BUMP = "bump"
+"""An answer of EndTxn v5: the transaction ends (an abort with nothing under way ends
+none) and the producer epoch goes up by one."""
+
+END_V2_ANSWERS: dict[tuple[str, bool, bool], str] = {
+    (ONGOING, True, False): BUMP,
+    (ONGOING, False, False): BUMP,
+    (EMPTY, False, False): BUMP,
+    (EMPTY, True, False): "INVALID_TXN_STATE",
+    (COMPLETE_COMMIT, True, True): "NONE",  # a retried commit: the epoch it gave
+    (COMPLETE_COMMIT, True, False): "INVALID_TXN_STATE",
+    (COMPLETE_COMMIT, False, True): "INVALID_TXN_STATE",
+    (COMPLETE_COMMIT, False, False): BUMP,
+    (COMPLETE_ABORT, False, True): "NONE",  # a retried abort
+    (COMPLETE_ABORT, False, False): BUMP,
+    (COMPLETE_ABORT, True, True): "INVALID_TXN_STATE",
+    (COMPLETE_ABORT, True, False): "INVALID_TXN_STATE",
+    (PREPARE_COMMIT, True, True): "CONCURRENT_TRANSACTIONS",
+    (PREPARE_COMMIT, False, True): "INVALID_TXN_STATE",
+    (PREPARE_ABORT, False, True): "CONCURRENT_TRANSACTIONS",
+    (PREPARE_ABORT, True, True): "INVALID_TXN_STATE",
+}
+"""What EndTxn v5 (transactions V2) gets: ``(state, committed, retry) -> answer``, where
+``retry`` is a request at the epoch just below the current one (the epoch the last end
+bumped).  A request at the current epoch is not a retry; one at any other epoch, or a
+retry in Empty or Ongoing, or a current one in a Prepare state, is not in the table: it is
+PRODUCER_FENCED (:func:`end_v2_answer`).  Kafka's ``TransactionCoordinator.endTransaction``
+(the TV2 branch, with its table of Empty, CompleteAbort and CompleteCommit)."""
+
+
+def end_v2_answer(state: str, committed: bool, current: bool, retry: bool) -> str:
+    """EndTxn v5's answer in ``state`` for a request at the current epoch (``current``) or
+    a retry's (``retry``); PRODUCER_FENCED for any other epoch (Kafka's ``isValidEpoch``)."""
+    if not (current or retry):
+        return "PRODUCER_FENCED"
+    return END_V2_ANSWERS.get((state, committed, retry), "PRODUCER_FENCED")
+
 
 MAX_EPOCH = 32767
 

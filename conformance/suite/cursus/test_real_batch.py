@@ -115,7 +115,8 @@ def test_a_batch_for_an_unknown_topic_or_partition_is_refused(target: CaseContex
 def test_a_batch_without_messages_is_refused(target: CaseContext) -> None:
     """A batch with message count 0 gets ERROR:.
 
-    CUR-RBATCH-5: "a batch with no messages, at acks 1, -1 or all, is refused with an `ERROR:` line."
+    CUR-RBATCH-5: "a batch with no messages, at acks 1, -1 or all, is refused with an `ERROR:`
+    line."
     """
     with target.connect() as conn:
         topic = create_topic(target, conn, "empty")

@@ -233,6 +233,9 @@ class Fetched:
         """Every record fetched, with its offset and its name under the records field."""
         out = []
         for i, b in enumerate(self.batches(requirement)):
+            if b.magic < 2 and len(b.records) == 1:  # a legacy message (a down-converted fetch)
+                out.append(Located(b.base_offset, b.records[0], b, f"message[{i}]"))
+                continue
             inner = f"batch[{i}].decompressed" if b.compression else f"batch[{i}]"
             for j, r in enumerate(b.records):
                 out.append(Located(b.base_offset + r.offset_delta, r, b, f"{inner}.record[{j}]"))

@@ -13,6 +13,7 @@ import time
 
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import create_topic
+from conformance.suite.kafka.transaction_group_steps import txn_offsets
 from conformance.suite.kafka.transaction_steps import (
     WAIT_S,
     Producer,
@@ -24,7 +25,6 @@ from conformance.suite.kafka.transaction_steps import (
     offset_fetch,
     produce_txn,
     txn_batch,
-    txn_offsets,
 )
 from conformance.suite.kafka.verify import (
     KafkaClient,

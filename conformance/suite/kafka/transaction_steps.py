@@ -29,7 +29,6 @@ from conformance.suite.kafka.verify import (
     KafkaClient,
     expect_code,
     find_partition,
-    first,
     missing,
     usable,
 )
@@ -183,8 +182,8 @@ def end_txn(
     version: int | None = None,
     epoch: int | None = None,
 ) -> Node:
-    """EndTxn: its answer."""
-    v = version if version is not None else usable(target, "EndTxn")
+    """EndTxn (v0-4 unless ``version``: v5 is transactions V2): its answer."""
+    v = version if version is not None else usable(target, "EndTxn", highest=4)
     body = {
         "transactional_id": p.tid,
         "producer_id": p.pid,
@@ -344,59 +343,4 @@ def expect_marker(
         f"the marker's key {r.key if r else None!r} and value {r.value if r else None!r}, expected "
         f"key {want!r} and a 6-byte value of version 0",
         got.records_at(f"{name}.record[0].key", f"{name}.record[0].value"),
-    )
-
-
-def txn_offsets(
-    target: CaseContext,
-    k: KafkaClient,
-    p: Producer,
-    group: str,
-    topic: str,
-    offset: int,
-    req: str = "KAF-TXN-15",
-) -> None:
-    v = usable(target, "AddOffsetsToTxn")
-    body = {
-        "transactional_id": p.tid,
-        "producer_id": p.pid,
-        "producer_epoch": p.epoch,
-        "group_id": group,
-    }
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        added = k.call("AddOffsetsToTxn", v, body, req, f"AddOffsetsToTxn v{v} {group}")
-        busy = added["error_code"] == CODES["CONCURRENT_TRANSACTIONS"]
-        if not busy or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    expect_code(added, "error_code", "NONE", req, f"AddOffsetsToTxn v{v} {group}")
-    v = usable(target, "TxnOffsetCommit")
-    body = {
-        "transactional_id": p.tid,
-        "group_id": group,
-        "producer_id": p.pid,
-        "producer_epoch": p.epoch,
-        "generation_id": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "topics": [
-            {
-                "name": topic,
-                "partitions": [
-                    {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-                     "committed_metadata": ""}
-                ],
-            }
-        ],
-    }  # fmt: skip
-    what = f"TxnOffsetCommit v{v} {group} offset {offset}"
-    reply = k.call("TxnOffsetCommit", v, body, req, what)
-    t = first(reply["topics"], "a topic", req, what)
-    expect_code(
-        first(t["partitions"], "a partition", req, what),
-        "error_code",
-        "NONE",
-        req,
-        what,
     )

@@ -13,13 +13,12 @@ coordinator, :mod:`..transaction_coordinator`, which decides the rest):
   UNKNOWN_TOPIC_OR_PARTITION and every other partition of that transaction
   OPERATION_NOT_ATTEMPTED (nothing is added); otherwise every partition gets the
   coordinator's answer.  PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
-* AddOffsetsToTxn (0-4), EndTxn (0-4): the coordinator's answer; PRODUCER_FENCED is
-  INVALID_PRODUCER_EPOCH before v2.
-* TxnOffsetCommit (0-4): an empty group id is INVALID_GROUP_ID; a topic or partition that
-  does not exist UNKNOWN_TOPIC_OR_PARTITION; the other partitions' offsets wait in the
-  transaction and become the group's committed offsets (what OffsetFetch returns) only at
-  EndTxn(commit); an abort drops them.  v0-1 would see COORDINATOR_LOAD_IN_PROGRESS as
-  COORDINATOR_NOT_AVAILABLE; this broker never loads.
+* AddOffsetsToTxn (0-4), EndTxn (0-5): the coordinator's answer; PRODUCER_FENCED is
+  INVALID_PRODUCER_EPOCH before v2.  EndTxn v5 is transactions V2 (KIP-890 part 2; Kafka's
+  ``TransactionVersion.transactionVersionForEndTxn``): the epoch is bumped at every end and
+  the answer carries the producer id and the new epoch (-1 and -1 with an error; Kafka's
+  ``handleEndTxnRequest`` sets what the coordinator's callback gives).
+* TxnOffsetCommit (0-5): :mod:`.txn_offsets`.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from conformance.engine import EngineError
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker, Handler
 from conformance.protocols.kafka.errors import code
-from conformance.protocols.kafka.handlers import admin
+from conformance.protocols.kafka.handlers import admin, txn_offsets
 from conformance.protocols.kafka.transaction_coordinator import coordinator_of
 
 _FENCED_FROM = {22: 4, 24: 2, 25: 2, 26: 2}
@@ -140,47 +139,28 @@ def add_offsets_to_txn(broker: Broker, request: Request, peer: str) -> dict[str,
     return {"throttle_time_ms": 0, "error_code": _error(request, error)}
 
 
+V2_END_FROM = 5
+"""The first EndTxn version of transactions V2 (an epoch bump at every end)."""
+
+
 def end_txn(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
     body = request.body
-    error = coordinator_of(broker).end_txn(
+    end = (
         body.get("transactional_id", ""),
         int(body.get("producer_id", -1)),
         int(body.get("producer_epoch", -1)),
         bool(body.get("committed", False)),
     )
-    return {"throttle_time_ms": 0, "error_code": _error(request, error)}
-
-
-def txn_offset_commit(broker: Broker, request: Request, peer: str) -> dict[str, Any]:
-    body = request.body
-    group = body.get("group_id", "")
-    errors: dict[tuple[str, int], str] = {}
-    offsets: dict[tuple[str, int], tuple[int, str | None]] = {}
-    for t in body.get("topics", []):
-        name = t.get("name", "")
-        for p in t.get("partitions", []):
-            tp = (name, int(p.get("partition_index", 0)))
-            if not _exists(broker, *tp):
-                errors[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
-            else:
-                offsets[tp] = (int(p.get("committed_offset", 0)), p.get("committed_metadata"))
-    if offsets:
-        if group == "":
-            error = "INVALID_GROUP_ID"
-        else:
-            error = coordinator_of(broker).store_offsets(
-                body.get("transactional_id", ""),
-                group,
-                int(body.get("producer_id", -1)),
-                int(body.get("producer_epoch", -1)),
-                offsets,
-            )
-        errors.update(dict.fromkeys(offsets, error))
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (topic, index), error in errors.items():
-        by_topic.setdefault(topic, []).append({"partition_index": index, "error_code": code(error)})
-    topics = [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
-    return {"throttle_time_ms": 0, "topics": topics}
+    tx = coordinator_of(broker)
+    if request.api_version < V2_END_FROM:
+        return {"throttle_time_ms": 0, "error_code": _error(request, tx.end_txn(*end))}
+    error, pid, epoch = tx.end_txn_v2(*end)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": _error(request, error),
+        "producer_id": pid,
+        "producer_epoch": epoch,
+    }
 
 
 HANDLERS: dict[int, Handler] = {
@@ -188,5 +168,5 @@ HANDLERS: dict[int, Handler] = {
     24: add_partitions_to_txn,
     25: add_offsets_to_txn,
     26: end_txn,
-    28: txn_offset_commit,
+    28: txn_offsets.txn_offset_commit,
 }

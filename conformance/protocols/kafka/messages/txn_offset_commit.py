@@ -1,9 +1,11 @@
 """TxnOffsetCommit (key 28): a transactional producer stores a consumer group's offsets
 inside its transaction; they become the group's committed offsets only when the
 transaction commits.  v2 adds the leader epoch, v3 the group member's id, instance id and
-generation.
+generation; v4 lets the broker answer TRANSACTION_ABORTABLE (KIP-890); v5 (Kafka 4.0,
+KIP-890 part 2) is the same bytes, sent by a transactions V2 client, for which the
+broker adds the group's offsets to the transaction itself (no AddOffsetsToTxn first).
 
-Versions: 0-4, flexible 3+.
+Versions: 0-5, flexible 3+.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from conformance.wire.schema import INT16, INT32, INT64, STRING, array_of, f
 
 REQUEST = message(
     "TxnOffsetCommitRequest",
-    "0-4",
+    "0-5",
     "3+",
     [
         f("transactional_id", STRING),
@@ -47,7 +49,7 @@ REQUEST = message(
 
 RESPONSE = message(
     "TxnOffsetCommitResponse",
-    "0-4",
+    "0-5",
     "3+",
     [
         f("throttle_time_ms", INT32),
