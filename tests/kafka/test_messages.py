@@ -58,7 +58,7 @@ from conformance.wire.schema import (
 CAPS = {
     "ApiVersions": 4,
     "Metadata": 12,
-    "Produce": 11,
+    "Produce": 12,
     "Fetch": 16,
     "ListOffsets": 9,
     "FindCoordinator": 5,

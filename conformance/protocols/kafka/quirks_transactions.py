@@ -13,7 +13,7 @@ from conformance.plugin import QuirkSpec
 if TYPE_CHECKING:
     from conformance.protocols.kafka.codec import Request
 
-FETCH, OFFSET_FETCH, END_TXN, TXN_OFFSET_COMMIT = 1, 9, 26, 28
+PRODUCE, FETCH, OFFSET_FETCH, END_TXN, TXN_OFFSET_COMMIT = 0, 1, 9, 26, 28
 COORDINATOR_KEYS = (22, 24, 25, 26)
 PRODUCER_FENCED, INVALID_PRODUCER_EPOCH = 90, 47
 NOT_A_MEMBER = "quirk-not-a-member"
@@ -73,6 +73,13 @@ QUIRKS: dict[str, QuirkSpec] = {
             "serves TxnOffsetCommit v5 as v4: a group AddOffsetsToTxn did not add is "
             "TRANSACTION_ABORTABLE (Kafka 4 adds it to the transaction)",
         ),
+        QuirkSpec.spec(
+            "produce-v12-not-added",
+            "transactions",
+            "KAF-TXN-23",
+            "serves Produce v12 as v11: a transactional write to a partition "
+            "AddPartitionsToTxn did not add is TRANSACTION_ABORTABLE (Kafka 4 adds it)",
+        ),
     )
 }
 
@@ -87,6 +94,9 @@ def before(quirks: tuple[str, ...], request: Request) -> Request | dict[str, Any
         return dataclasses.replace(request, body={**request.body, "isolation_level": 0})
     if request.api_key == TXN_OFFSET_COMMIT:
         return _txn_offset_commit(quirks, request)
+    v12 = request.api_key == PRODUCE and request.api_version >= 12
+    if "produce-v12-not-added" in quirks and v12:
+        return dataclasses.replace(request, api_version=11)  # the same fields
     return request
 
 

@@ -1,12 +1,13 @@
 """Kafka transactions V2 (KIP-890 part 2, Kafka 4.0): EndTxn v5 bumps the producer epoch
-at every end of a transaction, and TxnOffsetCommit v5 adds the group's offsets to the
-transaction itself (SPEC-transactions.md, area "transactions", KAF-TXN-21 and -22).
+at every end of a transaction, TxnOffsetCommit v5 adds the group's offsets to the
+transaction itself, and so does Produce v12 for its partition (SPEC-transactions.md, area
+"transactions", KAF-TXN-21 to -23).
 
-A client of transactions V2 sends neither AddPartitionsToTxn nor AddOffsetsToTxn (the
-broker adds partitions at a Produce v12, which this project's codec does not speak): the
-cases add partitions with AddPartitionsToTxn v0-3, which Kafka 4 serves to such a client
-as to any.  Kafka writes markers after it answers EndTxn, so a retried end may answer
-CONCURRENT_TRANSACTIONS meanwhile: it is asked again within a bound.
+A client of transactions V2 sends neither AddPartitionsToTxn nor AddOffsetsToTxn; the
+EndTxn case adds partitions with AddPartitionsToTxn v0-3 all the same, which Kafka 4 serves
+to such a client as to any, so that it checks EndTxn alone.  Kafka writes markers after it
+answers EndTxn, so a retried end may answer CONCURRENT_TRANSACTIONS meanwhile: it is asked
+again within a bound.
 """
 
 from __future__ import annotations
@@ -133,3 +134,32 @@ def test_txn_offset_commit_v5_adds_the_group_to_the_transaction(target: CaseCont
         ended = end_txn(target, k, p, True, req)
         expect_code(ended, "error_code", "NONE", req, "EndTxn (commit)")
         committed_within(target, k, group, topic, 8, req)
+
+
+@case("kafka/transactions/23", "KAF-TXN-23")
+def test_produce_v12_adds_its_partition_to_the_transaction(target: CaseContext) -> None:
+    """A transactional Produce v12 to a partition no AddPartitionsToTxn added: error 0, and
+    EndTxn (commit) writes its marker; Produce v11 of the same is TRANSACTION_ABORTABLE.
+
+    KAF-TXN-23: "a transactional Produce v12 (transactions V2) to a partition AddPartitionsToTxn
+    did not add to the transaction adds it itself: the write answers error 0, and
+    EndTxn(commit) then writes that partition's commit marker; the same write at v11 answers
+    TRANSACTION_ABORTABLE."
+    """
+    req = "KAF-TXN-23"
+    need(target, "Produce", 12)
+    with KafkaClient(target) as k:
+        topic = create_topic(target, k, "t23")
+        p = begin(target, k, "t23", req)
+        if serves(target, "Produce", 11):
+            data = txn_batch([b"v11"], p)
+            wrote = produce_txn(target, k, p.tid, topic, data, req, version=11)
+            what = "transactional Produce v11 to a partition no AddPartitionsToTxn added"
+            expect_code(wrote, "error_code", "TRANSACTION_ABORTABLE", req, what)
+        wrote = produce_txn(target, k, p.tid, topic, txn_batch([b"v12"], p), req, version=12)
+        what = "transactional Produce v12 to a partition no AddPartitionsToTxn added"
+        expect_code(wrote, "error_code", "NONE", req, what)
+        # ended by EndTxn v4 (no epoch bump), so that this case checks the Produce alone
+        ended = end_txn(target, k, p, True, req)
+        expect_code(ended, "error_code", "NONE", req, "EndTxn (commit)")
+        expect_marker(target, k, topic, 1, p, COMMIT_MARKER, req)

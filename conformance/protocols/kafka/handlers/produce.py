@@ -100,7 +100,9 @@ def _append(
     tx = coordinator_of(broker)
     began = False
     if txn is not None:
-        verdict = tx.produce_check(tid or "", txn[0], txn[1], (topic, index))
+        # Produce v12 (transactions V2) adds the partition itself (AddPartitionsToTxnManager
+        # .produceRequestVersionToTransactionSupportedOperation: ADD_PARTITION from v12)
+        verdict = tx.produce_check(tid or "", txn[0], txn[1], (topic, index), add=version >= 12)
         if verdict != "NONE":
             return _unverified(verdict, version), -1, f"transaction check: {verdict}"
         began = tx.index.begin(topic, index, txn[0], broker.engine.high_watermark(topic, index))

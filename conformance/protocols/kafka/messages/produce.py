@@ -3,7 +3,8 @@ the producer wants (0: none, 1: the leader, -1: every in-sync replica) and how l
 broker may wait for it; the response gives each partition's base offset or error.  A
 Produce with acks 0 gets no response at all.
 
-Versions: 0-11, flexible 9+.
+Versions: 0-12, flexible 9+; v12 has v11's fields (KIP-890 part 2: a transactional Produce
+v12 adds its partition to the transaction).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from conformance.wire.schema import (
 
 REQUEST = message(
     "ProduceRequest",
-    "0-11",
+    "0-12",
     "9+",
     [
         f("transactional_id", STRING, "3+", nullable="3+"),
@@ -50,7 +51,7 @@ REQUEST = message(
 
 RESPONSE = message(
     "ProduceResponse",
-    "0-11",
+    "0-12",
     "9+",
     [
         f(
