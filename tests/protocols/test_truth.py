@@ -32,10 +32,7 @@ REAL_REVISIONS: dict[str, str] = {
 }
 """Protocol -> its revision named after a real implementation (every revision but ``doc``)."""
 
-PENDING: dict[str, str] = {
-    "iggy": "TRUTH.md of Iggy `classic` is still to be written (issue 34 item 6): its "
-    "requirements were being added when the others were done; the lead adds it",
-}
+PENDING: dict[str, str] = {}
 """Protocols whose TRUTH.md is known to be missing or short: xfail (strict), so the entry must
 go the moment the file is complete.  This list must only shrink."""
 

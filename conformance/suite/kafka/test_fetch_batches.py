@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, fetch, produce
-from conformance.suite.kafka.verify import KafkaClient, usable
+from conformance.suite.kafka.transaction_steps import init_producer_id
+from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
 from conformance.suite.target import CaseContext
 
 REQ = "KAF-FETCH-9"
@@ -24,24 +25,28 @@ _HEADER_FIELDS = (  # (name, first byte, end) of the batch header from the magic
 
 @case("kafka/fetch/10", REQ)
 def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
-    """A gzip batch of three records, with a producer id, epoch and sequence, is fetched
-    back with the bytes it was produced with (but its offset).
+    """A gzip batch of three records of an idempotent producer (its id and epoch from
+    InitProducerId) is fetched back with the bytes it was produced with (but its offset).
 
     KAF-FETCH-9: "a Fetch returns a produced magic-2 batch as the producer wrote it: the same
     length and, from the magic byte on, the same bytes ..."
     """
-    sent = batch(
-        [b"first", b"second", b"third"],
-        keys=[b"a", None, b"c"],
-        timestamps=[1_700_000_000_000, 1_700_000_000_002, 1_700_000_000_001],
-        compression="gzip",
-        producer_id=4_000_001,
-        producer_epoch=0,
-        base_sequence=0,
-    )
     v = usable(target, "Fetch", lowest=4)
     with KafkaClient(target) as k:
         topic = create_topic(target, k, "as-produced")
+        # an idempotent producer's id and epoch, as a producer gets them
+        idem = init_producer_id(target, k, None, REQ)
+        expect_code(idem, "error_code", "NONE", REQ, "InitProducerId without a transactional id")
+        pid, epoch = int(idem["producer_id"]), int(idem["producer_epoch"])
+        sent = batch(
+            [b"first", b"second", b"third"],
+            keys=[b"a", None, b"c"],
+            timestamps=[1_700_000_000_000, 1_700_000_000_002, 1_700_000_000_001],
+            compression="gzip",
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+        )
         base = int(produce(target, k, topic, sent, requirement=REQ)["base_offset"])
         got = fetch(target, k, topic, 0, base, version=v, requirement=REQ)
     data = got.data
@@ -64,6 +69,6 @@ def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
         "the fetched batch differs from the one produced: "
         + (", ".join(wrong) or "its records")
         + (f" (base offset {offset}, expected {base})" if offset != base else "")
-        + f"; produced {len(sent)} bytes, gzip, 3 records, producer 4000001 epoch 0 sequence 0",
+        + f"; produced {len(sent)} bytes, gzip, 3 records, producer {pid} epoch {epoch} sequence 0",
         got.records_at(*(f"batch[0].{n}" for n in wrong)) if wrong else got.records_at(),
     )

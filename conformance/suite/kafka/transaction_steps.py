@@ -82,7 +82,7 @@ def init_body(tid: str | None, timeout_ms: int = 60_000, **extra: Any) -> dict[s
 def init_producer_id(
     target: CaseContext,
     k: KafkaClient,
-    tid: str,
+    tid: str | None,
     requirement: str,
     *,
     timeout_ms: int = 60_000,
