@@ -13,22 +13,9 @@ import xxhash
 from conformance.engine import Engine
 from conformance.protocols.iggy import broker_streams, codec
 from conformance.protocols.iggy.broker_wire import RequestDeframer
-from conformance.protocols.iggy.handler import IggyConfig, IggyFrontend
-from conformance.protocols.iggy.quirks import QUIRKS, Quirks
-from tests.iggy.broker_client import Conn, consumer, ident
-
-S0, T0 = ident(0), ident(0)
-
-
-def frontend(revision: str = "classic", *quirks: str) -> IggyFrontend:
-    return IggyFrontend(Engine(), IggyConfig(revision=revision, quirks=Quirks.of(quirks)))
-
-
-def logged(fe: IggyFrontend, peer: str = "127.0.0.1:40000") -> Conn:
-    c = Conn(fe, peer)
-    if fe.config.revision == "classic":
-        assert c.login() == 0
-    return c
+from conformance.protocols.iggy.handler import IggyFrontend
+from conformance.protocols.iggy.quirks import QUIRKS
+from tests.iggy.broker_client import S0, T0, Conn, consumer, frontend, ident, logged
 
 
 def topic_body(name: str = "t", partitions: int = 3, stream: Any = S0) -> dict[str, Any]:
