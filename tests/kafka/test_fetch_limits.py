@@ -120,3 +120,54 @@ def test_a_batch_kafka_validate_batch_refuses(field: str, value: int, why: str) 
     with pytest.raises(batches.Refused, match=why) as info:
         batches.from_request(encode_batch(batch), 9)
     assert info.value.error == "INVALID_RECORD"
+
+
+def test_an_old_joined_append_is_served_in_runs_of_one_kind() -> None:
+    """An append an older journal compacted (records of several producers and a marker in
+    one type-3 Append) is built into batches by producer and kind, the marker alone."""
+    from conformance.engine.ops import Append as Op
+    from conformance.engine.ops import decode, encode
+    from conformance.engine.records import Record
+    from conformance.protocols.kafka.transaction_index import (
+        Marker,
+        PartitionTxns,
+        Span,
+        control_key,
+        control_value,
+    )
+
+    e = Engine()
+    e.create_topic("t", 1)
+    old = (
+        Record(0, None, b"tx0", (), 1, "5", 0, 0),
+        Record(1, None, b"tx1", (), 1, "5", 0, 1),
+        Record(2, control_key(False), control_value(0), (), 1),
+        Record(3, None, b"plain", (), 1),
+    )
+    e._state.apply(decode(encode(Op("t", 0, 0, old, None))))
+    txns = PartitionTxns()
+    txns._add_span(Span(5, 0, 2, True))
+    txns.markers[2] = Marker(5, 0, False)
+    data, at = batches.for_fetch(lambda a, n: e.read("t", 0, a, n), 0, 4, 2, 1 << 20, True, txns)
+    got = [(b.producer_id, b.is_transactional, b.is_control) for b in decode_batches(data)]
+    assert got == [(5, True, False), (5, True, True), (-1, False, False)] and at == 4
+
+
+def test_another_front_ends_append_is_cut_to_what_fits(engine: Engine) -> None:
+    """Records no Kafka producer wrote have no Kafka batch: a Fetch that is not the first
+    (or v0-2, without minOneMessage) still gets the ones that fit."""
+    engine.append("t", 0, [NewRecord(b"", b"x" * 100) for _ in range(3)])
+    data, at = _fetch(engine, 0, 250, first=False)
+    assert at in (1, 2) and len(data) <= 250
+    assert [r.value for b in decode_batches(data) for r in b.records] == [b"x" * 100] * at
+
+
+def test_a_batch_marked_log_append_time_keeps_its_max_timestamp(engine: Engine) -> None:
+    """Kafka reads every record of such a batch at its max timestamp, so setMaxTimestamp
+    (CreateTime) keeps it: only the type bit changes."""
+    marked = _three()
+    object.__setattr__(marked, "attributes", 0x08)
+    object.__setattr__(marked, "max_timestamp", 100)
+    _produce(engine, marked)
+    header = peek_batch(_fetch(engine, 0, 1)[0])
+    assert header.crc_ok and header.max_timestamp == 100 and header.attributes == 0

@@ -34,6 +34,8 @@ from conformance.protocols.kafka.record_types import CONTROL_BIT, TRANSACTIONAL_
 from conformance.protocols.kafka.stored_batches import FORM, as_stored, kept, served
 from conformance.protocols.kafka.transaction_index import Marker, PartitionTxns
 
+BATCH_RECORDS = 500
+"""The most records of a batch this broker builds from records (no Kafka producer wrote)."""
 MAX_BATCH_BYTES = 1 << 20
 MAX_REQUEST_BYTES = 16 << 20
 """The most record bytes (decompressed) one Produce request may carry over all its
@@ -267,35 +269,109 @@ def for_fetch(
     txns: PartitionTxns | None = None,
     max_records: int = 1 << 31,
 ) -> tuple[bytes, int]:
-    """Whole batches of a log for a Fetch, from the one that holds ``offset`` on, and the
-    offset after the last record they hold.
+    """A log's batches for a Fetch from ``offset``, and the offset after the last record
+    they hold.
 
     ``read(at, n)`` gives the log's records from ``at``; ``end`` is where reading stops
     (the high watermark, or the last stable offset); ``magic`` the record format (0 and 1
-    are a down-converted fetch: a batch is its records' legacy messages, but for those
-    before ``offset``, all or none);
-    batches are added while they fit ``limit`` bytes, the first whatever its size when
-    ``first`` is set (Kafka's ``minOneMessage``), and until ``max_records`` records are
-    passed; ``txns`` are the partition's transactions (flags of built batches)."""
+    are a down-converted fetch); batches are added while they fit ``limit`` bytes, the
+    first whatever its size when ``first`` is set (Kafka's ``minOneMessage``), and until
+    ``max_records`` records are passed; ``txns`` are the partition's transactions (the
+    flags of built batches).
+
+    A batch a Kafka producer wrote is served whole, from its base (which may lie before
+    ``offset``, as in Kafka); down-converted, it is its records' legacy messages, those
+    before ``offset`` left out.  Records no Kafka producer wrote (another front-end's
+    appends, transaction markers, a v0-2 message set, appends an older version of the
+    journal joined) have no Kafka batch: they are built into batches from ``offset`` on,
+    one per run of one producer and kind (:func:`_built`), cut to what fits."""
     out: list[bytes] = []
     size, at = 0, offset
     while at < end and at - offset < max_records:
         (head,) = read(at, 1)
-        batch = head.batch
-        base, stop = (batch.base_offset, batch.base_offset + batch.count) if batch else (at, at + 1)
-        stop = min(max(stop, at + 1), end)
-        records = read(base, stop - base)
-        kind = txns.attributes(records[0]) if txns is not None else _PLAIN
-        stored = kept(records[0])
-        if magic < 2:  # Kafka's down-conversion leaves out the records before the offset
-            data = _batch([r for r in records if r.offset >= offset], magic, kind)
-        elif stored is not None:
-            data = served(stored)
-        else:
-            data = _batch(records, magic, kind)
-        if size + len(data) > limit and not (first and not out):
+        stored = kept(head)
+        room, whole = limit - size, first and not out
+        if stored is None:
+            batch = head.batch
+            stop = batch.base_offset + batch.count if batch is not None else at + 1
+            chunk = read(at, max(1, min(stop, end, at + BATCH_RECORDS) - at))
+            data, count = _built(chunk, magic, room, whole, txns)
+            if not count:
+                break
+            out.append(data)
+            size += len(data)
+            at += count
+            if count < len(chunk):
+                break
+            continue
+        stop = min(stored.base_offset + stored.count, end)
+        # down-converted, Kafka leaves out the records before the offset
+        data = _batch(read(at, stop - at), magic) if magic < 2 else served(stored)
+        if len(data) > room and not whole:
             break
         out.append(data)
         size += len(data)
         at = stop
     return b"".join(out), at
+
+
+def _built(
+    records: Sequence[Record], magic: int, limit: int, first: bool, txns: PartitionTxns | None
+) -> tuple[bytes, int]:
+    """``records`` (of one append that kept no Kafka batch) as built batches of ``magic``,
+    up to ``limit`` bytes (``first``: at least one record whatever its size), and how many
+    of the records they hold.  A run that does not fit is cut to the records that do: these
+    batches are this broker's, and no Kafka answer says where they end."""
+    out: list[bytes] = []
+    size = count = 0
+    for kind, run in _runs(records, txns):
+        data = _batch(run, magic, kind)
+        if size + len(data) > limit:
+            cut = _fitting(run, magic, kind, limit - size)
+            if cut == 0 and not out and first:
+                cut = 1
+            if cut:
+                data = _batch(run[:cut], magic, kind)
+                out.append(data)
+                size += len(data)
+                count += cut
+            break
+        out.append(data)
+        size += len(data)
+        count += len(run)
+    return b"".join(out), count
+
+
+def _runs(records: Sequence[Record], txns: PartitionTxns | None) -> list[tuple[Kind, list[Record]]]:
+    """``records`` in runs a batch can hold: one producer, epoch and kind, consecutive
+    sequences, a control record alone, at most :data:`BATCH_RECORDS` records."""
+    runs: list[tuple[Kind, list[Record]]] = []
+    for r in records:
+        kind = txns.attributes(r) if txns is not None else _PLAIN
+        last = runs[-1][1][-1] if runs else None
+        same = (
+            last is not None
+            and kind[1] is None  # a control record is a batch of its own
+            and runs[-1][0] == kind
+            and (last.producer_id, last.producer_epoch) == (r.producer_id, r.producer_epoch)
+            and len(runs[-1][1]) < BATCH_RECORDS
+            and (not r.producer_id or r.sequence == last.sequence + 1)
+        )
+        if same:
+            runs[-1][1].append(r)
+        else:
+            runs.append((kind, [r]))
+    return runs
+
+
+def _fitting(run: list[Record], magic: int, kind: Kind, room: int) -> int:
+    """How many of ``run``'s first records make a batch of at most ``room`` bytes (the
+    whole run does not fit)."""
+    low, high = 0, len(run) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if len(_batch(run[:mid], magic, kind)) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low

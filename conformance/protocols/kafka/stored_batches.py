@@ -5,11 +5,13 @@ Kafka's log is a log of batches.  On Produce, ``LogValidator`` (storage module,
 header: the base offset (``setLastOffset``), the partition leader epoch
 (``setPartitionLeaderEpoch``) and the max timestamp, set to the largest record timestamp
 with the CreateTime type (``setMaxTimestamp``, which rewrites the attributes and the CRC
-only when they change).  It builds a new batch instead (``buildRecordsAndAssignOffsets``:
-the topic's codec, offsets and timestamps from the records, the producer id, epoch, base
-sequence and transactional flag kept) when the topic's ``compression.type`` names another
-codec than the batch's, or when a compressed batch's records do not carry the offsets 0,
-1, 2, ... (``record.offset() != expectedOffset``).
+only when they change; a batch the producer marked LogAppendTime keeps its max timestamp,
+which Kafka reads as every record's).  It builds a new batch instead
+(``buildRecordsAndAssignOffsets``: the topic's codec, offsets and timestamps from the
+records, the producer id, epoch, base sequence and transactional flag kept) when the
+topic's ``compression.type`` names another codec than the batch's, or when a compressed
+batch's records do not carry the offsets 0, 1, 2, ... (``record.offset() !=
+expectedOffset``).
 
 The engine keeps those bytes with the append (:class:`conformance.engine.Batch`, form
 :data:`FORM`), with base offset 0: :func:`served` writes the stored base offset in when a
@@ -57,7 +59,7 @@ def as_stored(data: bytes, batch: rec.RecordBatch, compression_type: str = "prod
         target and any(r.offset_delta + batch.base_offset != i for i, r in enumerate(batch.records))
     ):
         return _rebuilt(batch, target)
-    top = max(-1, *(batch.base_timestamp + r.timestamp_delta for r in batch.records))
+    top = max(-1, *_timestamps(batch))
     out = bytearray(data)
     out[0:8] = bytes(8)
     out[12:16] = _I32.pack(LEADER_EPOCH)
@@ -69,8 +71,16 @@ def as_stored(data: bytes, batch: rec.RecordBatch, compression_type: str = "prod
     return bytes(out)
 
 
+def _timestamps(batch: rec.RecordBatch) -> list[int]:
+    """The records' timestamps as Kafka reads them: the batch's max timestamp for every
+    record of a batch marked LogAppendTime (``DefaultRecordBatch``), else base + delta."""
+    if batch.attributes & _TIMESTAMP_TYPE:
+        return [batch.max_timestamp] * len(batch.records)
+    return [batch.base_timestamp + r.timestamp_delta for r in batch.records]
+
+
 def _rebuilt(batch: rec.RecordBatch, codec: int) -> bytes:
-    stamps = [batch.base_timestamp + r.timestamp_delta for r in batch.records]
+    stamps = _timestamps(batch)
     base_ts = stamps[0] if stamps else -1
     transactional = batch.is_transactional
     return rec.encode_batch(

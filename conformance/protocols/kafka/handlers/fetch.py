@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import EngineError
-from conformance.protocols.kafka import batches, fetch_sessions, log_start
+from conformance.protocols.kafka import batches, fetch_sessions, log_start, topic_configs
 from conformance.protocols.kafka.codec import Request
 from conformance.protocols.kafka.context import Broker
 from conformance.protocols.kafka.errors import code, from_engine
@@ -107,6 +107,13 @@ class _Fetch:
         self.error = self.error or self.session.refused  # a session error: at once
         return reply, total
 
+    def _no_zstd(self, topic: str) -> bool:
+        """A Fetch below v10 of a topic whose compression.type is zstd, which Kafka refuses
+        (``KafkaApis.handleFetchRequest``: UNSUPPORTED_COMPRESSION_TYPE)."""
+        if self.request.api_version >= 10 or self.broker.config.revision != "apache":
+            return False
+        return topic_configs.compression_type(self.broker.engine, topic) == "zstd"
+
     def _read(self, topic: str, index: int, offset: int, limit: int, first: bool) -> dict[str, Any]:
         engine, magic = self.broker.engine, _magic(self.broker, self.request.api_version)
         committed = self.committed
@@ -117,6 +124,8 @@ class _Fetch:
                 txns = self.coordinator.index.partition(topic, index, hwm)
             lso = txns.last_stable_offset(hwm) if txns is not None else hwm
             start = log_start.log_start_offset(engine, topic, index)
+            if self._no_zstd(topic):
+                return _partition(index, "UNSUPPORTED_COMPRESSION_TYPE", -1, b"")
             if not start <= offset <= hwm:
                 return _partition(index, "OFFSET_OUT_OF_RANGE", hwm, b"", lso, start=start)
             end = lso if committed else hwm

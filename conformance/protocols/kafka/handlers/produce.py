@@ -6,7 +6,9 @@ produce closes the connection instead, as Kafka does, so the producer notices). 
 limits of this broker: a partition's records at most 1 MiB, compressed or decompressed,
 and 16 MiB of records per request (MESSAGE_TOO_LARGE past them; see batches.py), and a
 batch larger than its topic's max.message.bytes is MESSAGE_TOO_LARGE too (Kafka's
-``UnifiedLog.analyzeAndValidateRecords``, per batch, before the CRC).  A topic or
+``UnifiedLog.analyzeAndValidateRecords``, per batch, before the CRC), and so is one that
+grows past it when the topic's compression.type recompresses it (``UnifiedLog.append``
+checks the batch it stores).  A topic or
 partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates
 topics).  v3+ carries exactly one magic-2 batch per partition (else INVALID_RECORD);
 v0-2 carry magic 0/1 message sets.  A batch whose CRC does not match is CORRUPT_MESSAGE;
@@ -82,6 +84,13 @@ def _append(
         compression = topic_configs.compression_type(broker.engine, topic)
         append = batches.from_request(data or b"", version, budget[0], compression)
         budget[0] -= max(len(data or b""), batches.size(append))
+        if len(append.written) > limit:  # Kafka's UnifiedLog.append checks the stored batch too
+            return (
+                "MESSAGE_TOO_LARGE",
+                -1,
+                f"the batch as stored (compression.type {compression}) takes "
+                f"{len(append.written)} bytes; the topic's max.message.bytes is {limit}",
+            )
     except batches.Refused as exc:
         return exc.error, -1, str(exc)
     except batches.UnknownCodec as exc:  # Kafka: CompressionType.forId's exception, caught
