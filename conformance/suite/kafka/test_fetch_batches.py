@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conformance.evidence import Evidence, Judged
 from conformance.suite.case import case, require
 from conformance.suite.kafka.steps import batch, create_topic, fetch, produce
 from conformance.suite.kafka.transaction_steps import init_producer_id
@@ -9,6 +10,7 @@ from conformance.suite.kafka.verify import KafkaClient, expect_code, usable
 from conformance.suite.target import CaseContext
 
 REQ = "KAF-FETCH-9"
+_RECORDS = "topic_data[0].partition_data[0].records"
 _HEADER_FIELDS = (  # (name, first byte, end) of the batch header from the magic byte on
     ("magic", 16, 17),
     ("crc", 17, 21),
@@ -48,6 +50,7 @@ def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
             base_sequence=0,
         )
         base = int(produce(target, k, topic, sent, requirement=REQ)["base_offset"])
+        produced = Evidence((Judged(k.requests[k.corr], (_RECORDS,)),))  # the Produce's batch
         got = fetch(target, k, topic, 0, base, version=v, requirement=REQ)
     data = got.data
     require(
@@ -57,18 +60,26 @@ def test_a_compressed_batch_comes_back_as_produced(target: CaseContext) -> None:
         got.records_at(),
     )
     back = data[: len(sent)]
-    wrong = [
-        name
-        for name, start, end in (("batch_length", 8, 12), *_HEADER_FIELDS)
-        if back[start:end] != sent[start:end]
-    ]
+    fields = (("batch_length", 8, 12), *_HEADER_FIELDS)
+    wrong = [(name, a, b) for name, a, b in fields if back[a:b] != sent[a:b]]
     offset = int.from_bytes(back[0:8], "big", signed=True)
+    differ = [
+        f"{name} {_int(name, back[a:b])} (produced {_int(name, sent[a:b])})" for name, a, b in wrong
+    ]
+    if not wrong and back[61:] != sent[61:]:
+        differ.append(f"the records' bytes after the header (produced {len(sent) - 61})")
+    if offset != base:
+        differ.append(f"base offset {offset} (the Produce answered {base})")
     require(
-        not wrong and back[61:] == sent[61:] and offset == base,
+        not differ,
         REQ,
-        "the fetched batch differs from the one produced: "
-        + (", ".join(wrong) or "its records")
-        + (f" (base offset {offset}, expected {base})" if offset != base else "")
-        + f"; produced {len(sent)} bytes, gzip, 3 records, producer {pid} epoch {epoch} sequence 0",
-        got.records_at(*(f"batch[0].{n}" for n in wrong)) if wrong else got.records_at(),
+        f"the first fetched batch differs from the one produced ({len(sent)} bytes: gzip, 3 "
+        f"records, producer {pid} epoch {epoch} sequence 0): " + "; ".join(differ),
+        (got.records_at(*(f"batch[0].{n}" for n, _, _ in wrong)) if wrong else got.records_at())
+        + produced,
     )
+
+
+def _int(name: str, raw: bytes) -> int:
+    """A header field's value (the CRC unsigned, the others signed, as Kafka reads them)."""
+    return int.from_bytes(raw, "big", signed=name != "crc")
