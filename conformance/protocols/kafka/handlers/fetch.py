@@ -19,13 +19,13 @@ offset (the first offset of its earliest open transaction, else the high waterma
 isolation_level 1 (READ_COMMITTED, v4+) returns no record at or past it and lists the
 aborted transactions (producer id, first offset) that overlap what it returns
 (``TransactionIndex.collectAbortedTxns``; an empty list when none does); READ_UNCOMMITTED
-returns everything up to the high watermark, and in ``apache`` its aborted_transactions
-is null, as is an error partition's (``LocalLog.read`` collects them only for
-READ_COMMITTED, and ``KafkaApis.handleFetchRequest`` sends the missing list as null);
-``doc`` sends an empty list.  Transactional records and markers go out in batches
-with their flags (:func:`..batches.for_fetch`).  Record format: revision
-``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends magic 0
-for v0-1 and magic 1 for v2-3.
+returns everything up to the high watermark, and its aborted_transactions is null, as is
+an error partition's (``LocalLog.read`` collects them only for READ_COMMITTED, and
+``KafkaApis.handleFetchRequest`` sends the missing list as null); the document says
+nothing of the field, so ``doc`` answers it as Kafka does.  Transactional records and
+markers go out in batches with their flags (:func:`..batches.for_fetch`).  Record format:
+revision ``doc`` sends magic-2 batches at every version (as pgcdc does); ``apache`` sends
+magic 0 for v0-1 and magic 1 for v2-3.
 """
 
 from __future__ import annotations
@@ -94,9 +94,6 @@ class _Fetch:
                 total += len(entry["records"] or b"")
                 self.error = self.error or entry["error_code"] != 0
                 parts.append(entry)
-            if broker.config.revision == "doc":  # pgcdc: a list, empty but for aborted ones
-                for entry in parts:
-                    entry["aborted_transactions"] = entry["aborted_transactions"] or []
             responses.append({"topic": t.get("topic", ""), "topic_id": tid, "partitions": parts})
         reply = {
             "throttle_time_ms": 0,
