@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from conformance import ports
+from conformance.client import PARTIAL_REPLY
 from conformance.ports import free_port
 from conformance.spare import FIRST_POLL_S, POLL_S, STOP_GRACE_S, Serving, Spare, end_group, launch
 from conformance.target_output import OutputPipe, read_lines
@@ -50,6 +51,20 @@ SHOWN_LINES = 10
 """Output lines quoted when a start fails."""
 PORT_TRIES = 3
 NO_CONNECT = "cannot connect"
+
+
+def _says_more(seen: str, looked: str) -> bool:
+    """Whether a look's ``seen`` replaces what an earlier one saw (``looked``) as the reason
+    a target did not serve: a look that connected says more than one that could not, and
+    one that saw a reply begin more than a later one that saw nothing (a slow target's
+    last look, with the little time left, may see no byte)."""
+    if not looked:
+        return True
+    if seen.startswith(NO_CONNECT):
+        return False
+    return not (looked.startswith(PARTIAL_REPLY) and not seen.startswith(PARTIAL_REPLY))
+
+
 """How a serving check's answer begins when nothing accepted the connection."""
 
 
@@ -254,8 +269,8 @@ class Supervisor:
             if left <= 0:
                 raise TargetFailed(self._not_serving(looked), self._last_lines())
             seen = self.serving(self.host, self.port, min(self.deadline, max(left, POLL_S)))
-            if isinstance(seen, str) and not (looked and seen.startswith(NO_CONNECT)):
-                looked = seen  # (what a look that connected saw says more)
+            if isinstance(seen, str) and _says_more(seen, looked):
+                looked = seen
             if seen is True:
                 if not ports.stranger_listens(self.port, self.proc.pid):
                     return
